@@ -1,0 +1,51 @@
+// One linter for the whole tree. The layer rule keeps dependencies pointing downwards (see DESIGN.md).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const managers = ['config', 'pod', 'podworkers', 'pleg', 'prober', 'status', 'volume', 'nodestatus', 'eviction', 'images', 'stats', 'cm', 'server'];
+const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
+// What each folder of src/ may import from, besides itself.
+const mayImport = {
+  lib: [],
+  api: ['lib'],
+  cri: ['lib'],
+  k8s: ['lib', 'api'],
+  kuberuntime: ['lib', 'api', 'cri'],
+  ...Object.fromEntries(managers.map((m) => [m, ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers]])),
+  kubelet: allFolders.filter((f) => f !== 'cmd'),
+  cmd: allFolders,
+};
+
+const layerRules = Object.entries(mayImport).map(([folder, allowed]) => {
+  const forbidden = allFolders.filter((f) => f !== folder && !allowed.includes(f));
+  return {
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: forbidden.length
+            ? [{ group: forbidden.map((f) => `**/${f}/*`), message: `src/${folder} may not import from a higher layer` }]
+            : [],
+        },
+      ],
+    },
+  };
+});
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.stack/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-constant-condition': ['error', { checkLoops: false }],
+    },
+  },
+  {
+    files: ['**/*.js', '**/*.mjs'],
+    languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  ...layerRules,
+);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The whole test suite: type-check and build, unit tests, then integration tests against a private
+# containerd that this script starts and stops (scripts/runtime-stack.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+npm run --silent build
+
+mapfile -t unit < <(find test/unit -name '*.test.ts' | sort)
+mapfile -t integration < <(find test/integration -name '*.test.ts' | sort)
+
+status=0
+if [ ${#unit[@]} -gt 0 ]; then
+  echo "== unit tests (${#unit[@]} files)"
+  node --import tsx --test --test-reporter=spec "${unit[@]}" || status=1
+fi
+
+if [ ${#integration[@]} -gt 0 ] && [ "${SKIP_INTEGRATION:-}" != 1 ]; then
+  echo "== integration tests (${#integration[@]} files) against a private containerd"
+  bash scripts/runtime-stack.sh up
+  trap 'bash scripts/runtime-stack.sh down' EXIT
+  eval "$(bash scripts/runtime-stack.sh env)"
+  export CONTAINER_RUNTIME_ENDPOINT
+  # One file at a time: they share one containerd, and each test cleans up the pods it started.
+  node --import tsx --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec "${integration[@]}" || status=1
+fi
+exit $status

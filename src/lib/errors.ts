@@ -1,0 +1,34 @@
+/** Stable codes for the failures a caller may want to tell apart. Expected outcomes (not found, conflict) are return values, not errors. */
+export type KubeletErrorCode =
+  | 'CRI_UNAVAILABLE'
+  | 'CRI_DEADLINE_EXCEEDED'
+  | 'CRI_ERROR'
+  | 'IMAGE_PULL_FAILED'
+  | 'IMAGE_PULL_BACKOFF'
+  | 'INVALID_MANIFEST'
+  | 'INVALID_CONFIG'
+  | 'CREATE_CONTAINER_CONFIG'
+  | 'CREATE_SANDBOX_FAILED'
+  | 'CRASH_LOOP_BACKOFF'
+  | 'KILL_FAILED'
+  | 'API_ERROR';
+
+export class KubeletError extends Error {
+  readonly code: KubeletErrorCode;
+
+  constructor(code: KubeletErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'KubeletError';
+    this.code = code;
+  }
+}
+
+export function isKubeletError(err: unknown, code?: KubeletErrorCode): err is KubeletError {
+  return err instanceof KubeletError && (code === undefined || err.code === code);
+}
+
+/** The message of anything thrown, for logs. */
+export function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
