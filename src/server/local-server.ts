@@ -1,0 +1,102 @@
+/**
+ * The kubelet's small local HTTP servers: /healthz on healthzBindAddress:healthzPort, and the
+ * unauthenticated read-only port (/pods, /runningpods/, /healthz) when readOnlyPort is set.
+ * The authenticated HTTPS API on port 10250 is a separate server.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Pod, PodList } from '../api/core-v1.js';
+import { logger } from '../lib/log.js';
+import { serveHealthz, type HealthCheck } from './healthz.js';
+
+const log = logger('server');
+
+/** What the servers read from the kubelet. */
+export interface ServerHost {
+  /** The pods this kubelet manages, with their latest status (upstream: Kubelet.GetPods). */
+  getPods(): Pod[];
+  /** The pods found in the runtime, as bare pods (upstream: /runningpods/). */
+  getRunningPods(): Promise<Pod[]>;
+  healthChecks(): readonly HealthCheck[];
+}
+
+export interface LocalServerOptions {
+  address: string;
+  port: number;
+  /** Serve /pods and /runningpods/ (the read-only port) besides /healthz. */
+  readOnly: boolean;
+}
+
+export interface LocalServer {
+  /** The port actually bound (useful with port 0). */
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+// A request whose client has stalled must not hold a socket for ever.
+const REQUEST_TIMEOUT_MS = 60_000;
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function sendText(res: http.ServerResponse, status: number, text: string): void {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8' });
+  res.end(text);
+}
+
+function podList(items: Pod[]): PodList {
+  return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
+}
+
+async function handle(
+  host: ServerHost,
+  opts: LocalServerOptions,
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+) {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  if (await serveHealthz(host.healthChecks(), req, res, url)) return;
+  if (!opts.readOnly) return sendText(res, 404, '404 page not found\n');
+  if (req.method !== 'GET' && req.method !== 'HEAD') return sendText(res, 405, 'method not allowed\n');
+  switch (url.pathname) {
+    case '/pods':
+    case '/pods/':
+      return sendJson(res, 200, podList(host.getPods()));
+    case '/runningpods':
+    case '/runningpods/':
+      return sendJson(res, 200, podList(await host.getRunningPods()));
+    default:
+      return sendText(res, 404, '404 page not found\n');
+  }
+}
+
+export function startLocalServer(host: ServerHost, opts: LocalServerOptions): Promise<LocalServer> {
+  const server = http.createServer((req, res) => {
+    handle(host, opts, req, res).catch((err: unknown) => {
+      log.error('request failed', { path: req.url, err });
+      if (!res.headersSent) sendText(res, 500, 'internal server error\n');
+      else res.destroy();
+    });
+  });
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = REQUEST_TIMEOUT_MS;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.address, () => {
+      server.off('error', reject);
+      const port = (server.address() as AddressInfo).port;
+      log.info('serving', { address: opts.address, port, readOnly: opts.readOnly });
+      resolve({
+        port,
+        close: () =>
+          new Promise<void>((done) => {
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}
