@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The README's first command: everything a fresh machine needs, then tskubelet in the foreground
+# with the pods in examples/. Extra arguments go to tskubelet (e.g. --v=4).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/runtime-stack.sh install
+[ -d node_modules ] || npm ci --no-audit --no-fund
+npm run --silent build
+bash scripts/runtime-stack.sh images
+bash scripts/runtime-stack.sh up
+eval "$(bash scripts/runtime-stack.sh env)"
+
+echo "tskubelet: pods from examples/, /pods on http://127.0.0.1:10255, /healthz on http://127.0.0.1:10248 (Ctrl-C to stop)"
+exec bin/tskubelet \
+  --pod-manifest-path="$PWD/examples" \
+  --container-runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
+  --root-dir="$PWD/.stack/kubelet" \
+  --read-only-port=10255 \
+  "$@"
