@@ -1,0 +1,34 @@
+/**
+ * The container spec hash stored in `io.kubernetes.container.hash`; a running container whose
+ * stored hash differs from its spec's is killed and started again.
+ *
+ * Like upstream since 1.31 (kubecontainer.HashContainer with pickFieldsToHash), only `name` and
+ * `image` go into the hash: they are the only container fields the API lets change on a live
+ * pod, and any other field would make a kubelet upgrade that adds a defaulted field restart every
+ * container on the node. A static pod whose manifest changes gets a new UID from its source, so it
+ * is replaced as a whole rather than through this hash.
+ *
+ * The value is FNV-1a 32 of the picked fields' JSON (keys sorted, as Go marshals a map), as
+ * lowercase hex without leading zeros (Go's strconv.FormatUint(h, 16)). It is not numerically
+ * upstream's (which hashes a spew dump of that JSON), so a container created by an upstream kubelet
+ * reads as changed once, and is restarted, when this kubelet takes the node over.
+ */
+import type { Container } from '../api/core-v1.js';
+
+export function hashContainer(container: Container): string {
+  const picked = JSON.stringify({ image: container.image ?? '', name: container.name });
+  return fnv1a32(Buffer.from(picked, 'utf8')).toString(16);
+}
+
+const FNV32_OFFSET_BASIS = 0x811c9dc5;
+const FNV32_PRIME = 0x01000193;
+
+export function fnv1a32(data: Uint8Array): number {
+  let h = FNV32_OFFSET_BASIS;
+  for (const byte of data) {
+    h ^= byte;
+    // Math.imul keeps the multiplication in 32 bits, as the algorithm needs.
+    h = Math.imul(h, FNV32_PRIME) >>> 0;
+  }
+  return h >>> 0;
+}
