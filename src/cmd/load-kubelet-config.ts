@@ -1,0 +1,234 @@
+/**
+ * From argv to the configuration the kubelet runs with, in upstream's order:
+ * parse flags → read the --config file (or start from nothing) → apply the file's v1beta1 defaults
+ * (plus the legacy flag defaults when there is no file) → apply the config-backed flags over it →
+ * resolve durations and validate. Flags win over the file; the file wins over defaults.
+ */
+import { readFile } from 'node:fs/promises';
+import * as os from 'node:os';
+import * as path from 'node:path';
+
+import { parse as parseYaml } from 'yaml';
+
+import { KubeletError, errorMessage } from '../lib/errors.js';
+import { logger, type Logger } from '../lib/log.js';
+import { flagForField, parseKubeletFlags, kubeletUsage, type KubeletFlags } from './flags.js';
+import {
+  KUBELET_CONFIG_API_VERSION,
+  KUBELET_CONFIG_KIND,
+  applyLegacyFlagDefaults,
+  applyV1beta1Defaults,
+  checkConfigurationShape,
+  isDNS1123Subdomain,
+  isLabelValue,
+  isQualifiedName,
+  resolveKubeletConfiguration,
+  type KubeletConfiguration,
+  type ResolvedKubeletConfig,
+} from './kubelet-configuration.js';
+import { rawVersionText, versionText } from './version.js';
+
+export interface LoadKubeletConfigOptions {
+  /** The machine's hostname; os.hostname() by default (tests pass their own). */
+  hostname?: () => string;
+  /** Where relative --config paths start; process.cwd() by default. */
+  cwd?: string;
+  /** Bounds reading the config file. */
+  signal?: AbortSignal;
+  /** Receives warnings (unknown fields, deprecated flags); the `cmd` logger by default. */
+  log?: Logger;
+}
+
+/** What main does next: run with this configuration, or print `text` and exit 0. */
+export type LoadedKubeletConfig =
+  | {
+      action: 'run';
+      config: ResolvedKubeletConfig;
+      flags: KubeletFlags;
+      /** The node's name: --hostname-override or the hostname, trimmed and lower-cased (upstream). */
+      nodeName: string;
+      /** The absolute path of the --config file, or '' when none was given. */
+      configFile: string;
+      /** Warnings already logged, for a caller that wants to show them again. */
+      warnings: string[];
+    }
+  | { action: 'help' | 'version'; text: string };
+
+/**
+ * Loads the kubelet's configuration from argv (without node and script paths).
+ * Throws KubeletError INVALID_CONFIG with a message naming the flag or the field at fault.
+ */
+export async function loadKubeletConfig(
+  argv: readonly string[],
+  options: LoadKubeletConfigOptions = {},
+): Promise<LoadedKubeletConfig> {
+  const log = options.log ?? logger('cmd');
+  const parsed = parseKubeletFlags(argv);
+  if (parsed.flags.help) return { action: 'help', text: kubeletUsage() };
+  if (parsed.flags.version)
+    return {
+      action: 'version',
+      text: (parsed.flags.version === 'raw' ? rawVersionText() : versionText()) + '\n',
+    };
+
+  const warnings = [...parsed.warnings];
+  let file: KubeletConfiguration = {};
+  let configFile = '';
+  if (parsed.flags.kubeletConfigFile !== '') {
+    configFile = path.resolve(options.cwd ?? process.cwd(), parsed.flags.kubeletConfigFile);
+    const loaded = await readKubeletConfigFile(configFile, options.signal);
+    file = loaded.config;
+    warnings.push(...loaded.warnings);
+  }
+
+  const config = applyV1beta1Defaults(file);
+  if (configFile === '') applyLegacyFlagDefaults(config);
+  for (const override of parsed.configOverrides) setField(config, override.field, override.value);
+
+  validateNodeLabels(parsed.flags.nodeLabels);
+  const resolved = resolveKubeletConfiguration(config, flagForField);
+  const nodeName = resolveNodeName(parsed.flags.hostnameOverride, options.hostname ?? os.hostname);
+
+  for (const w of warnings) log.warn(w);
+  return { action: 'run', config: resolved, flags: parsed.flags, nodeName, configFile, warnings };
+}
+
+/**
+ * Reads and checks a KubeletConfiguration file (YAML or JSON). Relative paths inside it are made
+ * relative to the file's folder, as upstream does. Unknown fields are warnings, not errors.
+ */
+export async function readKubeletConfigFile(
+  file: string,
+  signal?: AbortSignal,
+): Promise<{ config: KubeletConfiguration; warnings: string[] }> {
+  let text: string;
+  try {
+    text = await readFile(file, { encoding: 'utf8', signal });
+  } catch (err) {
+    throw new KubeletError(
+      'INVALID_CONFIG',
+      `failed to load Kubelet config file ${file}: ${errorMessage(err)}`,
+      { cause: err },
+    );
+  }
+  return parseKubeletConfigText(text, file);
+}
+
+/** Parses the text of a config file; `file` is used for messages and for resolving relative paths. */
+export function parseKubeletConfigText(
+  text: string,
+  file: string,
+): { config: KubeletConfiguration; warnings: string[] } {
+  const fail = (msg: string, cause?: unknown) =>
+    new KubeletError('INVALID_CONFIG', `failed to load Kubelet config file ${file}: ${msg}`, { cause });
+  let doc: unknown;
+  try {
+    // JSON is YAML; one parser reads both. Duplicate keys are errors, as in Go's strict decoder.
+    doc = parseYaml(text, { uniqueKeys: true, prettyErrors: true });
+  } catch (err) {
+    throw fail(errorMessage(err), err);
+  }
+  if (doc === null || doc === undefined) throw fail('the file is empty');
+  if (typeof doc !== 'object' || Array.isArray(doc)) throw fail('expected a KubeletConfiguration object');
+  const obj = doc as Record<string, unknown>;
+  if (obj.kind !== KUBELET_CONFIG_KIND || obj.apiVersion !== KUBELET_CONFIG_API_VERSION) {
+    throw fail(
+      `expected kind ${JSON.stringify(KUBELET_CONFIG_KIND)} and apiVersion ${JSON.stringify(KUBELET_CONFIG_API_VERSION)}, ` +
+        `got kind ${JSON.stringify(obj.kind ?? '')} and apiVersion ${JSON.stringify(obj.apiVersion ?? '')}`,
+    );
+  }
+  const shape = checkConfigurationShape(obj);
+  if (shape.errors.length > 0) throw fail(shape.errors.join('; '));
+  const warnings = shape.unknownFields.map(
+    (field) => `Kubelet config file ${file} has an unknown field ${JSON.stringify(field)}; it is ignored`,
+  );
+  const config = dropNulls(obj) as KubeletConfiguration;
+  resolveRelativePaths(config, path.dirname(file));
+  return { config, warnings };
+}
+
+function dropNulls(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(dropNulls);
+  if (v !== null && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) if (x !== null) out[k] = dropNulls(x);
+    return out;
+  }
+  return v;
+}
+
+function resolveRelativePaths(c: KubeletConfiguration, base: string): void {
+  const abs = (p: string | undefined) => (p && !path.isAbsolute(p) ? path.join(base, p) : p);
+  c.staticPodPath = abs(c.staticPodPath);
+  c.tlsCertFile = abs(c.tlsCertFile);
+  c.tlsPrivateKeyFile = abs(c.tlsPrivateKeyFile);
+  c.resolvConf = abs(c.resolvConf);
+  c.podLogsDir = abs(c.podLogsDir);
+  if (c.authentication?.x509?.clientCAFile)
+    c.authentication.x509.clientCAFile = abs(c.authentication.x509.clientCAFile);
+}
+
+/** Sets a dotted path on the file's shape, creating the objects on the way. */
+function setField(target: KubeletConfiguration, fieldPath: string, value: unknown): void {
+  const parts = fieldPath.split('.');
+  let obj = target as Record<string, unknown>;
+  for (const part of parts.slice(0, -1)) {
+    const next = obj[part];
+    if (next === undefined || next === null || typeof next !== 'object') obj[part] = {};
+    obj = obj[part] as Record<string, unknown>;
+  }
+  obj[parts[parts.length - 1]!] = value;
+}
+
+/** --hostname-override or the hostname, trimmed and lower-cased; must be a DNS subdomain. */
+export function resolveNodeName(hostnameOverride: string, hostname: () => string): string {
+  const name = (hostnameOverride.trim() || hostname().trim()).toLowerCase();
+  if (name === '') throw new KubeletError('INVALID_CONFIG', 'empty hostname is invalid');
+  if (!isDNS1123Subdomain(name)) {
+    throw new KubeletError(
+      'INVALID_CONFIG',
+      `invalid node name ${JSON.stringify(name)}${hostnameOverride ? ' (from --hostname-override)' : ''}: must be a lowercase RFC 1123 subdomain`,
+    );
+  }
+  return name;
+}
+
+// Upstream lets the kubelet set only these labels in the kubernetes.io and k8s.io namespaces.
+const KUBELET_LABEL_NAMESPACES = ['kubelet.kubernetes.io', 'node.kubernetes.io'];
+const KUBELET_LABELS = new Set([
+  'kubernetes.io/hostname',
+  'topology.kubernetes.io/zone',
+  'topology.kubernetes.io/region',
+  'failure-domain.beta.kubernetes.io/zone',
+  'failure-domain.beta.kubernetes.io/region',
+  'beta.kubernetes.io/instance-type',
+  'node.kubernetes.io/instance-type',
+  'beta.kubernetes.io/os',
+  'beta.kubernetes.io/arch',
+  'kubernetes.io/os',
+  'kubernetes.io/arch',
+]);
+
+function validateNodeLabels(labels: Record<string, string>): void {
+  const problems: string[] = [];
+  const restricted: string[] = [];
+  for (const [key, value] of Object.entries(labels)) {
+    if (!isQualifiedName(key)) problems.push(`'${key}' - must be a qualified name`);
+    if (!isLabelValue(value)) problems.push(`'${value}' - must be a valid label value`);
+    const slash = key.indexOf('/');
+    const ns = slash === -1 ? '' : key.slice(0, slash);
+    const isKubernetesNamespace = ['kubernetes.io', 'k8s.io'].some((d) => ns === d || ns.endsWith(`.${d}`));
+    const allowed =
+      KUBELET_LABELS.has(key) || KUBELET_LABEL_NAMESPACES.some((d) => ns === d || ns.endsWith(`.${d}`));
+    if (isKubernetesNamespace && !allowed) restricted.push(key);
+  }
+  if (restricted.length > 0) {
+    throw new KubeletError(
+      'INVALID_CONFIG',
+      `unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [${restricted.sort().join(' ')}]; ` +
+        `they must begin with an allowed prefix (${KUBELET_LABEL_NAMESPACES.join(', ')}) or be in the allowed set (${[...KUBELET_LABELS].join(', ')})`,
+    );
+  }
+  if (problems.length > 0)
+    throw new KubeletError('INVALID_CONFIG', `invalid node labels (--node-labels): ${problems.join('; ')}`);
+}
