@@ -1,0 +1,336 @@
+/**
+ * The pod lifecycle event generator (upstream: pleg.GenericPLEG). Every relistPeriodMs it lists all
+ * pods in the runtime, compares each container's and sandbox's state with the previous listing, turns
+ * the differences into events, refreshes the PodCache for the pods that changed, and then marks the
+ * whole cache as current so that pod workers waiting on quiet pods move on.
+ */
+import type { Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import type { KubeContainerState, KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
+import { BoundedChannel } from './bounded-channel.js';
+import { formatGoDuration } from './go-duration.js';
+import type { PodCache } from './pod-cache.js';
+
+const log = logger('pleg');
+
+/** Upstream's PodLifeCycleEventType values. */
+export type PodLifecycleEventType =
+  'ContainerStarted' | 'ContainerDied' | 'ContainerRemoved' | 'ContainerChanged';
+
+export interface PodLifecycleEvent {
+  podUid: string;
+  type: PodLifecycleEventType;
+  /** The runtime's ID of the container or sandbox the event is about. */
+  containerId: string;
+}
+
+export interface PlegHealth {
+  healthy: boolean;
+  /** Why not, in upstream's words; absent when healthy. */
+  message?: string;
+}
+
+/** Numbers for kubelet_pleg_relist_duration_seconds and friends. */
+export interface PlegMetrics {
+  /** Relists attempted, including those the runtime failed. */
+  relistCount: number;
+  relistFailures: number;
+  /** Duration of the last relist, successful or not; 0 before the first. */
+  lastRelistDurationMs: number;
+  /** Start time of the last successful relist (ms since the epoch); 0 before the first. */
+  lastRelistTimeMs: number;
+  /** Events dropped because the consumer let the channel fill up. */
+  discardedEvents: number;
+}
+
+/** What the sync loop needs of a PLEG (upstream: pleg.PodLifecycleEventGenerator). */
+export interface PodLifecycleEventGenerator {
+  start(): void;
+  /** Stops relisting and waits for a relist under way to finish. */
+  stop(): Promise<void>;
+  /** The events, for the sync loop to consume; full means events are dropped, not that the PLEG waits. */
+  readonly events: BoundedChannel<PodLifecycleEvent>;
+  healthy(): PlegHealth;
+  metrics(): PlegMetrics;
+}
+
+export const DEFAULT_RELIST_PERIOD_MS = 1000;
+/** Upstream's RelistThreshold: past this without a successful relist the node is reported unhealthy. */
+export const DEFAULT_RELIST_THRESHOLD_MS = 3 * 60 * 1000;
+export const DEFAULT_EVENT_CHANNEL_CAPACITY = 1000;
+
+export interface GenericPlegOptions {
+  runtime: Pick<Runtime, 'getPods' | 'getPodStatus'>;
+  cache: PodCache;
+  clock: Clock;
+  relistPeriodMs?: number;
+  relistThresholdMs?: number;
+  eventChannelCapacity?: number;
+}
+
+/** A container's state as the PLEG compares it (upstream: plegContainerState). */
+type PlegContainerState = 'running' | 'exited' | 'unknown' | 'non-existent';
+
+interface PodRecord {
+  old?: RunningPod;
+  current?: RunningPod;
+}
+
+function plegState(state: KubeContainerState): PlegContainerState {
+  switch (state) {
+    case 'running':
+      return 'running';
+    case 'exited':
+      return 'exited';
+    // The kubelet makes no use of "created", so a created container counts as unknown, as upstream.
+    case 'created':
+    case 'unknown':
+      return 'unknown';
+  }
+}
+
+/** Sandboxes take part in relist as if they were containers: a ready one is running, any other has exited. */
+function containerStates(pod: RunningPod | undefined): Map<string, PlegContainerState> {
+  const states = new Map<string, PlegContainerState>();
+  if (!pod) return states;
+  for (const s of pod.sandboxes) states.set(s.id, s.state === 'ready' ? 'running' : 'exited');
+  for (const c of pod.containers) states.set(c.id, plegState(c.state));
+  return states;
+}
+
+function generateEvents(
+  podUid: string,
+  containerId: string,
+  oldState: PlegContainerState,
+  newState: PlegContainerState,
+): PodLifecycleEvent[] {
+  if (oldState === newState) return [];
+  const event = (type: PodLifecycleEventType): PodLifecycleEvent => ({ podUid, type, containerId });
+  switch (newState) {
+    case 'running':
+      return [event('ContainerStarted')];
+    case 'exited':
+      return [event('ContainerDied')];
+    case 'unknown':
+      return [event('ContainerChanged')];
+    case 'non-existent':
+      // A container seen exited was already reported dead; one that vanished while running dies and goes at once.
+      return oldState === 'exited'
+        ? [event('ContainerRemoved')]
+        : [event('ContainerDied'), event('ContainerRemoved')];
+  }
+}
+
+/** The events that turn the old listing of a pod into the current one, sandboxes first, in listing order. */
+export function computePodEvents(
+  podUid: string,
+  oldPod: RunningPod | undefined,
+  currentPod: RunningPod | undefined,
+): PodLifecycleEvent[] {
+  const oldStates = containerStates(oldPod);
+  const newStates = containerStates(currentPod);
+  const ids = new Set([...oldStates.keys(), ...newStates.keys()]);
+  const events: PodLifecycleEvent[] = [];
+  for (const id of ids) {
+    events.push(
+      ...generateEvents(podUid, id, oldStates.get(id) ?? 'non-existent', newStates.get(id) ?? 'non-existent'),
+    );
+  }
+  return events;
+}
+
+export class GenericPLEG implements PodLifecycleEventGenerator {
+  readonly events: BoundedChannel<PodLifecycleEvent>;
+  private readonly runtime: GenericPlegOptions['runtime'];
+  private readonly cache: PodCache;
+  private readonly clock: Clock;
+  private readonly relistPeriodMs: number;
+  private readonly relistThresholdMs: number;
+
+  private readonly records = new Map<string, PodRecord>();
+  /** Pods whose cache update failed: looked at again on the next relist even without events. */
+  private podsToReinspect = new Set<string>();
+  private relistInFlight: Promise<void> | undefined;
+  private loop: { controller: AbortController; done: Promise<void> } | undefined;
+  private readonly counters: PlegMetrics = {
+    relistCount: 0,
+    relistFailures: 0,
+    lastRelistDurationMs: 0,
+    lastRelistTimeMs: 0,
+    discardedEvents: 0,
+  };
+
+  constructor(opts: GenericPlegOptions) {
+    this.runtime = opts.runtime;
+    this.cache = opts.cache;
+    this.clock = opts.clock;
+    this.relistPeriodMs = opts.relistPeriodMs ?? DEFAULT_RELIST_PERIOD_MS;
+    this.relistThresholdMs = opts.relistThresholdMs ?? DEFAULT_RELIST_THRESHOLD_MS;
+    this.events = new BoundedChannel(opts.eventChannelCapacity ?? DEFAULT_EVENT_CHANNEL_CAPACITY);
+  }
+
+  /** Relists now, then relistPeriodMs after each relist ends (so relists never overlap). */
+  start(): void {
+    if (this.loop) return;
+    const controller = new AbortController();
+    const run = async () => {
+      while (!controller.signal.aborted) {
+        await this.relist();
+        try {
+          await this.clock.sleep(this.relistPeriodMs, controller.signal);
+        } catch {
+          return;
+        }
+      }
+    };
+    this.loop = { controller, done: run() };
+  }
+
+  async stop(): Promise<void> {
+    const loop = this.loop;
+    if (!loop) return;
+    this.loop = undefined;
+    loop.controller.abort();
+    await loop.done;
+  }
+
+  healthy(): PlegHealth {
+    const lastMs = this.counters.lastRelistTimeMs;
+    if (lastMs === 0) return { healthy: false, message: 'pleg has yet to be successful' };
+    const elapsedMs = this.clock.now() - lastMs;
+    if (elapsedMs > this.relistThresholdMs) {
+      return {
+        healthy: false,
+        message:
+          `pleg was last seen active ${formatGoDuration(elapsedMs)} ago; ` +
+          `threshold is ${formatGoDuration(this.relistThresholdMs)}`,
+      };
+    }
+    return { healthy: true };
+  }
+
+  metrics(): PlegMetrics {
+    return { ...this.counters };
+  }
+
+  /** One relist; a call while one is under way joins it instead of starting another. */
+  relist(): Promise<void> {
+    if (!this.relistInFlight) {
+      this.relistInFlight = this.doRelist().finally(() => {
+        this.relistInFlight = undefined;
+      });
+    }
+    return this.relistInFlight;
+  }
+
+  private async doRelist(): Promise<void> {
+    const startMs = this.clock.now();
+    this.counters.relistCount++;
+    try {
+      await this.relistOnce(startMs);
+    } catch (err) {
+      // The runtime is down or failing: healthy() falls once this has lasted relistThresholdMs.
+      this.counters.relistFailures++;
+      log.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(err) });
+    } finally {
+      this.counters.lastRelistDurationMs = this.clock.now() - startMs;
+    }
+  }
+
+  private async relistOnce(startMs: number): Promise<void> {
+    const pods = await this.runtime.getPods(true);
+    this.counters.lastRelistTimeMs = startMs;
+
+    for (const record of this.records.values()) record.current = undefined;
+    for (const pod of pods) {
+      const record = this.records.get(pod.uid);
+      if (record) record.current = pod;
+      else this.records.set(pod.uid, { current: pod });
+    }
+
+    const eventsByPod = new Map<string, PodLifecycleEvent[]>();
+    for (const [uid, record] of this.records) {
+      const events = computePodEvents(uid, record.old, record.current);
+      if (events.length > 0) eventsByPod.set(uid, events);
+    }
+
+    const needsReinspection = new Set<string>();
+    for (const [uid, events] of eventsByPod) {
+      const current = this.records.get(uid)?.current;
+      const err = await this.updateCache(uid, current);
+      if (err) {
+        // The record keeps its old listing, so the same events come again on the next relist.
+        log.error('PLEG: Ignoring events for pod', { podUID: uid, err: errorMessage(err) });
+        needsReinspection.add(uid);
+        continue;
+      }
+      this.commitRecord(uid);
+      for (const event of events) {
+        // Upstream does not pass these on: an unknown state tells the sync loop nothing it can act on.
+        if (event.type === 'ContainerChanged') continue;
+        if (!this.events.trySend(event)) {
+          this.counters.discardedEvents++;
+          log.error('Event channel is full, discard this relist() cycle event', {
+            podUID: uid,
+            type: event.type,
+          });
+        }
+      }
+    }
+
+    for (const uid of this.podsToReinspect) {
+      if (eventsByPod.has(uid)) continue;
+      const err = await this.updateCache(uid, this.records.get(uid)?.current);
+      if (err) {
+        log.v(5, 'PLEG: pod failed reinspection', { podUID: uid, err: errorMessage(err) });
+        needsReinspection.add(uid);
+      }
+    }
+
+    // Only now is every changed pod in the cache, so only now may quiet pods be declared current.
+    this.cache.updateTime(startMs);
+    this.podsToReinspect = needsReinspection;
+  }
+
+  private commitRecord(uid: string): void {
+    const record = this.records.get(uid);
+    if (!record) return;
+    if (!record.current) {
+      this.records.delete(uid);
+      return;
+    }
+    record.old = record.current;
+    record.current = undefined;
+  }
+
+  private async updateCache(uid: string, pod: RunningPod | undefined): Promise<Error | undefined> {
+    if (!pod) {
+      // Nothing of the pod is left in the runtime: an absent entry reads as an empty status.
+      this.cache.delete(uid);
+      return undefined;
+    }
+    const timestampMs = this.clock.now();
+    try {
+      const status = await this.runtime.getPodStatus(pod.uid, pod.name, pod.namespace);
+      this.cache.set(uid, { ...status, ips: this.podIPs(uid, status) }, undefined, timestampMs);
+      return undefined;
+    } catch (err) {
+      const error = err instanceof Error ? err : new Error(String(err));
+      this.cache.set(uid, this.cache.get(uid).status, error, timestampMs);
+      return error;
+    }
+  }
+
+  /**
+   * A pod whose sandboxes have all stopped reports no IPs; keep the last ones known so that the
+   * status of an exited pod still shows the address it had (upstream: getPodIPs).
+   */
+  private podIPs(uid: string, status: KubePodStatus): string[] {
+    if (status.ips.length > 0) return status.ips;
+    const previous = this.cache.get(uid).status.ips;
+    if (previous.length === 0) return [];
+    if (status.sandboxStatuses.some((s) => s.state === 'SANDBOX_READY')) return status.ips;
+    return previous;
+  }
+}

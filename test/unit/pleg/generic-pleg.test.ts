@@ -1,0 +1,270 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FakeClock } from '../../../src/lib/clock.js';
+import { setLogSink } from '../../../src/lib/log.js';
+import { GenericPLEG, type PodLifecycleEvent } from '../../../src/pleg/generic-pleg.js';
+import { formatGoDuration } from '../../../src/pleg/go-duration.js';
+import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
+import { FakeKubeRuntime, flushPromises, kubePodStatus, runningPod } from '../helpers/fake-kube-runtime.js';
+
+const logLines: string[] = [];
+setLogSink((line) => logLines.push(line));
+
+function setup(opts: { capacity?: number } = {}) {
+  const clock = new FakeClock();
+  const runtime = new FakeKubeRuntime();
+  const cache = new InMemoryPodCache();
+  const pleg = new GenericPLEG({ runtime, cache, clock, eventChannelCapacity: opts.capacity });
+  return { clock, runtime, cache, pleg };
+}
+
+function drain(pleg: GenericPLEG): string[] {
+  const out: string[] = [];
+  for (let e: PodLifecycleEvent | undefined; (e = pleg.events.tryReceive());) {
+    out.push(`${e.podUid} ${e.type} ${e.containerId}`);
+  }
+  return out;
+}
+
+describe('GenericPLEG relist', () => {
+  it('reports every sandbox and container on the first relist', async () => {
+    const { runtime, pleg } = setup();
+    runtime.pods = [runningPod('a', [{}], [{ state: 'running' }, { state: 'exited' }])];
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), [
+      'a ContainerStarted sb-a-0',
+      'a ContainerStarted c-a-0',
+      'a ContainerDied c-a-1',
+    ]);
+  });
+
+  it('turns state changes between relists into upstream events', async () => {
+    const { runtime, pleg, clock } = setup();
+    runtime.pods = [runningPod('a', [{}], [{ state: 'running' }, { state: 'running' }, { state: 'exited' }])];
+    await pleg.relist();
+    drain(pleg);
+
+    clock.advance(1000);
+    // c0 dies; c1 vanishes while running; c2 (already dead) is removed; a new c3 starts.
+    const pod = runningPod('a', [{}], [{ state: 'exited' }]);
+    pod.containers.push({ ...pod.containers[0]!, id: 'c-a-3', name: 'c3', state: 'running' });
+    runtime.pods = [pod];
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), [
+      'a ContainerDied c-a-0',
+      'a ContainerDied c-a-1',
+      'a ContainerRemoved c-a-1',
+      'a ContainerRemoved c-a-2',
+      'a ContainerStarted c-a-3',
+    ]);
+  });
+
+  it('counts a sandbox that stops as a death in the pod', async () => {
+    const { runtime, pleg } = setup();
+    runtime.pods = [runningPod('a', [{ state: 'ready' }], [])];
+    await pleg.relist();
+    drain(pleg);
+    runtime.pods = [runningPod('a', [{ state: 'notready' }], [])];
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), ['a ContainerDied sb-a-0']);
+  });
+
+  it('reports a vanished pod as died and removed, and drops it from the cache', async () => {
+    const { runtime, pleg, cache } = setup();
+    runtime.pods = [runningPod('a', [], [{ state: 'running' }])];
+    runtime.statuses.set('a', kubePodStatus('a', { ips: ['10.1.0.5'] }));
+    await pleg.relist();
+    drain(pleg);
+    assert.deepEqual(cache.get('a').status.ips, ['10.1.0.5']);
+    runtime.pods = [];
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0', 'a ContainerRemoved c-a-0']);
+    assert.equal(cache.get('a').modifiedMs, 0);
+    // Once gone and reported, the pod produces nothing more.
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), []);
+  });
+
+  it('does not pass on ContainerChanged, but still refreshes the cache for it', async () => {
+    const { runtime, pleg, cache } = setup();
+    runtime.pods = [runningPod('a', [], [{ state: 'created' }])];
+    runtime.statuses.set('a', kubePodStatus('a', { ips: ['10.1.0.9'] }));
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), []);
+    assert.deepEqual(cache.get('a').status.ips, ['10.1.0.9']);
+  });
+
+  it('inspects only the pods with events', async () => {
+    const { runtime, pleg } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}]), runningPod('b', [{}], [{}])];
+    await pleg.relist();
+    runtime.calls.length = 0;
+    runtime.pods = [runningPod('a', [{}], [{}]), runningPod('b', [{}], [{ state: 'exited' }])];
+    await pleg.relist();
+    assert.deepEqual(runtime.calls, ['getPods', 'getPodStatus b']);
+  });
+
+  it('marks the whole cache current as of the relist start, waking workers of quiet pods', async () => {
+    const { runtime, pleg, cache, clock } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}])];
+    await pleg.relist();
+    const lastSyncMs = clock.now();
+    let woke = false;
+    const waiting = cache.getNewerThan('a', lastSyncMs).then(() => (woke = true));
+    await pleg.relist(); // same time: not newer
+    await flushPromises();
+    assert.equal(woke, false);
+    clock.advance(1000);
+    await pleg.relist();
+    await waiting;
+    assert.equal(woke, true);
+  });
+
+  it('keeps events of a pod it failed to inspect until inspection succeeds', async () => {
+    const { runtime, pleg, cache, clock } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}])];
+    runtime.podStatusErrors.set('a', new Error('DeadlineExceeded'));
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), []);
+    assert.equal(cache.get('a').error?.message, 'DeadlineExceeded');
+
+    clock.advance(1000);
+    runtime.podStatusErrors.clear();
+    runtime.statuses.set('a', kubePodStatus('a', { ips: ['10.0.0.7'] }));
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), ['a ContainerStarted sb-a-0', 'a ContainerStarted c-a-0']);
+    assert.equal(cache.get('a').error, undefined);
+    assert.deepEqual(cache.get('a').status.ips, ['10.0.0.7']);
+  });
+
+  it('reinspects a pod whose earlier inspection failed even when it has no new events', async () => {
+    const { runtime, pleg, cache, clock } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}])];
+    await pleg.relist();
+    drain(pleg);
+    // A change whose inspection fails: the record keeps the old listing.
+    runtime.pods = [runningPod('a', [{}], [{ state: 'exited' }])];
+    runtime.podStatusErrors.set('a', new Error('boom'));
+    clock.advance(1000);
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), []);
+    runtime.podStatusErrors.clear();
+    clock.advance(1000);
+    runtime.calls.length = 0;
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0']);
+    assert.deepEqual(runtime.calls, ['getPods', 'getPodStatus a']);
+    assert.equal(cache.get('a').error, undefined);
+  });
+
+  it('keeps the last known IPs of a pod whose sandboxes have all stopped', async () => {
+    const { runtime, pleg, cache, clock } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}])];
+    runtime.statuses.set('a', kubePodStatus('a', { ips: ['10.88.0.4'] }));
+    await pleg.relist();
+    clock.advance(1000);
+    runtime.pods = [runningPod('a', [{ state: 'notready' }], [{ state: 'exited' }])];
+    runtime.statuses.set('a', kubePodStatus('a', { ips: [] }));
+    await pleg.relist();
+    assert.deepEqual(cache.get('a').status.ips, ['10.88.0.4']);
+  });
+
+  it('drops events with a log when the channel is full', async () => {
+    const { runtime, pleg } = setup({ capacity: 2 });
+    runtime.pods = [runningPod('a', [{}], [{}, {}])];
+    logLines.length = 0;
+    await pleg.relist();
+    assert.equal(pleg.events.size, 2);
+    assert.equal(pleg.metrics().discardedEvents, 1);
+    assert.ok(logLines.some((l) => l.includes('Event channel is full')));
+  });
+
+  it('never runs two relists at once', async () => {
+    const { runtime, pleg } = setup();
+    let open!: () => void;
+    runtime.getPodsGate = new Promise((resolve) => (open = resolve));
+    const first = pleg.relist();
+    const second = pleg.relist();
+    await flushPromises();
+    open();
+    await Promise.all([first, second]);
+    assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 1);
+    assert.equal(pleg.metrics().relistCount, 1);
+  });
+});
+
+describe('GenericPLEG health and loop', () => {
+  it('is unhealthy before the first successful relist', () => {
+    const { pleg } = setup();
+    assert.deepEqual(pleg.healthy(), { healthy: false, message: 'pleg has yet to be successful' });
+  });
+
+  it("falls unhealthy with upstream's message once relists have failed past the threshold", async () => {
+    const { runtime, pleg, clock } = setup();
+    await pleg.relist();
+    assert.deepEqual(pleg.healthy(), { healthy: true });
+    runtime.getPodsError = new Error('connection refused');
+    logLines.length = 0;
+    clock.advance(180_000);
+    await pleg.relist();
+    assert.equal(pleg.healthy().healthy, true, 'exactly at the threshold is still healthy');
+    assert.ok(
+      logLines.some((l) => l.includes('Unable to retrieve pods') && l.includes('connection refused')),
+    );
+    clock.advance(500);
+    assert.deepEqual(pleg.healthy(), {
+      healthy: false,
+      message: 'pleg was last seen active 3m0.5s ago; threshold is 3m0s',
+    });
+    assert.equal(pleg.metrics().relistFailures, 1);
+    runtime.getPodsError = undefined;
+    await pleg.relist();
+    assert.deepEqual(pleg.healthy(), { healthy: true });
+  });
+
+  it('relists every period after the previous relist ends, until stopped', async () => {
+    const { runtime, pleg, clock } = setup();
+    pleg.start();
+    await flushPromises();
+    assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 1);
+    clock.advance(999);
+    await flushPromises();
+    assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 1);
+    clock.advance(1);
+    await flushPromises();
+    assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 2);
+    await pleg.stop();
+    clock.advance(5000);
+    await flushPromises();
+    assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 2);
+    assert.equal(clock.pendingTimers(), 0);
+  });
+
+  it('measures relists', async () => {
+    const { runtime, pleg, clock } = setup();
+    let open!: () => void;
+    runtime.getPodsGate = new Promise((resolve) => (open = resolve));
+    const start = clock.now();
+    const p = pleg.relist();
+    await flushPromises();
+    clock.advance(250);
+    open();
+    await p;
+    const m = pleg.metrics();
+    assert.equal(m.relistCount, 1);
+    assert.equal(m.lastRelistDurationMs, 250);
+    assert.equal(m.lastRelistTimeMs, start);
+  });
+});
+
+describe('formatGoDuration', () => {
+  it('writes durations as Go does', () => {
+    assert.equal(formatGoDuration(0), '0s');
+    assert.equal(formatGoDuration(250), '250ms');
+    assert.equal(formatGoDuration(1500), '1.5s');
+    assert.equal(formatGoDuration(180_000), '3m0s');
+    assert.equal(formatGoDuration(180_500), '3m0.5s');
+    assert.equal(formatGoDuration(3_600_000), '1h0m0s');
+    assert.equal(formatGoDuration(3_723_250), '1h2m3.25s');
+  });
+});
