@@ -41,13 +41,13 @@ function pod(): Pod {
 
 test('sandbox labels carry the pod labels and the pod identity, identity winning', () => {
   const labels = newPodLabels(pod());
+  assert.equal('io.kubernetes.container.name' in labels, false);
   assert.deepEqual(labels, {
     app: 'web',
     'io.kubernetes.pod.name': 'web',
     'io.kubernetes.pod.namespace': 'default',
     'io.kubernetes.pod.uid': 'uid-1',
   });
-  assert.equal(labels['io.kubernetes.container.name'], undefined);
   const back = getPodSandboxInfoFromLabels(labels);
   assert.deepEqual(back, {
     labels: { app: 'web' },
