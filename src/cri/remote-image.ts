@@ -1,0 +1,111 @@
+import { KubeletError } from '../lib/errors.js';
+import { filesystemUsageFromWire, imageFromWire, type WireMessage } from './convert.js';
+import { GrpcConnection, type GrpcConnectionOptions } from './grpc-connection.js';
+import { DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS } from './remote-runtime.js';
+import type {
+  AuthConfig,
+  CallOptions,
+  FilesystemUsage,
+  Image,
+  ImageService,
+  ImageSpec,
+  PodSandboxConfig,
+} from './types.js';
+
+/**
+ * Default deadline of PullImage. Upstream sets none and relies on the runtime to notice a stalled
+ * pull; we bound every call, generously, because a pull's time grows with the image and the link.
+ */
+export const DEFAULT_IMAGE_PULL_TIMEOUT_MS = 15 * 60_000;
+
+export interface RemoteImageOptions extends GrpcConnectionOptions {
+  /** Deadline of every call but PullImage that does not give its own timeoutMs (default 2 min). */
+  runtimeRequestTimeoutMs?: number;
+  /** Deadline of PullImage when the call gives no timeoutMs (default 15 min). */
+  imagePullTimeoutMs?: number;
+}
+
+function invalidResponse(method: string, problem: string): KubeletError {
+  return new KubeletError('CRI_ERROR', `${method}: the runtime's response is invalid: ${problem}`);
+}
+
+function messageOf(m: WireMessage, key: string): WireMessage | undefined {
+  const v = m[key];
+  return v !== null && typeof v === 'object' ? (v as WireMessage) : undefined;
+}
+
+/** runtime.v1.ImageService over gRPC (upstream's remoteImageService). Errors as RemoteRuntimeService's. */
+export class RemoteImageService implements ImageService {
+  readonly runtimeRequestTimeoutMs: number;
+  readonly imagePullTimeoutMs: number;
+  private readonly connection: GrpcConnection;
+  private readonly ownsConnection: boolean;
+
+  /** Dials endpoint (`unix:///path` or `/path`), or shares an existing connection, which it then does not close. */
+  constructor(endpointOrConnection: string | GrpcConnection, options: RemoteImageOptions = {}) {
+    this.runtimeRequestTimeoutMs = options.runtimeRequestTimeoutMs ?? DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS;
+    this.imagePullTimeoutMs = options.imagePullTimeoutMs ?? DEFAULT_IMAGE_PULL_TIMEOUT_MS;
+    this.ownsConnection = typeof endpointOrConnection === 'string';
+    this.connection =
+      typeof endpointOrConnection === 'string'
+        ? new GrpcConnection(endpointOrConnection, options)
+        : endpointOrConnection;
+  }
+
+  get endpoint(): string {
+    return this.connection.endpoint;
+  }
+
+  close(): void {
+    if (this.ownsConnection) this.connection.close();
+  }
+
+  private call(
+    method: string,
+    request: object,
+    opts: CallOptions | undefined,
+    baseTimeoutMs = this.runtimeRequestTimeoutMs,
+  ) {
+    return this.connection.call(method, request, {
+      timeoutMs: opts?.timeoutMs ?? baseTimeoutMs,
+      signal: opts?.signal,
+    });
+  }
+
+  async listImages(filter?: { image?: ImageSpec }, opts?: CallOptions): Promise<Image[]> {
+    const res = await this.call('ListImages', { filter }, opts);
+    const images = res.images;
+    return Array.isArray(images) ? images.map((m: WireMessage) => imageFromWire(m)) : [];
+  }
+
+  async imageStatus(image: ImageSpec, verbose = false, opts?: CallOptions): Promise<Image | undefined> {
+    const wireImage = messageOf(await this.call('ImageStatus', { image, verbose }, opts), 'image');
+    if (!wireImage) return undefined;
+    const status = imageFromWire(wireImage);
+    if (!status.id || status.size === 0)
+      throw invalidResponse('ImageStatus', `id or size of image ${image.image} is not set`);
+    return status;
+  }
+
+  async pullImage(
+    image: ImageSpec,
+    auth: AuthConfig | undefined,
+    sandboxConfig: PodSandboxConfig | undefined,
+    opts?: CallOptions,
+  ): Promise<string> {
+    const res = await this.call('PullImage', { image, auth, sandboxConfig }, opts, this.imagePullTimeoutMs);
+    const ref = typeof res.imageRef === 'string' ? res.imageRef : '';
+    if (!ref) throw invalidResponse('PullImage', `imageRef of image ${image.image} is not set`);
+    return ref;
+  }
+
+  async removeImage(image: ImageSpec, opts?: CallOptions): Promise<void> {
+    await this.call('RemoveImage', { image }, opts);
+  }
+
+  async imageFsInfo(opts?: CallOptions): Promise<FilesystemUsage[]> {
+    const res = await this.call('ImageFsInfo', {}, opts);
+    const filesystems = res.imageFilesystems;
+    return Array.isArray(filesystems) ? filesystems.map((m: WireMessage) => filesystemUsageFromWire(m)) : [];
+  }
+}
