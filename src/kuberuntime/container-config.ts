@@ -1,0 +1,153 @@
+/**
+ * The ContainerConfig for one start of a container (upstream: generateContainerConfig, makeMounts,
+ * applyPlatformSpecificContainerConfig).
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, open } from 'node:fs/promises';
+import path from 'node:path';
+import type { Container, Pod, Quantity } from '../api/core-v1.js';
+import type { ContainerConfig, Image, Mount } from '../cri/types.js';
+import { hashContainer } from './container-hash.js';
+import { expandContainerCommandAndArgs, makeEnvironmentVariables, type EnvSources } from './container-env.js';
+import { generateLinuxContainerResources } from './container-resources.js';
+import { newContainerAnnotations, newContainerLabels } from './labels.js';
+import { buildContainerLogsDirectory } from './sandbox-config.js';
+import { generateLinuxContainerSecurityContext, verifyRunAsNonRoot } from './security-context.js';
+
+/** The API server's defaults for these; pods from files may come without them. */
+export const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
+export const DEFAULT_TERMINATION_MESSAGE_POLICY = 'File';
+
+export interface ContainerConfigOptions {
+  podLogsDir: string;
+  /** --root-dir: pods' folders live in `<rootDir>/pods/<uid>`. */
+  rootDir: string;
+  nodeName: string;
+  hostIPs: string[];
+  nodeAllocatable: { cpu: Quantity; memory: Quantity; 'ephemeral-storage'?: Quantity };
+  memoryCapacityBytes: number;
+  cpuCFSQuota: boolean;
+  cpuCFSQuotaPeriodUs: number;
+  seccompDefault: boolean;
+  envSources: EnvSources;
+  /** The container's volume mounts (the volume manager's); the termination message mount is added here. */
+  volumeMounts?: Mount[];
+  /** A short random name for the termination message file; injectable for tests. */
+  randomId?: () => string;
+  signal?: AbortSignal;
+}
+
+export interface ContainerStartInput {
+  pod: Pod;
+  container: Container;
+  restartCount: number;
+  /** The image as the runtime resolved it (an image ID). */
+  imageRef: string;
+  /** ImageStatus of that image, for its user. */
+  image: Image | undefined;
+  podIP: string;
+  podIPs: string[];
+}
+
+/** `<name>/<restartCount>.log`, relative to the pod's log folder. */
+export function buildContainerLogsPath(containerName: string, restartCount: number): string {
+  return path.join(containerName, `${restartCount}.log`);
+}
+
+/** The container with the API server's defaults for the fields this layer reads, where a pod from a file lacks them. */
+export function withContainerDefaults(container: Container): Container {
+  return {
+    ...container,
+    terminationMessagePath: container.terminationMessagePath ?? DEFAULT_TERMINATION_MESSAGE_PATH,
+    terminationMessagePolicy: container.terminationMessagePolicy ?? DEFAULT_TERMINATION_MESSAGE_POLICY,
+  };
+}
+
+/** Throws KubeletError CREATE_CONTAINER_CONFIG when the spec cannot be turned into a config. */
+export async function generateContainerConfig(
+  input: ContainerStartInput,
+  opts: ContainerConfigOptions,
+): Promise<ContainerConfig> {
+  const { pod, restartCount } = input;
+  const container = withContainerDefaults(input.container);
+  verifyRunAsNonRoot(pod, container, input.image);
+
+  const envs = await makeEnvironmentVariables(pod, container, {
+    podIP: input.podIP,
+    podIPs: input.podIPs,
+    hostIPs: opts.hostIPs,
+    nodeName: opts.nodeName,
+    nodeAllocatable: opts.nodeAllocatable,
+    sources: opts.envSources,
+    signal: opts.signal,
+  });
+  const { command, args } = expandContainerCommandAndArgs(container, envs);
+
+  await mkdir(buildContainerLogsDirectory(opts.podLogsDir, pod, container.name), {
+    recursive: true,
+    mode: 0o755,
+  });
+  const mounts = [...(opts.volumeMounts ?? [])];
+  const terminationMount = await makeTerminationMessageMount(pod, container, opts);
+  if (terminationMount) mounts.push(terminationMount);
+
+  return {
+    metadata: { name: container.name, attempt: restartCount },
+    image: { image: input.imageRef, userSpecifiedImage: container.image ?? '' },
+    command,
+    args,
+    workingDir: container.workingDir ?? '',
+    envs: envs.map((e) => ({ key: e.name, value: e.value })),
+    mounts,
+    labels: newContainerLabels(container, pod),
+    annotations: newContainerAnnotations(container, pod, { hash: hashContainer(container), restartCount }),
+    logPath: buildContainerLogsPath(container.name, restartCount),
+    stdin: container.stdin === true,
+    stdinOnce: container.stdinOnce === true,
+    tty: container.tty === true,
+    linux: {
+      resources: generateLinuxContainerResources(pod, container, opts),
+      securityContext: generateLinuxContainerSecurityContext(pod, container, {
+        image: input.image,
+        seccompDefault: opts.seccompDefault,
+        seccompProfileRoot: path.join(opts.rootDir, 'seccomp'),
+      }),
+    },
+  };
+}
+
+/** `<rootDir>/pods/<uid>/containers/<name>`: per-container files the kubelet keeps for the pod. */
+export function podContainerDir(rootDir: string, podUid: string, containerName: string): string {
+  return path.join(rootDir, 'pods', podUid, 'containers', containerName);
+}
+
+/**
+ * Creates an empty, world-writable file for this start of the container and mounts it at its
+ * terminationMessagePath; the kubelet reads it back when the container exits. The random name
+ * keeps one start's message from another's.
+ */
+async function makeTerminationMessageMount(
+  pod: Pod,
+  container: Container,
+  opts: ContainerConfigOptions,
+): Promise<Mount | undefined> {
+  if (!container.terminationMessagePath) return undefined;
+  const dir = podContainerDir(opts.rootDir, pod.metadata.uid ?? '', container.name);
+  await mkdir(dir, { recursive: true, mode: 0o750 });
+  const hostPath = path.join(dir, (opts.randomId ?? defaultRandomId)());
+  const file = await open(hostPath, 'w', 0o666);
+  await file.close();
+  // The mode given to open is masked by the umask; the container's user may be anyone.
+  await chmod(hostPath, 0o666);
+  return {
+    containerPath: container.terminationMessagePath,
+    hostPath,
+    readonly: false,
+    selinuxRelabel: false,
+    propagation: 'PROPAGATION_PRIVATE',
+  };
+}
+
+function defaultRandomId(): string {
+  return randomBytes(4).toString('hex');
+}

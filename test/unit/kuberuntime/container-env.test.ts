@@ -1,0 +1,188 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Container, Pod } from '../../../src/api/core-v1.js';
+import {
+  expand,
+  expandContainerCommandAndArgs,
+  makeEnvironmentVariables,
+  mappingFuncFor,
+  type EnvContext,
+} from '../../../src/kuberuntime/container-env.js';
+import { isKubeletError } from '../../../src/lib/errors.js';
+
+const vars = mappingFuncFor(
+  new Map([
+    ['VAR_A', 'A'],
+    ['VAR_B', 'B'],
+    ['EMPTY', ''],
+  ]),
+);
+
+test('expansion follows the upstream rules', () => {
+  const cases: [string, string][] = [
+    ['$(VAR_A)', 'A'],
+    ['___$(VAR_A)___', '___A___'],
+    ['$(VAR_A)$(VAR_B)', 'AB'],
+    ['$(UNKNOWN)', '$(UNKNOWN)'],
+    ['$$(VAR_A)', '$(VAR_A)'],
+    ['$$$(VAR_A)', '$A'],
+    ['$$$$(VAR_A)', '$$(VAR_A)'],
+    ['$(VAR_A', '$(VAR_A'],
+    ['$VAR_A', '$VAR_A'],
+    ['$', '$'],
+    ['x$', 'x$'],
+    ['$(EMPTY)', ''],
+    ['$()', '$()'],
+    ['$(VAR_A)$', 'A$'],
+    ['($(VAR_A))', '(A)'],
+  ];
+  for (const [input, want] of cases) assert.equal(expand(input, vars), want, input);
+});
+
+function ctx(over: Partial<EnvContext> = {}): EnvContext {
+  return {
+    podIP: '10.0.0.5',
+    podIPs: ['10.0.0.5', 'fd00::5'],
+    hostIPs: ['192.168.1.10'],
+    nodeName: 'node-a',
+    nodeAllocatable: { cpu: '4', memory: '8Gi' },
+    sources: {},
+    ...over,
+  };
+}
+
+const pod: Pod = {
+  metadata: {
+    name: 'web',
+    namespace: 'prod',
+    uid: 'u-1',
+    labels: { b: '2', a: '1' },
+    annotations: { note: 'x' },
+  },
+  spec: { serviceAccountName: 'sa', containers: [] },
+};
+
+test('value vars expand against earlier ones; fieldRefs give the pod facts', async () => {
+  const c: Container = {
+    name: 'app',
+    env: [
+      { name: 'A', value: 'a' },
+      { name: 'B', value: '$(A)-b-$(LATER)' },
+      { name: 'LATER', value: 'l' },
+      { name: 'NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      { name: 'UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } },
+      { name: 'NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+      { name: 'SA', valueFrom: { fieldRef: { fieldPath: 'spec.serviceAccountName' } } },
+      { name: 'HOST_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+      { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+      { name: 'POD_IPS', valueFrom: { fieldRef: { fieldPath: 'status.podIPs' } } },
+      { name: 'LABELS', valueFrom: { fieldRef: { fieldPath: 'metadata.labels' } } },
+      { name: 'LABEL_A', valueFrom: { fieldRef: { fieldPath: "metadata.labels['a']" } } },
+      { name: 'EMPTY', value: '' },
+    ],
+  };
+  const env = Object.fromEntries(
+    (await makeEnvironmentVariables(pod, c, ctx())).map((e) => [e.name, e.value]),
+  );
+  assert.deepEqual(env, {
+    A: 'a',
+    B: 'a-b-$(LATER)',
+    LATER: 'l',
+    NAME: 'web',
+    NS: 'prod',
+    UID: 'u-1',
+    NODE: 'node-a',
+    SA: 'sa',
+    HOST_IP: '192.168.1.10',
+    POD_IP: '10.0.0.5',
+    POD_IPS: '10.0.0.5,fd00::5',
+    LABELS: 'a="1"\nb="2"',
+    LABEL_A: '1',
+    EMPTY: '',
+  });
+});
+
+test('command and args expand with the environment', () => {
+  const c: Container = {
+    name: 'app',
+    command: ['sh', '-c', 'echo $(GREETING) $$(GREETING)'],
+    args: ['$(MISSING)'],
+  };
+  assert.deepEqual(expandContainerCommandAndArgs(c, [{ name: 'GREETING', value: 'hi' }]), {
+    command: ['sh', '-c', 'echo hi $(GREETING)'],
+    args: ['$(MISSING)'],
+  });
+});
+
+test('resourceFieldRef: limits, requests, divisor, node allocatable for a missing limit', async () => {
+  const c: Container = {
+    name: 'app',
+    resources: { limits: { memory: '128Mi' }, requests: { cpu: '250m' } },
+    env: [
+      {
+        name: 'MEM_LIMIT_MI',
+        valueFrom: { resourceFieldRef: { resource: 'limits.memory', divisor: '1Mi' } },
+      },
+      { name: 'CPU_LIMIT', valueFrom: { resourceFieldRef: { resource: 'limits.cpu' } } },
+      { name: 'CPU_REQUEST_M', valueFrom: { resourceFieldRef: { resource: 'requests.cpu', divisor: '1m' } } },
+      { name: 'CPU_REQUEST', valueFrom: { resourceFieldRef: { resource: 'requests.cpu' } } },
+    ],
+  };
+  const env = Object.fromEntries(
+    (await makeEnvironmentVariables(pod, c, ctx())).map((e) => [e.name, e.value]),
+  );
+  assert.deepEqual(env, { MEM_LIMIT_MI: '128', CPU_LIMIT: '4', CPU_REQUEST_M: '250', CPU_REQUEST: '1' });
+});
+
+test('configMap and secret refs: resolved through the sources, optional ones skipped, errors as upstream words them', async () => {
+  const sources = {
+    getConfigMap: async (_ns: string, name: string) =>
+      name === 'cfg' ? { color: 'blue', 'bad key': 'x' } : undefined,
+    getSecret: async (_ns: string, name: string) => (name === 'sec' ? { password: 's3cret' } : undefined),
+  };
+  const c: Container = {
+    name: 'app',
+    envFrom: [
+      { configMapRef: { name: 'cfg' }, prefix: 'CFG_' },
+      { secretRef: { name: 'nope', optional: true } },
+    ],
+    env: [
+      { name: 'COLOR', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'color' } } },
+      { name: 'PW', valueFrom: { secretKeyRef: { name: 'sec', key: 'password' } } },
+      { name: 'OPT', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'missing', optional: true } } },
+      { name: 'REF', value: '$(CFG_color)!' },
+    ],
+  };
+  const env = Object.fromEntries(
+    (await makeEnvironmentVariables(pod, c, ctx({ sources }))).map((e) => [e.name, e.value]),
+  );
+  assert.deepEqual(env, { CFG_color: 'blue', COLOR: 'blue', PW: 's3cret', REF: 'blue!' });
+
+  const missingKey: Container = {
+    name: 'x',
+    env: [{ name: 'K', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'nokey' } } }],
+  };
+  await assert.rejects(
+    makeEnvironmentVariables(pod, missingKey, ctx({ sources })),
+    /couldn't find key nokey in ConfigMap prod\/cfg/,
+  );
+  const missingSecret: Container = {
+    name: 'x',
+    env: [{ name: 'K', valueFrom: { secretKeyRef: { name: 'gone', key: 'k' } } }],
+  };
+  await assert.rejects(
+    makeEnvironmentVariables(pod, missingSecret, ctx({ sources })),
+    /secret "gone" not found/,
+  );
+  await assert.rejects(makeEnvironmentVariables(pod, missingKey, ctx()), (err) => {
+    assert.ok(isKubeletError(err, 'CREATE_CONTAINER_CONFIG'));
+    assert.equal(err.message, "couldn't get configMap prod/cfg, no kubeClient defined");
+    return true;
+  });
+  const badField: Container = {
+    name: 'x',
+    env: [{ name: 'K', valueFrom: { fieldRef: { fieldPath: 'spec.bogus' } } }],
+  };
+  await assert.rejects(makeEnvironmentVariables(pod, badField, ctx()), /unsupported fieldPath: spec.bogus/);
+});
