@@ -1,0 +1,824 @@
+/**
+ * One lane of work per pod UID (upstream: kubelet's podWorkers). Each pod moves one way through
+ * three states: syncing (syncPod keeps it as its spec asks), terminating (syncTerminatingPod stops
+ * its containers) and terminated (syncTerminatedPod releases what is left). A lane never runs two
+ * syncs of its pod at once; updates that arrive meanwhile coalesce into one pending update, and a
+ * request to kill is a state of the pod rather than an update, so no later update can undo it.
+ */
+import type { Pod } from '../api/core-v1.js';
+import { podFullName } from '../api/core-v1.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../config/types.js';
+import type { KubePodStatus, RunningPod } from '../kuberuntime/types.js';
+import type { Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import type { PodCache } from '../pleg/pod-cache.js';
+import type { WorkQueue } from './work-queue.js';
+
+const log = logger('pod_workers');
+
+/** Upstream's kubetypes.SyncPodType, in the words the sync loop uses. */
+export type SyncPodType = 'create' | 'update' | 'sync' | 'kill';
+
+/** Upstream's PodWorkerState names. */
+export type PodWorkerState = 'SyncPod' | 'TerminatingPod' | 'TerminatedPod';
+
+export interface KillPodOptions {
+  /** A shorter grace period than the pod's own; once a pod is terminating its grace period only ever shrinks. */
+  gracePeriodSecondsOverride?: number;
+  /** The kubelet itself evicts the pod (its content may then be removed at once). */
+  evict?: boolean;
+  /** Called once the pod's containers have all stopped (upstream: KillPodOptions.CompletedCh). */
+  onCompleted?: () => void;
+}
+
+export interface UpdatePodOptions {
+  updateType: SyncPodType;
+  /** The pod as configured; absent only for a runningPod being killed. */
+  pod?: Pod;
+  mirrorPod?: Pod;
+  /** A pod found in the runtime with no configuration left: it can only be killed. */
+  runningPod?: RunningPod;
+  killPodOptions?: KillPodOptions;
+  /** When the update was first seen, ms since the epoch (for latency measurements). */
+  startTimeMs?: number;
+}
+
+/** The kubelet's side of the lanes: what each state does. Errors are retried after a back-off. */
+export interface PodSyncer {
+  /** Brings the pod to its spec. Returns isTerminal when it has run to completion under its restart policy. */
+  syncPod(
+    updateType: SyncPodType,
+    pod: Pod,
+    mirrorPod: Pod | undefined,
+    podStatus: KubePodStatus,
+    signal: AbortSignal,
+  ): Promise<{ isTerminal: boolean }>;
+  /** Stops every container of the pod within the grace period (undefined: the pod's own). */
+  syncTerminatingPod(
+    pod: Pod,
+    podStatus: KubePodStatus,
+    gracePeriodSeconds: number | undefined,
+    signal: AbortSignal,
+  ): Promise<void>;
+  /** Stops a pod known only from the runtime. */
+  syncTerminatingRuntimePod(runningPod: RunningPod, signal: AbortSignal): Promise<void>;
+  /** Releases what a stopped pod still holds (volumes, cgroups) and reports its final status. */
+  syncTerminatedPod(pod: Pod, podStatus: KubePodStatus, signal: AbortSignal): Promise<void>;
+}
+
+/** What housekeeping learns of each worker (upstream: PodWorkerSync). */
+export interface PodWorkerSync {
+  state: PodWorkerState;
+  /** No longer among the desired pods. */
+  orphan: boolean;
+  /** The worker has a configured pod (not only a runtime pod). */
+  hasConfig: boolean;
+  static: boolean;
+}
+
+export interface PodWorkers {
+  updatePod(options: UpdatePodOptions): void;
+  /**
+   * Forgets the workers of pods that have finished and are no longer desired (or whose UID was
+   * recreated), and reports the rest. The first call also means every desired pod has been handed
+   * over, so a pod without a worker is known not to run.
+   */
+  syncKnownPods(desiredUids: Iterable<string>): Map<string, PodWorkerSync>;
+  isPodKnownTerminated(uid: string): boolean;
+  couldHaveRunningContainers(uid: string): boolean;
+  shouldPodBeFinished(uid: string): boolean;
+  isPodTerminationRequested(uid: string): boolean;
+  shouldPodContainersBeTerminating(uid: string): boolean;
+  shouldPodRuntimeBeRemoved(uid: string): boolean;
+  shouldPodContentBeRemoved(uid: string): boolean;
+  isPodForMirrorPodTerminatingByFullName(podFullName: string): boolean;
+  /** Aborts the syncs under way and waits for every lane to stop; later updates are ignored. */
+  stop(): Promise<void>;
+}
+
+export interface PodWorkersOptions {
+  syncer: PodSyncer;
+  podCache: PodCache;
+  workQueue: WorkQueue;
+  clock: Clock;
+  /** After a successful sync (upstream: syncFrequency, 1 min). */
+  resyncIntervalMs?: number;
+  /** After a failed sync (upstream: 10 s). */
+  backOffPeriodMs?: number;
+  /** For jitter; tests pass () => 0. */
+  random?: () => number;
+}
+
+export const DEFAULT_RESYNC_INTERVAL_MS = 60_000;
+export const DEFAULT_BACK_OFF_PERIOD_MS = 10_000;
+/** Retry soon when the pod network is merely not up yet (upstream: backOffOnTransientErrorPeriod). */
+const TRANSIENT_BACK_OFF_MS = 1_000;
+const JITTER_FACTOR = 0.5;
+/**
+ * The API server defaults terminationGracePeriodSeconds to 30; a pod from a source that did not apply
+ * defaults gets the same, not upstream's last-resort floor of 1 s.
+ */
+export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
+/** Upstream matches this text in sync errors to retry sooner. */
+export const NETWORK_NOT_READY_ERROR_MSG = 'network is not ready';
+
+interface PodSyncStatus {
+  fullname: string;
+  startedAtMs: number;
+  terminatingAtMs: number;
+  terminatedAtMs: number;
+  /** 0 until a kill fixes it; then only ever decreases. */
+  gracePeriodSeconds: number;
+  startedTerminating: boolean;
+  deleted: boolean;
+  evicted: boolean;
+  finished: boolean;
+  restartRequested: boolean;
+  working: boolean;
+  pendingUpdate?: UpdatePodOptions;
+  /** The last update the lane acted on, merged (upstream: activeUpdate); replayed on state changes. */
+  activeUpdate?: UpdatePodOptions;
+  controller?: AbortController;
+  notifyPostTerminating: (() => void)[];
+  /** When the last sync of this pod ended; the lane waits for a cache newer than this. */
+  lastSyncTimeMs: number;
+}
+
+function isTerminationRequested(s: PodSyncStatus): boolean {
+  return s.terminatingAtMs !== 0;
+}
+function isTerminated(s: PodSyncStatus): boolean {
+  return s.terminatedAtMs !== 0;
+}
+function isStarted(s: PodSyncStatus): boolean {
+  return s.startedAtMs !== 0;
+}
+function workType(s: PodSyncStatus): PodWorkerState {
+  if (isTerminated(s)) return 'TerminatedPod';
+  if (isTerminationRequested(s)) return 'TerminatingPod';
+  return 'SyncPod';
+}
+
+/** Pods from the file and http sources, which have no API object of their own (upstream: IsStaticPod). */
+export function isStaticPod(pod: Pod): boolean {
+  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
+  return source !== undefined && source !== 'api';
+}
+
+function isTerminalPhase(pod: Pod): boolean {
+  return pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded';
+}
+
+/** No running container and no ready sandbox: what a pod looks like once it has been fully stopped. */
+function isPodStatusCacheTerminal(status: KubePodStatus): boolean {
+  return (
+    !status.containerStatuses.some((c) => c.state === 'running') &&
+    !status.sandboxStatuses.some((s) => s.state === 'SANDBOX_READY')
+  );
+}
+
+/** A placeholder pod for a runtime-only pod, so logs and the lane have a name to show. */
+function podFromRunningPod(running: RunningPod): Pod {
+  return {
+    metadata: { uid: running.uid, name: running.name, namespace: running.namespace },
+    spec: { containers: [], terminationGracePeriodSeconds: running.terminationGracePeriodSeconds },
+  };
+}
+
+/**
+ * The grace period a kill should use: the API's deletion grace period and any kubelet override can
+ * only shorten what is already in force; with neither, the pod's own; never below 1 s.
+ */
+function effectiveGracePeriod(
+  status: PodSyncStatus,
+  pod: Pod,
+  options: KillPodOptions | undefined,
+): { gracePeriodSeconds: number; shortened: boolean } {
+  let grace = status.gracePeriodSeconds;
+  let overridden = false;
+  const fromApi = pod.metadata.deletionGracePeriodSeconds;
+  if (fromApi !== undefined && (grace === 0 || fromApi < grace)) {
+    grace = fromApi;
+    overridden = true;
+  }
+  const fromKubelet = options?.gracePeriodSecondsOverride;
+  if (fromKubelet !== undefined && (grace === 0 || fromKubelet < grace)) {
+    grace = fromKubelet;
+    overridden = true;
+  }
+  if (!overridden && grace === 0) {
+    grace = pod.spec.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
+  }
+  if (grace < 1) grace = 1;
+  return {
+    gracePeriodSeconds: grace,
+    shortened: status.gracePeriodSeconds !== 0 && status.gracePeriodSeconds !== grace,
+  };
+}
+
+interface Lane {
+  done: Promise<void>;
+}
+
+export class PodWorkersImpl implements PodWorkers {
+  private readonly syncer: PodSyncer;
+  private readonly podCache: PodCache;
+  private readonly workQueue: WorkQueue;
+  private readonly clock: Clock;
+  private readonly resyncIntervalMs: number;
+  private readonly backOffPeriodMs: number;
+  private readonly random: () => number;
+
+  private readonly statuses = new Map<string, PodSyncStatus>();
+  private readonly lanes = new Map<string, Lane>();
+  /** Static pods share a full name across UIDs (a changed manifest): one of them runs at a time, in arrival order. */
+  private readonly startedStaticPodsByFullname = new Map<string, string>();
+  private readonly waitingToStartStaticPodsByFullname = new Map<string, string[]>();
+  private podsSynced = false;
+  private stopped = false;
+
+  constructor(opts: PodWorkersOptions) {
+    this.syncer = opts.syncer;
+    this.podCache = opts.podCache;
+    this.workQueue = opts.workQueue;
+    this.clock = opts.clock;
+    this.resyncIntervalMs = opts.resyncIntervalMs ?? DEFAULT_RESYNC_INTERVAL_MS;
+    this.backOffPeriodMs = opts.backOffPeriodMs ?? DEFAULT_BACK_OFF_PERIOD_MS;
+    this.random = opts.random ?? Math.random;
+  }
+
+  updatePod(input: UpdatePodOptions): void {
+    if (this.stopped) return;
+    const options: UpdatePodOptions = { ...input };
+    let isRuntimePod = false;
+    let uid: string;
+    let name: string;
+    let namespace: string;
+    if (options.runningPod) {
+      if (!options.pod) {
+        if (options.updateType !== 'kill') {
+          log.info('Pod update is ignored, runtime pods can only be killed', {
+            podUID: options.runningPod.uid,
+            updateType: options.updateType,
+          });
+          return;
+        }
+        ({ uid, name, namespace } = options.runningPod);
+        isRuntimePod = true;
+      } else {
+        options.runningPod = undefined;
+        ({ uid, name, namespace } = podIdentity(options.pod));
+      }
+    } else if (options.pod) {
+      ({ uid, name, namespace } = podIdentity(options.pod));
+    } else {
+      log.error('Pod update has neither a pod nor a running pod, ignoring', {
+        updateType: options.updateType,
+      });
+      return;
+    }
+
+    const now = this.clock.now();
+    let firstTime = false;
+    let status = this.statuses.get(uid);
+    if (!status) {
+      firstTime = true;
+      status = newSyncStatus(`${name}_${namespace}`);
+      // After a restart, a pod the API already shows finished and the runtime shows stopped is not
+      // started again: it goes straight to terminated so its final cleanup still runs.
+      if (options.pod && isTerminalPhase(options.pod)) {
+        const cached = this.podCache.get(uid);
+        if (!cached.error && isPodStatusCacheTerminal(cached.status)) {
+          status.terminatedAtMs = now;
+          status.terminatingAtMs = now;
+          status.startedTerminating = true;
+        }
+      }
+      this.statuses.set(uid, status);
+    }
+
+    // A runtime pod carries no spec: once a real pod is known for the UID, kill that instead.
+    let pod: Pod;
+    if (isRuntimePod) {
+      const known = status.pendingUpdate?.pod ?? status.activeUpdate?.pod;
+      if (known) {
+        pod = known;
+        options.pod = known;
+        options.runningPod = undefined;
+      } else {
+        pod = podFromRunningPod(options.runningPod!);
+      }
+    } else {
+      pod = options.pod!;
+    }
+
+    // The same UID created again while terminating: it may start only once the old one is gone (see syncKnownPods).
+    if (!firstTime && isTerminationRequested(status) && options.updateType === 'create') {
+      status.restartRequested = true;
+      log.v(
+        4,
+        'Pod is terminating but has been requested to restart with same UID, will be reconciled later',
+        {
+          pod: `${namespace}/${name}`,
+          podUID: uid,
+        },
+      );
+      return;
+    }
+
+    if (status.finished) {
+      log.v(4, 'Pod is finished processing, no further updates', {
+        pod: `${namespace}/${name}`,
+        podUID: uid,
+      });
+      return;
+    }
+
+    let becameTerminating = false;
+    if (!isTerminationRequested(status)) {
+      if (isRuntimePod) {
+        status.deleted = true;
+        becameTerminating = true;
+      } else if (pod.metadata.deletionTimestamp) {
+        status.deleted = true;
+        becameTerminating = true;
+      } else if (isTerminalPhase(pod)) {
+        becameTerminating = true;
+      } else if (options.updateType === 'kill') {
+        if (options.killPodOptions?.evict) status.evicted = true;
+        becameTerminating = true;
+      }
+      if (becameTerminating) {
+        status.terminatingAtMs = now;
+        log.v(4, 'Pod is being terminated', {
+          pod: `${namespace}/${name}`,
+          podUID: uid,
+          updateType: options.updateType,
+        });
+      }
+    }
+
+    let gracePeriodShortened = false;
+    if (isTerminated(status)) {
+      // A runtime-only kill seen by housekeeping from a stale listing: the lane is already finishing.
+      if (isRuntimePod) return;
+      options.killPodOptions?.onCompleted?.();
+      options.killPodOptions = undefined;
+    } else if (isTerminationRequested(status)) {
+      const kill: KillPodOptions = { ...options.killPodOptions };
+      if (kill.onCompleted) status.notifyPostTerminating.push(kill.onCompleted);
+      kill.onCompleted = undefined;
+      const { gracePeriodSeconds, shortened } = effectiveGracePeriod(status, pod, kill);
+      gracePeriodShortened = shortened;
+      status.gracePeriodSeconds = gracePeriodSeconds;
+      kill.gracePeriodSecondsOverride = gracePeriodSeconds;
+      options.killPodOptions = kill;
+    } else if (options.killPodOptions) {
+      // Kill options mean nothing to a pod that is not terminating.
+      options.killPodOptions.onCompleted?.();
+      options.killPodOptions = undefined;
+    }
+
+    if (!isStarted(status) && isStaticPod(pod)) {
+      const waiting = this.waitingToStartStaticPodsByFullname.get(status.fullname) ?? [];
+      if (!waiting.includes(uid)) waiting.push(uid);
+      this.waitingToStartStaticPodsByFullname.set(status.fullname, waiting);
+    }
+
+    // Keep the oldest start time among coalesced updates, so latency counts from the first of them.
+    const pendingStart = status.pendingUpdate?.startTimeMs;
+    if (pendingStart && (!options.startTimeMs || pendingStart < options.startTimeMs)) {
+      options.startTimeMs = pendingStart;
+    }
+    // Cancel before waking the lane, so that the cancellation reaches the sync under way, not the next one.
+    if (
+      (becameTerminating || gracePeriodShortened) &&
+      status.controller &&
+      !status.controller.signal.aborted
+    ) {
+      log.v(3, 'Cancelling current pod sync', {
+        pod: `${namespace}/${name}`,
+        podUID: uid,
+        workType: workType(status),
+      });
+      status.controller.abort(new Error('pod sync cancelled: pod is terminating'));
+    }
+    status.pendingUpdate = options;
+    status.working = true;
+    this.ensureLane(uid);
+  }
+
+  syncKnownPods(desiredUids: Iterable<string>): Map<string, PodWorkerSync> {
+    const known = new Set(desiredUids);
+    const workers = new Map<string, PodWorkerSync>();
+    this.podsSynced = true;
+    for (const [uid, status] of [...this.statuses]) {
+      const orphan = !known.has(uid);
+      if ((status.restartRequested || orphan) && this.removeTerminatedWorker(uid, status, orphan)) continue;
+      const pod = status.activeUpdate?.pod ?? status.pendingUpdate?.pod;
+      workers.set(uid, {
+        state: workType(status),
+        orphan,
+        hasConfig: pod !== undefined,
+        static: pod !== undefined && isStaticPod(pod),
+      });
+    }
+    return workers;
+  }
+
+  isPodKnownTerminated(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    return s ? isTerminated(s) : false;
+  }
+
+  couldHaveRunningContainers(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    if (s) return !isTerminated(s);
+    // Until every desired pod has been handed over, an unknown pod may yet turn out to be running.
+    return !this.podsSynced;
+  }
+
+  shouldPodBeFinished(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    return s ? s.finished : this.podsSynced;
+  }
+
+  isPodTerminationRequested(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    return s ? isTerminationRequested(s) : false;
+  }
+
+  shouldPodContainersBeTerminating(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    // Only once the lane has begun terminating is it certain syncPod will not start another container.
+    return s ? s.startedTerminating : this.podsSynced;
+  }
+
+  shouldPodRuntimeBeRemoved(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    return s ? isTerminated(s) : this.podsSynced;
+  }
+
+  shouldPodContentBeRemoved(uid: string): boolean {
+    const s = this.statuses.get(uid);
+    return s ? s.evicted || (s.deleted && isTerminated(s)) : this.podsSynced;
+  }
+
+  isPodForMirrorPodTerminatingByFullName(fullname: string): boolean {
+    const uid = this.startedStaticPodsByFullname.get(fullname);
+    if (uid === undefined) return false;
+    const s = this.statuses.get(uid);
+    return s !== undefined && isTerminationRequested(s) && !isTerminated(s);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const s of this.statuses.values()) s.controller?.abort(new Error('pod workers stopped'));
+    await Promise.all([...this.lanes.values()].map((l) => l.done));
+  }
+
+  private ensureLane(uid: string): void {
+    if (this.lanes.has(uid)) return;
+    const lane: Lane = { done: Promise.resolve() };
+    this.lanes.set(uid, lane);
+    lane.done = this.runLane(uid, lane);
+  }
+
+  private exitLane(uid: string, lane: Lane): void {
+    if (this.lanes.get(uid) === lane) this.lanes.delete(uid);
+  }
+
+  /** Takes the pending update and decides whether the lane may act on it (upstream: startPodSync). */
+  private startPodSync(
+    uid: string,
+  ):
+    | {
+        kind: 'run';
+        update: UpdatePodOptions;
+        workType: PodWorkerState;
+        signal: AbortSignal;
+        status: PodSyncStatus;
+      }
+    | { kind: 'idle' | 'wait' | 'never' } {
+    const status = this.statuses.get(uid);
+    if (!status) return { kind: 'idle' };
+    const update = status.pendingUpdate;
+    if (!update) {
+      status.working = false;
+      return { kind: 'idle' };
+    }
+    const type = workType(status);
+    status.pendingUpdate = undefined;
+    if (!status.controller || status.controller.signal.aborted) status.controller = new AbortController();
+    const signal = status.controller.signal;
+    const run = { kind: 'run' as const, update, workType: type, signal, status };
+
+    if (isStarted(status)) {
+      mergeLastUpdate(status, update);
+      return run;
+    }
+    if (update.runningPod && type === 'TerminatingPod') {
+      mergeLastUpdate(status, update);
+      return run;
+    }
+    if (!update.pod) {
+      mergeLastUpdate(status, update);
+      return { kind: 'never' };
+    }
+    const { canStart, canEverStart } = this.allowPodStart(uid, update.pod, status);
+    if (!canEverStart) {
+      this.cleanupUnstartedPod(uid, status);
+      return { kind: 'never' };
+    }
+    if (!canStart) {
+      // The only path where an update is not consumed: it waits for the next requeue.
+      status.pendingUpdate = update;
+      status.working = false;
+      return { kind: 'wait' };
+    }
+    status.startedAtMs = this.clock.now();
+    mergeLastUpdate(status, update);
+    return run;
+  }
+
+  private allowPodStart(
+    uid: string,
+    pod: Pod,
+    status: PodSyncStatus,
+  ): { canStart: boolean; canEverStart: boolean } {
+    if (!isStaticPod(pod)) return { canStart: true, canEverStart: true };
+    if (isTerminationRequested(status)) return { canStart: false, canEverStart: false };
+    if (!this.allowStaticPodStart(status.fullname, uid)) {
+      this.workQueue.enqueue(uid, this.jitter(this.backOffPeriodMs));
+      return { canStart: false, canEverStart: true };
+    }
+    return { canStart: true, canEverStart: true };
+  }
+
+  private allowStaticPodStart(fullname: string, uid: string): boolean {
+    const startedUid = this.startedStaticPodsByFullname.get(fullname);
+    if (startedUid !== undefined) return startedUid === uid;
+    let waiting = this.waitingToStartStaticPodsByFullname.get(fullname) ?? [];
+    for (let i = 0; i < waiting.length; i++) {
+      const waitingUid = waiting[i]!;
+      const s = this.statuses.get(waitingUid);
+      if (!s || isTerminationRequested(s) || isTerminated(s)) continue;
+      if (waitingUid !== uid) {
+        this.waitingToStartStaticPodsByFullname.set(fullname, waiting.slice(i));
+        return false;
+      }
+      waiting = waiting.slice(i + 1);
+      break;
+    }
+    if (waiting.length > 0) this.waitingToStartStaticPodsByFullname.set(fullname, waiting);
+    else this.waitingToStartStaticPodsByFullname.delete(fullname);
+    this.startedStaticPodsByFullname.set(fullname, uid);
+    return true;
+  }
+
+  private async runLane(uid: string, lane: Lane): Promise<void> {
+    for (;;) {
+      if (this.stopped) return this.exitLane(uid, lane);
+      const start = this.startPodSync(uid);
+      if (start.kind !== 'run') return this.exitLane(uid, lane);
+      const { update, status, signal } = start;
+      const type = start.workType;
+      const pod = update.pod ?? podFromRunningPod(update.runningPod!);
+      const podRef = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+      log.v(4, 'Processing pod event', { pod: podRef, podUID: uid, updateType: type });
+
+      let isTerminal = false;
+      let syncError: unknown;
+      try {
+        isTerminal = await this.runSync(uid, type, update, status, signal);
+      } catch (err) {
+        syncError = err ?? new Error('sync failed');
+      }
+
+      if (syncError !== undefined && signal.aborted) {
+        log.v(2, 'Sync exited with context cancellation error', {
+          pod: podRef,
+          podUID: uid,
+          updateType: type,
+        });
+      } else if (syncError !== undefined) {
+        log.error('Error syncing pod, skipping', { pod: podRef, podUID: uid, err: errorMessage(syncError) });
+      }
+
+      let phaseTransition = false;
+      if (syncError === undefined) {
+        if (type === 'TerminatedPod') {
+          this.completeTerminated(uid);
+          log.v(4, 'Processing pod event done', { pod: podRef, podUID: uid, updateType: type });
+          return this.exitLane(uid, lane);
+        }
+        if (type === 'TerminatingPod') {
+          if (update.runningPod) {
+            this.completeTerminatingRuntimePod(uid);
+            return this.exitLane(uid, lane);
+          }
+          this.completeTerminating(uid);
+          phaseTransition = true;
+        } else if (isTerminal) {
+          log.v(4, 'Pod is terminal', { pod: podRef, podUID: uid });
+          this.completeSync(uid);
+          phaseTransition = true;
+        }
+      }
+      this.completeWork(uid, phaseTransition, syncError);
+      const current = this.statuses.get(uid);
+      if (!current?.pendingUpdate) {
+        if (current) current.working = false;
+        return this.exitLane(uid, lane);
+      }
+    }
+  }
+
+  private async runSync(
+    uid: string,
+    type: PodWorkerState,
+    update: UpdatePodOptions,
+    status: PodSyncStatus,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    let podStatus: KubePodStatus | undefined;
+    if (!update.runningPod) {
+      // Decide on state the PLEG has read since this pod's last sync, never on what the last sync already saw.
+      const entry = await this.podCache.getNewerThan(uid, status.lastSyncTimeMs, signal);
+      if (entry.error)
+        throw new Error(`error determining status: ${entry.error.message}`, { cause: entry.error });
+      podStatus = entry.status;
+    }
+    let isTerminal = false;
+    // From here on the sync counts as done at its end, failed or not: the next one needs fresher state.
+    try {
+      isTerminal = await this.dispatchSync(type, update, podStatus, status, signal);
+    } finally {
+      status.lastSyncTimeMs = this.clock.now();
+    }
+    return isTerminal;
+  }
+
+  private async dispatchSync(
+    type: PodWorkerState,
+    update: UpdatePodOptions,
+    podStatus: KubePodStatus | undefined,
+    status: PodSyncStatus,
+    signal: AbortSignal,
+  ): Promise<boolean> {
+    let isTerminal = false;
+    switch (type) {
+      case 'TerminatedPod':
+        await this.syncer.syncTerminatedPod(update.pod!, podStatus!, signal);
+        break;
+      case 'TerminatingPod':
+        status.startedTerminating = true;
+        if (update.runningPod) await this.syncer.syncTerminatingRuntimePod(update.runningPod, signal);
+        else {
+          const grace = update.killPodOptions?.gracePeriodSecondsOverride;
+          await this.syncer.syncTerminatingPod(update.pod!, podStatus!, grace, signal);
+        }
+        break;
+      case 'SyncPod':
+        ({ isTerminal } = await this.syncer.syncPod(
+          update.updateType,
+          update.pod!,
+          update.mirrorPod,
+          podStatus!,
+          signal,
+        ));
+        break;
+    }
+    return isTerminal;
+  }
+
+  /** Requeues the pod: at once after a state change, after the resync interval when well, after a back-off when not. */
+  private completeWork(uid: string, phaseTransition: boolean, syncError: unknown): void {
+    if (phaseTransition) this.workQueue.enqueue(uid, 0);
+    else if (syncError === undefined) this.workQueue.enqueue(uid, this.jitter(this.resyncIntervalMs));
+    else if (errorMessage(syncError).includes(NETWORK_NOT_READY_ERROR_MSG)) {
+      this.workQueue.enqueue(uid, this.jitter(TRANSIENT_BACK_OFF_MS));
+    } else this.workQueue.enqueue(uid, this.jitter(this.backOffPeriodMs));
+  }
+
+  /** syncPod found the pod done: move it to terminating and replay its last update to get there at once. */
+  private completeSync(uid: string): void {
+    const status = this.statuses.get(uid);
+    if (!status) return;
+    if (status.terminatingAtMs === 0) status.terminatingAtMs = this.clock.now();
+    status.startedTerminating = true;
+    this.requeueLastPodUpdate(status);
+  }
+
+  private completeTerminating(uid: string): void {
+    const status = this.statuses.get(uid);
+    if (!status) return;
+    status.terminatedAtMs = this.clock.now();
+    const notify = status.notifyPostTerminating;
+    status.notifyPostTerminating = [];
+    for (const fn of notify) {
+      try {
+        fn();
+      } catch (err) {
+        log.error('Pod termination callback failed', { podUID: uid, err: errorMessage(err) });
+      }
+    }
+    this.requeueLastPodUpdate(status);
+  }
+
+  private completeTerminated(uid: string): void {
+    const status = this.statuses.get(uid);
+    if (!status) return;
+    status.finished = true;
+    status.working = false;
+    status.pendingUpdate = undefined;
+    if (this.startedStaticPodsByFullname.get(status.fullname) === uid) {
+      this.startedStaticPodsByFullname.delete(status.fullname);
+    }
+  }
+
+  private completeTerminatingRuntimePod(uid: string): void {
+    const status = this.statuses.get(uid);
+    if (!status) return;
+    if (this.startedStaticPodsByFullname.get(status.fullname) === uid) {
+      this.startedStaticPodsByFullname.delete(status.fullname);
+    }
+    // A runtime pod is not part of the desired state: once stopped there is nothing to remember.
+    this.statuses.delete(uid);
+  }
+
+  private cleanupUnstartedPod(uid: string, status: PodSyncStatus): void {
+    status.finished = true;
+    status.working = false;
+    status.terminatedAtMs = this.clock.now();
+    status.pendingUpdate = undefined;
+    if (this.startedStaticPodsByFullname.get(status.fullname) === uid) {
+      this.startedStaticPodsByFullname.delete(status.fullname);
+    }
+  }
+
+  private requeueLastPodUpdate(status: PodSyncStatus): void {
+    if (status.pendingUpdate || !status.activeUpdate) return;
+    status.pendingUpdate = { ...status.activeUpdate };
+    status.working = true;
+  }
+
+  private removeTerminatedWorker(uid: string, status: PodSyncStatus, orphaned: boolean): boolean {
+    if (!status.finished) {
+      // A pod that left the configuration counts as deleted: its content may go once it has stopped.
+      if (orphaned) status.deleted = true;
+      return false;
+    }
+    this.statuses.delete(uid);
+    if (this.startedStaticPodsByFullname.get(status.fullname) === uid) {
+      this.startedStaticPodsByFullname.delete(status.fullname);
+    }
+    log.v(4, 'Pod has been terminated and is no longer wanted under this UID, remove all history', {
+      podUID: uid,
+      restartRequested: status.restartRequested,
+    });
+    return true;
+  }
+
+  private jitter(ms: number): number {
+    return Math.round(ms + this.random() * JITTER_FACTOR * ms);
+  }
+}
+
+function podIdentity(pod: Pod): { uid: string; name: string; namespace: string } {
+  return {
+    uid: pod.metadata.uid ?? podFullName(pod),
+    name: pod.metadata.name ?? '',
+    namespace: pod.metadata.namespace ?? '',
+  };
+}
+
+function newSyncStatus(fullname: string): PodSyncStatus {
+  return {
+    fullname,
+    startedAtMs: 0,
+    terminatingAtMs: 0,
+    terminatedAtMs: 0,
+    gracePeriodSeconds: 0,
+    startedTerminating: false,
+    deleted: false,
+    evicted: false,
+    finished: false,
+    restartRequested: false,
+    working: false,
+    notifyPostTerminating: [],
+    lastSyncTimeMs: 0,
+  };
+}
+
+/** Remembers the newest pod, mirror pod and kill options the lane has seen, for replay. */
+function mergeLastUpdate(status: PodSyncStatus, other: UpdatePodOptions): void {
+  // A replayed update is a plain sync, whatever brought the pod here.
+  const active: UpdatePodOptions = status.activeUpdate ?? { updateType: 'sync' };
+  status.activeUpdate = active;
+  if (!active.pod || !other.runningPod) active.pod = other.pod;
+  active.runningPod = other.runningPod;
+  if (other.mirrorPod) active.mirrorPod = other.mirrorPod;
+  if (other.killPodOptions) active.killPodOptions = other.killPodOptions;
+}
