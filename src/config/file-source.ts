@@ -1,0 +1,328 @@
+/**
+ * The static pod folder (--pod-manifest-path, staticPodPath) as a pod source (upstream
+ * pkg/kubelet/config/file.go and file_linux.go).
+ *
+ * The path is a folder of manifests or a single manifest file. Every regular file in the folder
+ * whose name does not start with a dot is read as one Pod (YAML or JSON); subfolders are not
+ * entered. The folder is watched (fs.watch) and also rescanned every fileCheckFrequency, because
+ * watches miss things (a folder replaced, network filesystems). A rescan is cheap: a file whose
+ * inode, size, mtime and ctime are unchanged is not read again, and one whose bytes are unchanged
+ * is not parsed again. After every scan that changes the set, the whole set is sent as a SET.
+ *
+ * A manifest that cannot be used is logged once, naming the file and the problem, and logged again
+ * only when the file changes. As upstream: in a folder, the broken file's pod leaves the set (the
+ * pod is stopped) while every other pod runs on; when the path is a single file, the last good pod
+ * is kept until the file is fixed or removed. A missing path is an empty set, so the source still
+ * counts as seen.
+ */
+import { createHash } from 'node:crypto';
+import { watch, type FSWatcher, type Stats } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import * as path from 'node:path';
+
+import type { Pod } from '../api/core-v1.js';
+import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger, type Logger } from '../lib/log.js';
+import { deadlineSignal, raceAbort } from './abortable.js';
+import type { SourceChannel } from './pod-config.js';
+import { MAX_MANIFEST_BYTES, parseManifestDocument, staticPodFromObject } from './static-pod-defaults.js';
+
+export interface FileSourceOptions {
+  /** A folder of manifests or one manifest file. */
+  path: string;
+  nodeName: string;
+  /** fileCheckFrequency: the period of full rescans. */
+  periodMs: number;
+  send: SourceChannel;
+  clock?: Clock;
+  log?: Logger;
+  /** Watch the folder for changes between rescans (default true). */
+  watch?: boolean;
+  /** Quiet time after a watch event before rescanning, so a burst of writes is read once (default 100). */
+  debounceMs?: number;
+  /** Bound on one scan's file system calls (default 30 s). */
+  scanTimeoutMs?: number;
+}
+
+interface CachedFile {
+  fingerprint: string;
+  contentHash: string;
+  result: { pod: Pod } | { error: string };
+}
+
+export class FileSource {
+  private readonly root: string;
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly debounceMs: number;
+  private readonly scanTimeoutMs: number;
+  private readonly cache = new Map<string, CachedFile>();
+  // Problems with entries that are not manifests (subfolders, sockets), each logged once.
+  private readonly reportedEntries = new Set<string>();
+  private readonly stopController = new AbortController();
+  private watcher: FSWatcher | undefined;
+  private watchedIno: bigint | undefined;
+  private periodTimer: TimerHandle | undefined;
+  private debounceTimer: TimerHandle | undefined;
+  private scanning: Promise<void> | undefined;
+  private rescanRequested = false;
+  private lastSent: string | undefined;
+  private lastPathProblem: string | undefined;
+  private started = false;
+
+  constructor(private readonly options: FileSourceOptions) {
+    // Upstream trims the trailing separator so a folder and its "folder/" are the same path.
+    this.root = path.resolve(options.path.replace(/\/+$/, '') || '/');
+    this.clock = options.clock ?? realClock;
+    this.log = options.log ?? logger('config');
+    this.debounceMs = options.debounceMs ?? 100;
+    this.scanTimeoutMs = options.scanTimeoutMs ?? 30_000;
+  }
+
+  /** Scans at once, then on every change and every periodMs. */
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.log.v(1, 'Watching path', { path: this.root });
+    void this.rescan();
+  }
+
+  stop(): void {
+    this.stopController.abort(new Error('file source stopped'));
+    if (this.periodTimer) this.clock.clearTimeout(this.periodTimer);
+    if (this.debounceTimer) this.clock.clearTimeout(this.debounceTimer);
+    this.closeWatcher();
+  }
+
+  /** Scans now (or right after the scan in progress); resolves when that scan is done. */
+  rescan(): Promise<void> {
+    if (this.stopController.signal.aborted) return Promise.resolve();
+    if (this.scanning) {
+      // The loop in progress scans once more before it settles.
+      this.rescanRequested = true;
+      return this.scanning;
+    }
+    this.scanning = this.scanLoop();
+    return this.scanning;
+  }
+
+  private async scanLoop(): Promise<void> {
+    try {
+      do {
+        this.rescanRequested = false;
+        if (this.periodTimer) this.clock.clearTimeout(this.periodTimer);
+        await this.scanOnce();
+      } while (this.rescanRequested && !this.stopController.signal.aborted);
+    } finally {
+      this.scanning = undefined;
+      if (!this.stopController.signal.aborted) {
+        this.periodTimer = this.clock.setTimeout(() => void this.rescan(), this.options.periodMs);
+      }
+    }
+  }
+
+  private async scanOnce(): Promise<void> {
+    const deadline = deadlineSignal(this.clock, this.scanTimeoutMs, this.stopController.signal);
+    try {
+      const pods = await this.readPods(deadline.signal);
+      if (pods === undefined || this.stopController.signal.aborted) return;
+      // Pods are small; comparing their JSON catches every change, including to a manifest
+      // that sets its own UID (whose config.hash then never changes).
+      const signature = JSON.stringify(pods);
+      if (signature === this.lastSent) return;
+      this.lastSent = signature;
+      this.options.send({ op: 'SET', pods });
+    } catch (err) {
+      if (this.stopController.signal.aborted) return;
+      // The whole scan failed (folder unreadable, deadline): keep the last set, try next period.
+      this.reportPathProblem(`Unable to read config path: ${errorMessage(err)}`);
+    } finally {
+      deadline.dispose();
+    }
+  }
+
+  /** The pods the path holds now; undefined when nothing should be sent. */
+  private async readPods(signal: AbortSignal): Promise<Pod[] | undefined> {
+    let rootStat: Stats;
+    try {
+      rootStat = await raceAbort(stat(this.root), signal);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      this.closeWatcher();
+      this.cache.clear();
+      this.reportPathProblem('Path does not exist, ignoring', 'warn');
+      return [];
+    }
+
+    if (rootStat.isDirectory()) {
+      this.ensureWatch(this.root, undefined, rootStat);
+      const names = (await raceAbort(readdir(this.root), signal)).filter((n) => !n.startsWith('.')).sort();
+      this.clearPathProblem();
+      const pods: Pod[] = [];
+      const present = new Set<string>();
+      for (const name of names) {
+        const file = path.join(this.root, name);
+        present.add(file);
+        const pod = await this.readManifest(file, signal);
+        if (pod) pods.push(pod);
+      }
+      for (const file of this.cache.keys()) if (!present.has(file)) this.cache.delete(file);
+      for (const entry of this.reportedEntries) if (!present.has(entry)) this.reportedEntries.delete(entry);
+      return pods;
+    }
+
+    if (rootStat.isFile()) {
+      this.ensureWatch(path.dirname(this.root), path.basename(this.root), undefined);
+      this.clearPathProblem();
+      const pod = await this.readManifest(this.root, signal);
+      if (pod) return [pod];
+      // A single broken file keeps its last good pod, as upstream's store is left as it was.
+      return this.lastSent === undefined ? [] : undefined;
+    }
+
+    this.reportPathProblem('Path is not a directory or file');
+    return undefined;
+  }
+
+  /** The file's pod, or undefined when it is not a usable manifest (logged once per change). */
+  private async readManifest(file: string, signal: AbortSignal): Promise<Pod | undefined> {
+    let st: Stats;
+    try {
+      st = await raceAbort(stat(file, { bigint: false }), signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      this.cache.delete(file);
+      return undefined; // vanished between readdir and stat: the next scan settles it
+    }
+    if (st.isDirectory()) {
+      this.reportEntry(file, 'Not recursing into manifest path');
+      return undefined;
+    }
+    if (!st.isFile()) {
+      this.reportEntry(file, 'Manifest path is not a directory or file');
+      return undefined;
+    }
+    this.reportedEntries.delete(file);
+
+    const fingerprint = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+    const cached = this.cache.get(file);
+    if (cached && cached.fingerprint === fingerprint)
+      return 'pod' in cached.result ? cached.result.pod : undefined;
+
+    let result: CachedFile['result'];
+    let contentHash = '';
+    if (st.size > MAX_MANIFEST_BYTES) {
+      result = {
+        error: `the file is ${st.size} bytes, more than the ${MAX_MANIFEST_BYTES} a manifest may have`,
+      };
+    } else {
+      let data: Buffer;
+      try {
+        data = await readFile(file, { signal });
+      } catch (err) {
+        if (signal.aborted) throw err;
+        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+          this.cache.delete(file);
+          return undefined;
+        }
+        data = Buffer.alloc(0);
+        result = { error: errorMessage(err) };
+      }
+      contentHash = createHash('sha256').update(data).digest('hex');
+      if (cached && cached.contentHash === contentHash) {
+        // Touched, not changed: same outcome, and no second log line.
+        cached.fingerprint = fingerprint;
+        return 'pod' in cached.result ? cached.result.pod : undefined;
+      }
+      result ??= this.decode(file, data);
+    }
+
+    this.cache.set(file, { fingerprint, contentHash, result });
+    if ('error' in result) {
+      this.log.error('Could not process manifest file', { path: file, err: result.error });
+      return undefined;
+    }
+    if (cached && 'error' in cached.result) this.log.info('Manifest file is valid again', { path: file });
+    return result.pod;
+  }
+
+  private decode(file: string, data: Buffer): CachedFile['result'] {
+    try {
+      const obj = parseManifestDocument(data.toString('utf8'), file);
+      const pod = staticPodFromObject(
+        obj,
+        { source: 'file', location: file, nodeName: this.options.nodeName },
+        file,
+      );
+      return { pod };
+    } catch (err) {
+      // The message already starts with the file's name; keep only what is wrong.
+      return { error: errorMessage(err).replace(`${file}: `, '') };
+    }
+  }
+
+  private ensureWatch(dir: string, onlyName: string | undefined, dirStat: Stats | undefined): void {
+    if (this.options.watch === false || this.stopController.signal.aborted) return;
+    const ino = dirStat ? BigInt(dirStat.ino) : undefined;
+    // A folder deleted and made again is a new inode: the old watch sees nothing of it.
+    if (this.watcher && (ino === undefined || ino === this.watchedIno)) return;
+    this.closeWatcher();
+    try {
+      const w = watch(dir, { persistent: false }, (_event, filename) => {
+        const name = filename?.toString();
+        if (name && name.startsWith('.')) return;
+        if (onlyName && name && name !== onlyName) return;
+        this.onWatchEvent();
+      });
+      w.on('error', (err) => {
+        this.log.v(2, 'Watch of manifest path failed; relying on rescans until it is back', {
+          path: dir,
+          err,
+        });
+        this.closeWatcher();
+      });
+      this.watcher = w;
+      this.watchedIno = ino;
+    } catch (err) {
+      this.log.v(2, 'Unable to watch manifest path; relying on rescans', { path: dir, err });
+    }
+  }
+
+  private onWatchEvent(): void {
+    if (this.stopController.signal.aborted) return;
+    if (this.debounceMs <= 0) {
+      void this.rescan();
+      return;
+    }
+    if (this.debounceTimer) this.clock.clearTimeout(this.debounceTimer);
+    this.debounceTimer = this.clock.setTimeout(() => {
+      this.debounceTimer = undefined;
+      void this.rescan();
+    }, this.debounceMs);
+  }
+
+  private closeWatcher(): void {
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.watchedIno = undefined;
+  }
+
+  private reportPathProblem(message: string, level: 'warn' | 'error' = 'error'): void {
+    if (this.lastPathProblem === message) return;
+    this.lastPathProblem = message;
+    this.log[level](message, { path: this.root });
+  }
+
+  private clearPathProblem(): void {
+    if (this.lastPathProblem !== undefined)
+      this.log.info('Manifest path is readable again', { path: this.root });
+    this.lastPathProblem = undefined;
+  }
+
+  private reportEntry(file: string, message: string): void {
+    if (this.reportedEntries.has(file)) return;
+    this.reportedEntries.add(file);
+    this.log.error(message, { path: file });
+  }
+}
