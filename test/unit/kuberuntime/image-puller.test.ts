@@ -1,0 +1,173 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Container, Pod } from '../../../src/api/core-v1.js';
+import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
+import {
+  applyDefaultImageTag,
+  defaultPullPolicy,
+  ImagePuller,
+  runtimeErrorMessage,
+} from '../../../src/kuberuntime/image-puller.js';
+import { Backoff } from '../../../src/lib/backoff.js';
+import { FakeClock } from '../../../src/lib/clock.js';
+import { KubeletError } from '../../../src/lib/errors.js';
+
+function setup() {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  const events: string[] = [];
+  const puller = new ImagePuller({
+    imageService: fake,
+    backoff: new Backoff(clock, 10_000, 300_000),
+    clock,
+    recorder: {
+      event: (_p, fieldPath, type, reason, message) =>
+        events.push(`${fieldPath} ${type} ${reason} ${message}`),
+    },
+  });
+  return { clock, fake, events, puller };
+}
+
+function pod(container: Container): Pod {
+  return { metadata: { name: 'p', namespace: 'd', uid: 'u-1' }, spec: { containers: [container] } };
+}
+
+test('default tag and pull policy', () => {
+  assert.equal(applyDefaultImageTag('busybox'), 'busybox:latest');
+  assert.equal(applyDefaultImageTag('registry.k8s.io/pause:3.9'), 'registry.k8s.io/pause:3.9');
+  assert.equal(applyDefaultImageTag('localhost:5000/team/app'), 'localhost:5000/team/app:latest');
+  const digest = `busybox@sha256:${'a'.repeat(64)}`;
+  assert.equal(applyDefaultImageTag(digest), digest);
+  assert.throws(
+    () => applyDefaultImageTag('BusyBox'),
+    /invalid reference format: repository name must be lowercase/,
+  );
+  assert.throws(() => applyDefaultImageTag(''), /invalid reference format/);
+  assert.equal(defaultPullPolicy('busybox'), 'Always');
+  assert.equal(defaultPullPolicy('busybox:latest'), 'Always');
+  assert.equal(defaultPullPolicy('busybox:1.36'), 'IfNotPresent');
+  assert.equal(defaultPullPolicy(digest), 'IfNotPresent');
+});
+
+test('IfNotPresent: present image is used without a pull', async () => {
+  const { fake, events, puller } = setup();
+  const img = fake.addImage('busybox:1.36');
+  const c: Container = { name: 'app', image: 'busybox:1.36', imagePullPolicy: 'IfNotPresent' };
+  assert.deepEqual(await puller.ensureImageExists(pod(c), c, undefined), { ok: true, imageRef: img.id });
+  assert.equal(fake.callsOf('pullImage').length, 0);
+  assert.deepEqual(events, [
+    'spec.containers{app} Normal Pulled Container image "busybox:1.36" already present on machine',
+  ]);
+});
+
+test('Always pulls every time, with the tag applied and the pod annotations passed', async () => {
+  const { fake, puller, events } = setup();
+  const c: Container = { name: 'app', image: 'busybox', imagePullPolicy: 'Always' };
+  const p = pod(c);
+  p.metadata.annotations = { a: 'b' };
+  const r1 = await puller.ensureImageExists(p, c, undefined);
+  const r2 = await puller.ensureImageExists(p, c, undefined);
+  assert.ok(r1.ok && r2.ok);
+  const pulls = fake.callsOf('pullImage');
+  assert.equal(pulls.length, 2);
+  assert.deepEqual(pulls[0]![0], { image: 'busybox:latest', annotations: { a: 'b' } });
+  assert.equal(events[0], 'spec.containers{app} Normal Pulling Pulling image "busybox:latest"');
+  assert.match(
+    events[1]!,
+    /^spec.containers\{app\} Normal Pulled Successfully pulled image "busybox:latest" in 0s \(0s including waiting\). Image size: \d+ bytes.$/,
+  );
+});
+
+test('Never: ErrImageNeverPull when absent', async () => {
+  const { puller } = setup();
+  const c: Container = { name: 'app', image: 'busybox:1.36', imagePullPolicy: 'Never' };
+  assert.deepEqual(await puller.ensureImageExists(pod(c), c, undefined), {
+    ok: false,
+    reason: 'ErrImageNeverPull',
+    message: 'Container image "busybox:1.36" is not present with pull policy of Never',
+  });
+});
+
+test('a failed pull is ErrImagePull, then ImagePullBackOff for 10 s, then 20 s after the next failure', async () => {
+  const { clock, fake, puller } = setup();
+  fake.pullsSucceed = false;
+  const c: Container = { name: 'app', image: 'nosuch:1', imagePullPolicy: 'IfNotPresent' };
+  const first = await puller.ensureImageExists(pod(c), c, undefined);
+  assert.equal(first.ok, false);
+  assert.ok(!first.ok && first.reason === 'ErrImagePull');
+  assert.match(
+    !first.ok ? first.message : '',
+    /failed to pull and unpack image "docker.io\/library\/nosuch:1"/,
+  );
+
+  clock.advance(5_000);
+  assert.deepEqual(await puller.ensureImageExists(pod(c), c, undefined), {
+    ok: false,
+    reason: 'ImagePullBackOff',
+    message: 'Back-off pulling image "nosuch:1"',
+  });
+  assert.equal(fake.callsOf('pullImage').length, 1);
+
+  clock.advance(5_001);
+  const third = await puller.ensureImageExists(pod(c), c, undefined);
+  assert.ok(!third.ok && third.reason === 'ErrImagePull');
+  assert.equal(fake.callsOf('pullImage').length, 2);
+
+  clock.advance(15_000);
+  const fourth = await puller.ensureImageExists(pod(c), c, undefined);
+  assert.ok(!fourth.ok && fourth.reason === 'ImagePullBackOff', 'the delay doubled to 20 s');
+
+  // Another pod's pull of the same image has its own back-off.
+  const other = pod(c);
+  other.metadata.uid = 'u-2';
+  const fresh = await puller.ensureImageExists(other, c, undefined);
+  assert.ok(!fresh.ok && fresh.reason === 'ErrImagePull');
+
+  clock.advance(5_001);
+  fake.pullsSucceed = true;
+  assert.equal((await puller.ensureImageExists(pod(c), c, undefined)).ok, true);
+});
+
+test('invalid names and inspect failures', async () => {
+  const { fake, puller } = setup();
+  const bad: Container = { name: 'app', image: 'Not/Valid' };
+  const r = await puller.ensureImageExists(pod(bad), bad, undefined);
+  assert.ok(!r.ok && r.reason === 'InvalidImageName');
+  fake.injectError('imageStatus', new Error('boom'), 1);
+  const c: Container = { name: 'app', image: 'busybox' };
+  const r2 = await puller.ensureImageExists(pod(c), c, undefined);
+  assert.deepEqual(r2, {
+    ok: false,
+    reason: 'ImageInspectError',
+    message: 'Failed to inspect image "busybox:latest": boom',
+  });
+});
+
+test('runtime errors are shown as Go gRPC clients print them; registry-unavailable is told apart', async () => {
+  const cause = Object.assign(new Error('5 NOT_FOUND'), {
+    code: 5,
+    details: 'failed to pull and unpack image "x"',
+  });
+  assert.equal(
+    runtimeErrorMessage(new KubeletError('CRI_ERROR', 'x', { cause })),
+    'rpc error: code = NotFound desc = failed to pull and unpack image "x"',
+  );
+  const { fake, puller } = setup();
+  const unavailable = Object.assign(new Error('2 UNKNOWN'), {
+    code: 2,
+    details: 'RegistryUnavailable: dial tcp: i/o timeout',
+  });
+  fake.injectError(
+    'pullImage',
+    new KubeletError('CRI_ERROR', unavailable.details, { cause: unavailable }),
+    1,
+  );
+  const c: Container = { name: 'app', image: 'busybox' };
+  const r = await puller.ensureImageExists(pod(c), c, undefined);
+  assert.deepEqual(r, {
+    ok: false,
+    reason: 'RegistryUnavailable',
+    message:
+      'image pull failed for busybox:latest because the registry is unavailable: dial tcp: i/o timeout',
+  });
+});
