@@ -110,6 +110,12 @@ function optional<T>(v: unknown, convert: (m: WireMessage) => T): T | undefined 
   return m ? convert(m) : undefined;
 }
 
+/** Drops keys whose value is undefined, so an absent optional field is absent, not present-and-undefined. */
+function compact<T extends object>(o: T): T {
+  for (const key of Object.keys(o) as (keyof T)[]) if (o[key] === undefined) delete o[key];
+  return o;
+}
+
 /** A value of a closed string enum; a number means the runtime sent a value newer than our proto. */
 function enumValue<T extends string>(v: unknown, values: readonly T[], fallback: T): T {
   return typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as T) : fallback;
@@ -217,7 +223,7 @@ function portMappingFromWire(m: WireMessage): PortMapping {
 }
 
 function linuxSandboxSecurityContextFromWire(m: WireMessage): LinuxSandboxSecurityContext {
-  return {
+  return compact({
     namespaceOptions: optional(m.namespaceOptions, namespaceOptionFromWire),
     runAsUser: optional(m.runAsUser, int64ValueFromWire),
     runAsGroup: optional(m.runAsGroup, int64ValueFromWire),
@@ -225,21 +231,21 @@ function linuxSandboxSecurityContextFromWire(m: WireMessage): LinuxSandboxSecuri
     supplementalGroups: numbers(m.supplementalGroups),
     privileged: bool(m.privileged),
     seccomp: optional(m.seccomp, securityProfileFromWire),
-  };
+  });
 }
 
 function linuxPodSandboxConfigFromWire(m: WireMessage): LinuxPodSandboxConfig {
-  return {
+  return compact({
     cgroupParent: str(m.cgroupParent),
     securityContext: optional(m.securityContext, linuxSandboxSecurityContextFromWire),
     sysctls: strMap(m.sysctls),
     resources: optional(m.resources, linuxContainerResourcesFromWire),
     overhead: optional(m.overhead, linuxContainerResourcesFromWire),
-  };
+  });
 }
 
 export function podSandboxConfigFromWire(m: WireMessage | undefined): PodSandboxConfig {
-  return {
+  return compact({
     metadata: podSandboxMetadataFromWire(msg(m?.metadata)),
     hostname: str(m?.hostname),
     logDirectory: str(m?.logDirectory),
@@ -248,7 +254,7 @@ export function podSandboxConfigFromWire(m: WireMessage | undefined): PodSandbox
     labels: strMap(m?.labels),
     annotations: strMap(m?.annotations),
     linux: optional(m?.linux, linuxPodSandboxConfigFromWire),
-  };
+  });
 }
 
 export function mountFromWire(m: WireMessage): Mount {
@@ -270,7 +276,7 @@ function capabilityFromWire(m: WireMessage): Capability {
 }
 
 function linuxContainerSecurityContextFromWire(m: WireMessage): LinuxContainerSecurityContext {
-  return {
+  return compact({
     capabilities: optional(m.capabilities, capabilityFromWire),
     privileged: bool(m.privileged),
     namespaceOptions: optional(m.namespaceOptions, namespaceOptionFromWire),
@@ -283,18 +289,18 @@ function linuxContainerSecurityContextFromWire(m: WireMessage): LinuxContainerSe
     maskedPaths: strings(m.maskedPaths),
     readonlyPaths: strings(m.readonlyPaths),
     seccomp: optional(m.seccomp, securityProfileFromWire),
-  };
+  });
 }
 
 function linuxContainerConfigFromWire(m: WireMessage): LinuxContainerConfig {
-  return {
+  return compact({
     resources: optional(m.resources, linuxContainerResourcesFromWire),
     securityContext: optional(m.securityContext, linuxContainerSecurityContextFromWire),
-  };
+  });
 }
 
 export function containerConfigFromWire(m: WireMessage | undefined): ContainerConfig {
-  return {
+  return compact({
     metadata: containerMetadataFromWire(msg(m?.metadata)),
     image: imageSpecFromWire(msg(m?.image)),
     command: strings(m?.command),
@@ -309,7 +315,7 @@ export function containerConfigFromWire(m: WireMessage | undefined): ContainerCo
     stdinOnce: bool(m?.stdinOnce),
     tty: bool(m?.tty),
     linux: optional(m?.linux, linuxContainerConfigFromWire),
-  };
+  });
 }
 
 export function podSandboxFromWire(m: WireMessage): PodSandbox {
@@ -331,7 +337,7 @@ function networkStatusFromWire(m: WireMessage): PodSandboxNetworkStatus {
 export function podSandboxStatusFromWire(m: WireMessage): PodSandboxStatus {
   const linux = msg(m.linux);
   const namespaces = msg(linux?.namespaces);
-  return {
+  return compact({
     id: str(m.id),
     metadata: podSandboxMetadataFromWire(msg(m.metadata)),
     state: enumValue(m.state, SANDBOX_STATES, 'SANDBOX_NOTREADY'),
@@ -347,7 +353,7 @@ export function podSandboxStatusFromWire(m: WireMessage): PodSandboxStatus {
     labels: strMap(m.labels),
     annotations: strMap(m.annotations),
     runtimeHandler: str(m.runtimeHandler),
-  };
+  });
 }
 
 export function containerFromWire(m: WireMessage): Container {
@@ -397,43 +403,47 @@ export function runtimeStatusFromWire(m: WireMessage | undefined): RuntimeStatus
 }
 
 export function filesystemUsageFromWire(m: WireMessage): FilesystemUsage {
-  return {
+  return compact({
     timestamp: num(m.timestamp),
     fsId: optional(m.fsId, (f) => ({ mountpoint: str(f.mountpoint) })),
     usedBytes: optional(m.usedBytes, uint64ValueFromWire),
     inodesUsed: optional(m.inodesUsed, uint64ValueFromWire),
-  };
+  });
 }
 
 export function containerStatsFromWire(m: WireMessage): ContainerStats {
   const attributes = msg(m.attributes);
-  return {
+  return compact({
     attributes: {
       id: str(attributes?.id),
       metadata: containerMetadataFromWire(msg(attributes?.metadata)),
       labels: strMap(attributes?.labels),
       annotations: strMap(attributes?.annotations),
     },
-    cpu: optional(m.cpu, (c) => ({
-      timestamp: num(c.timestamp),
-      usageCoreNanoSeconds: optional(c.usageCoreNanoSeconds, uint64ValueFromWire),
-      usageNanoCores: optional(c.usageNanoCores, uint64ValueFromWire),
-    })),
-    memory: optional(m.memory, (mem) => ({
-      timestamp: num(mem.timestamp),
-      workingSetBytes: optional(mem.workingSetBytes, uint64ValueFromWire),
-      availableBytes: optional(mem.availableBytes, uint64ValueFromWire),
-      usageBytes: optional(mem.usageBytes, uint64ValueFromWire),
-      rssBytes: optional(mem.rssBytes, uint64ValueFromWire),
-      pageFaults: optional(mem.pageFaults, uint64ValueFromWire),
-      majorPageFaults: optional(mem.majorPageFaults, uint64ValueFromWire),
-    })),
+    cpu: optional(m.cpu, (c) =>
+      compact({
+        timestamp: num(c.timestamp),
+        usageCoreNanoSeconds: optional(c.usageCoreNanoSeconds, uint64ValueFromWire),
+        usageNanoCores: optional(c.usageNanoCores, uint64ValueFromWire),
+      }),
+    ),
+    memory: optional(m.memory, (mem) =>
+      compact({
+        timestamp: num(mem.timestamp),
+        workingSetBytes: optional(mem.workingSetBytes, uint64ValueFromWire),
+        availableBytes: optional(mem.availableBytes, uint64ValueFromWire),
+        usageBytes: optional(mem.usageBytes, uint64ValueFromWire),
+        rssBytes: optional(mem.rssBytes, uint64ValueFromWire),
+        pageFaults: optional(mem.pageFaults, uint64ValueFromWire),
+        majorPageFaults: optional(mem.majorPageFaults, uint64ValueFromWire),
+      }),
+    ),
     writableLayer: optional(m.writableLayer, filesystemUsageFromWire),
-  };
+  });
 }
 
 export function imageFromWire(m: WireMessage): Image {
-  return {
+  return compact({
     id: str(m.id),
     repoTags: strings(m.repoTags),
     repoDigests: strings(m.repoDigests),
@@ -442,7 +452,7 @@ export function imageFromWire(m: WireMessage): Image {
     username: str(m.username),
     spec: optional(m.spec, (s) => imageSpecFromWire(s)),
     pinned: bool(m.pinned),
-  };
+  });
 }
 
 /** Request filters as the test server reads them back. */

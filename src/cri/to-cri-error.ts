@@ -8,10 +8,10 @@ function isServiceError(err: unknown): err is ServiceError {
 
 /**
  * Maps a failed CRI call to the project's errors: NOT_FOUND is CriNotFoundError (callers treat it as
- * "already gone"), UNAVAILABLE is CRI_UNAVAILABLE (the runtime is down or its socket is missing),
- * DEADLINE_EXCEEDED is CRI_DEADLINE_EXCEEDED, anything else CRI_ERROR carrying the runtime's own
- * message, which is what upstream shows users in container state messages. The gRPC error stays as
- * `cause` for whoever needs its code.
+ * "already gone"); UNAVAILABLE and CANCELLED are CRI_UNAVAILABLE (the runtime is down, its socket is
+ * missing, or it dropped the call); DEADLINE_EXCEEDED is CRI_DEADLINE_EXCEEDED; anything else is
+ * CRI_ERROR carrying the runtime's own message, which is what upstream shows users in container state
+ * messages. The gRPC error stays as `cause` for whoever needs its code.
  */
 export function toCriError(err: unknown, method: string, endpoint: string, timeoutMs: number): KubeletError {
   if (!isServiceError(err))
@@ -23,6 +23,9 @@ export function toCriError(err: unknown, method: string, endpoint: string, timeo
   switch (err.code) {
     case GrpcStatus.NOT_FOUND:
       return new CriNotFoundError(details, { cause: err });
+    // The client cancels only through the caller's signal, which is handled before this mapping, so a
+    // CANCELLED status here means the runtime dropped the call: it is shutting down or has gone.
+    case GrpcStatus.CANCELLED:
     case GrpcStatus.UNAVAILABLE:
       return new KubeletError(
         'CRI_UNAVAILABLE',
