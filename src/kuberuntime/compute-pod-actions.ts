@@ -1,0 +1,298 @@
+/**
+ * What SyncPod must do to bring a pod's runtime state to its spec (upstream: computePodActions,
+ * PodSandboxChanged, findNextInitContainerToRun, ShouldContainerBeRestarted, doBackOff). Pure: it
+ * reads the pod and the runtime's status and decides; the manager acts.
+ */
+import type { Container, Pod } from '../api/core-v1.js';
+import type { Backoff } from '../lib/backoff.js';
+import { hashContainer } from './container-hash.js';
+import { formatGoDuration, formatPod } from './format.js';
+import { networkNamespaceForPod } from './sandbox-config.js';
+import type { KubeContainerStatus, KubePodStatus } from './types.js';
+
+/** Why a running container is killed (upstream containerKillReason). */
+export type ContainerKillReason = 'StartupProbe' | 'LivenessProbe' | 'FailedPostStartHook' | 'Unknown' | '';
+
+export interface ContainerToKill {
+  /** The runtime's container ID. */
+  id: string;
+  name: string;
+  container: Container;
+  message: string;
+  reason: ContainerKillReason;
+}
+
+export interface PodActions {
+  /** Stop every container and the sandbox. */
+  killPod: boolean;
+  /** Create a new sandbox (after killing the pod when it has one). */
+  createSandbox: boolean;
+  /** The existing sandbox the containers start in; '' when a new one is needed. */
+  sandboxId: string;
+  /** The attempt number for the new sandbox's metadata. */
+  attempt: number;
+  /** Init containers run one at a time, in order. */
+  nextInitContainerToStart?: Container;
+  /** Indices into pod.spec.containers. */
+  containersToStart: number[];
+  /** Keyed by runtime container ID. */
+  containersToKill: Map<string, ContainerToKill>;
+}
+
+/** Probe verdicts the manager consults; a container with no verdict is kept. */
+export interface ProbeResults {
+  livenessFailed(containerId: string): boolean;
+  startupFailed(containerId: string): boolean;
+}
+
+/** The newest status of the named container (statuses are newest first; ties go to the first). */
+export function findContainerStatusByName(
+  podStatus: KubePodStatus,
+  name: string,
+): KubeContainerStatus | undefined {
+  let found: KubeContainerStatus | undefined;
+  for (const s of podStatus.containerStatuses) {
+    if (s.name === name && (!found || s.createdAtMs > found.createdAtMs)) found = s;
+  }
+  return found;
+}
+
+export function shouldRestartOnFailure(pod: Pod): boolean {
+  return (pod.spec.restartPolicy ?? 'Always') !== 'Never';
+}
+
+function containerSucceeded(c: Container, podStatus: KubePodStatus): boolean {
+  const s = findContainerStatusByName(podStatus, c.name);
+  if (!s || s.state === 'running') return false;
+  return s.exitCode === 0;
+}
+
+/** Exited non-zero, unknown, or OOM-killed: an init container that must run again. */
+export function isInitContainerFailed(status: KubeContainerStatus): boolean {
+  if (status.reason === 'OOMKilled') return true;
+  if (status.state === 'exited' && status.exitCode !== 0) return true;
+  return status.state === 'unknown';
+}
+
+/** Whether the container should be (re)started, from its newest status and the pod's restart policy. */
+export function shouldContainerBeRestarted(
+  container: Container,
+  pod: Pod,
+  podStatus: KubePodStatus,
+): boolean {
+  // A pod marked for deletion is not restarted.
+  if (pod.metadata.deletionTimestamp) return false;
+  const status = findContainerStatusByName(podStatus, container.name);
+  // Never started (or all its attempts were garbage collected).
+  if (!status) return true;
+  if (status.state === 'running') return false;
+  if (status.state === 'unknown' || status.state === 'created') return true;
+  const policy = pod.spec.restartPolicy ?? 'Always';
+  if (policy === 'Never') return false;
+  if (policy === 'OnFailure') return status.exitCode !== 0;
+  return true;
+}
+
+export interface SandboxChange {
+  changed: boolean;
+  attempt: number;
+  /** The newest sandbox; '' when none is usable as the old one (network namespace change). */
+  sandboxId: string;
+}
+
+/** Whether the pod needs a new sandbox: none, not ready, several ready, another network mode, or no IP. */
+export function podSandboxChanged(pod: Pod, podStatus: KubePodStatus): SandboxChange {
+  const newest = podStatus.sandboxStatuses[0];
+  if (!newest) return { changed: true, attempt: 0, sandboxId: '' };
+  let ready = 0;
+  let maxAttempt = 0;
+  for (const s of podStatus.sandboxStatuses) {
+    if (s.state === 'SANDBOX_READY') ready++;
+    maxAttempt = Math.max(maxAttempt, s.metadata.attempt);
+  }
+  if (ready > 1) return { changed: true, attempt: maxAttempt + 1, sandboxId: newest.id };
+  if (newest.state !== 'SANDBOX_READY')
+    return { changed: true, attempt: maxAttempt + 1, sandboxId: newest.id };
+  const network = newest.linux?.namespaces?.options?.network ?? 'POD';
+  if (network !== networkNamespaceForPod(pod))
+    return { changed: true, attempt: maxAttempt + 1, sandboxId: '' };
+  if (!pod.spec.hostNetwork && newest.network !== undefined && newest.network.ip === '') {
+    return { changed: true, attempt: maxAttempt + 1, sandboxId: newest.id };
+  }
+  return { changed: false, attempt: maxAttempt, sandboxId: newest.id };
+}
+
+export interface NextInitContainer {
+  /** The failed init container's status, when next is one that failed. */
+  status?: KubeContainerStatus;
+  next?: Container;
+  done: boolean;
+}
+
+/** The init container to run next, or done when they have all succeeded. */
+export function findNextInitContainerToRun(pod: Pod, podStatus: KubePodStatus): NextInitContainer {
+  const inits = pod.spec.initContainers ?? [];
+  if (inits.length === 0) return { done: true };
+  // A running app container means initialization finished once, even if its records were removed since.
+  for (const c of pod.spec.containers) {
+    if (findContainerStatusByName(podStatus, c.name)?.state === 'running') return { done: true };
+  }
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const c = inits[i] as Container;
+    const s = findContainerStatusByName(podStatus, c.name);
+    if (s && isInitContainerFailed(s)) return { status: s, next: c, done: false };
+  }
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const s = findContainerStatusByName(podStatus, (inits[i] as Container).name);
+    if (!s) continue;
+    if (s.state === 'running') return { done: false };
+    if (s.state === 'exited') {
+      if (i === inits.length - 1) return { done: true };
+      return { next: inits[i + 1], done: false };
+    }
+  }
+  return { next: inits[0], done: false };
+}
+
+export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: ProbeResults): PodActions {
+  const sandbox = podSandboxChanged(pod, podStatus);
+  const changes: PodActions = {
+    killPod: sandbox.changed,
+    createSandbox: sandbox.changed,
+    sandboxId: sandbox.sandboxId,
+    attempt: sandbox.attempt,
+    containersToStart: [],
+    containersToKill: new Map(),
+  };
+
+  // A new sandbox means everything starts over, init containers included.
+  if (sandbox.changed) {
+    if (!shouldRestartOnFailure(pod) && sandbox.attempt !== 0 && podStatus.containerStatuses.length !== 0) {
+      // The pod has run and must not run again: only kill what is left.
+      changes.createSandbox = false;
+      return changes;
+    }
+    const toStart: number[] = [];
+    pod.spec.containers.forEach((c, idx) => {
+      if (pod.spec.restartPolicy === 'OnFailure' && containerSucceeded(c, podStatus)) return;
+      toStart.push(idx);
+    });
+    if (toStart.length === 0 && findNextInitContainerToRun(pod, podStatus).done) {
+      changes.createSandbox = false;
+      return changes;
+    }
+    const firstInit = pod.spec.initContainers?.[0];
+    if (firstInit) {
+      changes.nextInitContainerToStart = firstInit;
+      return changes;
+    }
+    changes.containersToStart = toStart;
+    return changes;
+  }
+
+  const init = findNextInitContainerToRun(pod, podStatus);
+  if (!init.done) {
+    if (init.next) {
+      const initFailed = init.status !== undefined && isInitContainerFailed(init.status);
+      if (initFailed && !shouldRestartOnFailure(pod)) {
+        changes.killPod = true;
+      } else {
+        // A container in unknown state may still be running: stop it before starting another.
+        if (init.status && init.status.state === 'unknown') {
+          changes.containersToKill.set(init.status.id, {
+            id: init.status.id,
+            name: init.next.name,
+            container: init.next,
+            message: `Init container is in "${init.status.state}" state, try killing it before restart`,
+            reason: 'Unknown',
+          });
+        }
+        changes.nextInitContainerToStart = init.next;
+      }
+    }
+    // Initialization failed or is under way: app containers wait.
+    return changes;
+  }
+
+  let keepCount = 0;
+  pod.spec.containers.forEach((container, idx) => {
+    const status = findContainerStatusByName(podStatus, container.name);
+    if (!status || status.state !== 'running') {
+      if (shouldContainerBeRestarted(container, pod, podStatus)) {
+        changes.containersToStart.push(idx);
+        if (status && status.state === 'unknown') {
+          changes.containersToKill.set(status.id, {
+            id: status.id,
+            name: status.name,
+            container,
+            message: `Container is in "${status.state}" state, try killing it before restart`,
+            reason: 'Unknown',
+          });
+        }
+      }
+      return;
+    }
+    let message: string;
+    let reason: ContainerKillReason = '';
+    let restart = shouldRestartOnFailure(pod);
+    if (status.hash !== hashContainer(container)) {
+      message = `Container ${container.name} definition changed`;
+      // A changed spec restarts whatever the restart policy says.
+      restart = true;
+    } else if (probes?.livenessFailed(status.id)) {
+      message = `Container ${container.name} failed liveness probe`;
+      reason = 'LivenessProbe';
+    } else if (probes?.startupFailed(status.id)) {
+      message = `Container ${container.name} failed startup probe`;
+      reason = 'StartupProbe';
+    } else {
+      keepCount++;
+      return;
+    }
+    if (restart) {
+      message = `${message}, will be restarted`;
+      changes.containersToStart.push(idx);
+    }
+    changes.containersToKill.set(status.id, { id: status.id, name: status.name, container, message, reason });
+  });
+
+  if (keepCount === 0 && changes.containersToStart.length === 0) changes.killPod = true;
+  return changes;
+}
+
+/** The crash-loop back-off key: a changed spec starts a fresh back-off (upstream GetStableKey). */
+export function getStableKey(pod: Pod, container: Container): string {
+  const m = pod.metadata;
+  return `${m.name ?? ''}_${m.namespace ?? ''}_${m.uid ?? ''}_${container.name}_${hashContainer(container)}`;
+}
+
+export type BackOffDecision =
+  { inBackOff: false } | { inBackOff: true; reason: 'CrashLoopBackOff'; message: string };
+
+/**
+ * Whether starting the container again must wait: measured from when its newest attempt exited.
+ * When it need not, the attempt is counted, so the next wait is longer (10 s doubling to 300 s).
+ */
+export function doBackOff(
+  pod: Pod,
+  container: Container,
+  podStatus: KubePodStatus,
+  backoff: Backoff,
+): BackOffDecision {
+  let exited: KubeContainerStatus | undefined;
+  for (const s of podStatus.containerStatuses) {
+    if (s.name === container.name && s.state === 'exited' && (!exited || s.createdAtMs > exited.createdAtMs))
+      exited = s;
+  }
+  if (!exited) return { inBackOff: false };
+  const key = getStableKey(pod, container);
+  if (backoff.isInBackoffSince(key, exited.finishedAtMs)) {
+    return {
+      inBackOff: true,
+      reason: 'CrashLoopBackOff',
+      message: `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${formatPod(pod)}`,
+    };
+  }
+  backoff.next(key);
+  return { inBackOff: false };
+}
