@@ -703,7 +703,13 @@ function nonZeroDuration(value: string | undefined): string | undefined {
 export type FlagForField = (fieldPath: string) => string | undefined;
 
 function fieldLabel(path: string, flagForField?: FlagForField): string {
-  const flag = flagForField?.(path);
+  // `clusterDNS[0]` and `evictionHard.memory.available` are set by the flag of their field.
+  let flag: string | undefined;
+  for (let candidate = path.replace(/\[\d+\].*$/, ''); candidate !== '' && !flag;) {
+    flag = flagForField?.(candidate);
+    const dot = candidate.lastIndexOf('.');
+    candidate = dot === -1 ? '' : candidate.slice(0, dot);
+  }
   return `${KUBELET_CONFIG_KIND}.${path}${flag ? ` (--${flag})` : ''}`;
 }
 

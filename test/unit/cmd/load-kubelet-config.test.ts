@@ -1,0 +1,360 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+
+import {
+  loadKubeletConfig,
+  type LoadedKubeletConfig,
+  type LoadKubeletConfigOptions,
+} from '../../../src/cmd/load-kubelet-config.js';
+import { KUBELET_VERSION, TSKUBELET_VERSION, versionText } from '../../../src/cmd/version.js';
+import { isKubeletError } from '../../../src/lib/errors.js';
+import type { Logger } from '../../../src/lib/log.js';
+
+const HEADER = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+
+describe('loadKubeletConfig', () => {
+  let dir: string;
+  let warnings: string[];
+  let options: LoadKubeletConfigOptions;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'kubelet-config-'));
+    warnings = [];
+    const log: Logger = {
+      info: () => undefined,
+      warn: (msg) => warnings.push(msg),
+      error: () => undefined,
+      v: () => undefined,
+      enabled: () => false,
+    };
+    options = { hostname: () => 'Node-1.Example.COM', cwd: dir, log };
+  });
+
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function run(argv: string[]): Promise<Extract<LoadedKubeletConfig, { action: 'run' }>> {
+    const loaded = await loadKubeletConfig(argv, options);
+    assert.equal(loaded.action, 'run');
+    return loaded as Extract<LoadedKubeletConfig, { action: 'run' }>;
+  }
+
+  function writeConfig(body: string, name = 'kubelet.yaml'): string {
+    const file = join(dir, name);
+    writeFileSync(file, body);
+    return file;
+  }
+
+  async function failure(argv: string[]): Promise<string> {
+    try {
+      await loadKubeletConfig(argv, options);
+    } catch (err) {
+      assert.ok(isKubeletError(err, 'INVALID_CONFIG'), String(err));
+      return err.message;
+    }
+    assert.fail(`expected ${argv.join(' ')} to fail`);
+  }
+
+  test('upstream v1beta1 defaults with an empty config file', async () => {
+    const { config } = await run(['--config', writeConfig(HEADER)]);
+    assert.equal(config.syncFrequencyMs, 60_000);
+    assert.equal(config.fileCheckFrequencyMs, 20_000);
+    assert.equal(config.httpCheckFrequencyMs, 20_000);
+    assert.equal(config.address, '0.0.0.0');
+    assert.equal(config.port, 10250);
+    assert.equal(config.readOnlyPort, 0);
+    assert.equal(config.healthzPort, 10248);
+    assert.equal(config.healthzBindAddress, '127.0.0.1');
+    assert.equal(config.podLogsDir, '/var/log/pods');
+    assert.equal(config.maxPods, 110);
+    assert.equal(config.podPidsLimit, -1);
+    assert.equal(config.runtimeRequestTimeoutMs, 120_000);
+    assert.equal(config.containerRuntimeEndpoint, 'unix:///run/containerd/containerd.sock');
+    assert.equal(config.imageServiceEndpoint, 'unix:///run/containerd/containerd.sock');
+    assert.equal(config.cgroupDriver, 'cgroupfs');
+    assert.equal(config.cgroupsPerQOS, true);
+    assert.equal(config.resolvConf, '/etc/resolv.conf');
+    assert.equal(config.serializeImagePulls, true);
+    assert.equal(config.imageGCHighThresholdPercent, 85);
+    assert.equal(config.imageGCLowThresholdPercent, 80);
+    assert.equal(config.imageMinimumGCAgeMs, 120_000);
+    assert.deepEqual(config.evictionHard, {
+      'memory.available': '100Mi',
+      'nodefs.available': '10%',
+      'nodefs.inodesFree': '5%',
+      'imagefs.available': '15%',
+    });
+    assert.equal(config.nodeStatusUpdateFrequencyMs, 10_000);
+    assert.equal(config.nodeStatusReportFrequencyMs, 300_000);
+    assert.equal(config.nodeLeaseDurationSeconds, 40);
+    assert.equal(config.kubeAPIQPS, 50);
+    assert.equal(config.kubeAPIBurst, 100);
+    assert.equal(config.registerNode, true);
+    assert.equal(config.failSwapOn, true);
+    assert.equal(config.hairpinMode, 'promiscuous-bridge');
+    assert.equal(config.containerLogMaxSize, '10Mi');
+    assert.equal(config.containerLogMaxSizeBytes, 10 * 1024 * 1024);
+    assert.equal(config.containerLogMaxFiles, 5);
+    assert.equal(config.enableDebuggingHandlers, true);
+    assert.equal(config.streamingConnectionIdleTimeoutMs, 4 * 3_600_000);
+    assert.equal(config.volumeStatsAggPeriodMs, 60_000);
+    assert.equal(config.shutdownGracePeriodMs, 0);
+    assert.deepEqual(config.authentication, {
+      x509: { clientCAFile: '' },
+      webhook: { enabled: true, cacheTTLMs: 120_000 },
+      anonymous: { enabled: false },
+    });
+    assert.deepEqual(config.authorization, {
+      mode: 'Webhook',
+      webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+    });
+  });
+
+  test('without --config, the legacy flag defaults: read-only port open, anonymous auth, AlwaysAllow', async () => {
+    const { config, configFile } = await run([]);
+    assert.equal(configFile, '');
+    assert.equal(config.readOnlyPort, 10255);
+    assert.equal(config.authentication.anonymous.enabled, true);
+    assert.equal(config.authentication.webhook.enabled, false);
+    assert.equal(config.authorization.mode, 'AlwaysAllow');
+    assert.equal(config.maxPods, 110);
+  });
+
+  test('the file overrides defaults and flags override the file', async () => {
+    const file = writeConfig(
+      HEADER +
+        'staticPodPath: /etc/kubernetes/manifests\nmaxPods: 50\nsyncFrequency: 30s\nclusterDNS: [10.96.0.10]\n' +
+        'authentication:\n  anonymous:\n    enabled: true\n',
+    );
+    const { config } = await run([
+      '--config',
+      file,
+      '--max-pods=20',
+      '--anonymous-auth=false',
+      '--cluster-dns',
+      '10.0.0.2',
+    ]);
+    assert.equal(config.staticPodPath, '/etc/kubernetes/manifests');
+    assert.equal(config.syncFrequencyMs, 30_000);
+    assert.equal(config.maxPods, 20);
+    assert.equal(config.authentication.anonymous.enabled, false);
+    assert.equal(config.authentication.webhook.enabled, true);
+    assert.deepEqual(config.clusterDNS, ['10.0.0.2']);
+  });
+
+  test('JSON config files are read too', async () => {
+    const file = writeConfig(
+      JSON.stringify({
+        apiVersion: 'kubelet.config.k8s.io/v1beta1',
+        kind: 'KubeletConfiguration',
+        port: 11250,
+      }),
+      'kubelet.json',
+    );
+    const { config } = await run(['--config', file]);
+    assert.equal(config.port, 11250);
+  });
+
+  test('relative --config resolves from cwd; relative paths in the file resolve from its folder', async () => {
+    writeConfig(
+      HEADER +
+        'staticPodPath: manifests\ntlsCertFile: pki/kubelet.crt\ntlsPrivateKeyFile: /abs/kubelet.key\n',
+    );
+    const { config, configFile } = await run(['--config=kubelet.yaml']);
+    assert.equal(configFile, join(dir, 'kubelet.yaml'));
+    assert.equal(config.staticPodPath, join(dir, 'manifests'));
+    assert.equal(config.tlsCertFile, join(dir, 'pki/kubelet.crt'));
+    assert.equal(config.tlsPrivateKeyFile, '/abs/kubelet.key');
+  });
+
+  test('an explicit nodeStatusUpdateFrequency also sets the report frequency', async () => {
+    const { config } = await run(['--config', writeConfig(HEADER + 'nodeStatusUpdateFrequency: 20s\n')]);
+    assert.equal(config.nodeStatusUpdateFrequencyMs, 20_000);
+    assert.equal(config.nodeStatusReportFrequencyMs, 20_000);
+  });
+
+  test('maxParallelImagePulls > 1 turns serializeImagePulls off by default', async () => {
+    const { config } = await run(['--config', writeConfig(HEADER + 'maxParallelImagePulls: 3\n')]);
+    assert.equal(config.serializeImagePulls, false);
+    assert.equal(config.maxParallelImagePulls, 3);
+    const msg = await failure([
+      '--config',
+      writeConfig(HEADER + 'maxParallelImagePulls: 3\nserializeImagePulls: true\n'),
+    ]);
+    assert.match(
+      msg,
+      /KubeletConfiguration\.maxParallelImagePulls: must not be greater than 1 unless serializeImagePulls is false/,
+    );
+  });
+
+  test('imageServiceEndpoint follows containerRuntimeEndpoint unless set', async () => {
+    const a = await run(['--container-runtime-endpoint=unix:///tmp/c.sock']);
+    assert.equal(a.config.imageServiceEndpoint, 'unix:///tmp/c.sock');
+    const b = await run([
+      '--container-runtime-endpoint=unix:///tmp/c.sock',
+      '--image-service-endpoint=unix:///tmp/i.sock',
+    ]);
+    assert.equal(b.config.imageServiceEndpoint, 'unix:///tmp/i.sock');
+  });
+
+  test('node name: --hostname-override or the hostname, lower-cased', async () => {
+    assert.equal((await run([])).nodeName, 'node-1.example.com');
+    assert.equal((await run(['--hostname-override', ' Worker-7 '])).nodeName, 'worker-7');
+    assert.match(
+      await failure(['--hostname-override=bad_name']),
+      /invalid node name "bad_name" \(from --hostname-override\)/,
+    );
+  });
+
+  test('-v and the file’s logging.verbosity', async () => {
+    assert.equal((await run(['-v', '4'])).config.logging.verbosity, 4);
+    const file = writeConfig(HEADER + 'logging:\n  verbosity: 2\n');
+    assert.equal((await run(['--config', file])).config.logging.verbosity, 2);
+    assert.equal((await run(['--config', file, '--v=5'])).config.logging.verbosity, 5);
+  });
+
+  test('an invalid value names the flag and the field', async () => {
+    assert.equal(
+      await failure(['--max-pods=-1']),
+      'invalid configuration: KubeletConfiguration.maxPods (--max-pods): must be >= 0, got -1',
+    );
+    assert.match(
+      await failure(['--port=70000']),
+      /KubeletConfiguration\.port \(--port\): must be between 1 and 65535, got 70000/,
+    );
+    assert.match(
+      await failure(['--cgroup-driver=docker']),
+      /KubeletConfiguration\.cgroupDriver \(--cgroup-driver\): must be one of "cgroupfs", "systemd"/,
+    );
+    assert.match(
+      await failure(['--cluster-dns=not-an-ip']),
+      /KubeletConfiguration\.clusterDNS\[0\] \(--cluster-dns\): must be an IP address, got "not-an-ip"/,
+    );
+    assert.match(
+      await failure(['--container-log-max-files=1']),
+      /containerLogMaxFiles \(--container-log-max-files\): must be >= 2/,
+    );
+    assert.match(
+      await failure(['--image-gc-low-threshold=90']),
+      /imageGCLowThresholdPercent \(--image-gc-low-threshold\): \(90\) must be <= imageGCHighThresholdPercent \(85\)/,
+    );
+    assert.match(
+      await failure(['--manifest-url=ftp://x/pods']),
+      /staticPodURL \(--manifest-url\): must be an http or https URL/,
+    );
+    assert.match(
+      await failure(['--eviction-hard=memory.free<1Gi']),
+      /KubeletConfiguration\.evictionHard\.memory\.free \(--eviction-hard\): must be one of "memory\.available"/,
+    );
+    assert.match(
+      await failure(['--container-runtime-endpoint=/run/containerd.sock']),
+      /containerRuntimeEndpoint \(--container-runtime-endpoint\): must be a unix:\/\/ or tcp:\/\/ URL/,
+    );
+  });
+
+  test('several invalid fields are reported together', async () => {
+    const msg = await failure(['--max-pods=-1', '--healthz-port=-5']);
+    assert.match(msg, /maxPods/);
+    assert.match(msg, /healthzPort/);
+  });
+
+  test('an invalid file value names the field', async () => {
+    const a = await failure(['--config', writeConfig(HEADER + 'syncFrequency: 10\n')]);
+    assert.match(
+      a,
+      /KubeletConfiguration\.syncFrequency: expected a duration string such as "1m30s", got 10/,
+    );
+    assert.match(a, /kubelet\.yaml/);
+    const b = await failure(['--config', writeConfig(HEADER + 'syncFrequency: soon\n')]);
+    assert.match(b, /KubeletConfiguration\.syncFrequency: time: invalid duration "soon"/);
+    const c = await failure(['--config', writeConfig(HEADER + 'maxPods: many\n')]);
+    assert.match(c, /KubeletConfiguration\.maxPods: expected an integer, got "many"/);
+    const d = await failure([
+      '--config',
+      writeConfig(HEADER + 'authentication:\n  anonymous:\n    enabled: "yes"\n'),
+    ]);
+    assert.match(d, /KubeletConfiguration\.authentication\.anonymous\.enabled: expected true or false/);
+    const e = await failure(['--config', writeConfig(HEADER + 'maxPods: -3\n')]);
+    assert.match(e, /KubeletConfiguration\.maxPods \(--max-pods\): must be >= 0, got -3/);
+  });
+
+  test('the file must be a v1beta1 KubeletConfiguration', async () => {
+    assert.match(
+      await failure(['--config', writeConfig('kind: KubeletConfiguration\n')]),
+      /expected kind "KubeletConfiguration" and apiVersion "kubelet.config.k8s.io\/v1beta1"/,
+    );
+    assert.match(
+      await failure([
+        '--config',
+        writeConfig('apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n'),
+      ]),
+      /got kind "KubeletConfiguration" and apiVersion "kubelet.config.k8s.io\/v1"/,
+    );
+    assert.match(await failure(['--config', writeConfig('')]), /the file is empty/);
+    assert.match(
+      await failure(['--config', writeConfig(HEADER + 'maxPods: [\n')]),
+      /failed to load Kubelet config file/,
+    );
+    assert.match(
+      await failure(['--config', writeConfig(HEADER + 'maxPods: 1\nmaxPods: 2\n')]),
+      /failed to load Kubelet config file.*unique|Map keys must be unique/,
+    );
+    assert.match(
+      await failure(['--config', join(dir, 'missing.yaml')]),
+      /failed to load Kubelet config file .*missing\.yaml: .*ENOENT/,
+    );
+  });
+
+  test('unknown fields are warned about by name, not fatal', async () => {
+    const { warnings: returned } = await run([
+      '--config',
+      writeConfig(HEADER + 'maxPodz: 3\nauthentication:\n  anonymus: {}\n'),
+    ]);
+    assert.equal(returned.length, 2);
+    assert.ok(warnings.some((w) => w.includes('"maxPodz"')));
+    assert.ok(warnings.some((w) => w.includes('"authentication.anonymus"')));
+  });
+
+  test('restricted node labels are refused, allowed ones pass', async () => {
+    const ok = await run([
+      '--node-labels=node.kubernetes.io/role=edge,example.com/tier=1,kubernetes.io/arch=amd64',
+    ]);
+    assert.deepEqual(ok.flags.nodeLabels, {
+      'node.kubernetes.io/role': 'edge',
+      'example.com/tier': '1',
+      'kubernetes.io/arch': 'amd64',
+    });
+    assert.match(
+      await failure(['--node-labels=kubernetes.io/role=master']),
+      /unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: \[kubernetes.io\/role\]/,
+    );
+    assert.match(await failure(['--node-labels=bad key=1']), /invalid node labels \(--node-labels\)/);
+  });
+
+  test('--help and --version do not read the config file', async () => {
+    const help = await loadKubeletConfig(['--config', join(dir, 'missing.yaml'), '--help'], options);
+    assert.equal(help.action, 'help');
+    assert.match((help as { text: string }).text, /Usage:/);
+    const version = await loadKubeletConfig(['--version'], options);
+    assert.deepEqual(version, { action: 'version', text: 'Kubernetes v1.30.0+tskubelet.0.1.0\n' });
+    const raw = await loadKubeletConfig(['--version=raw'], options);
+    assert.equal(JSON.parse((raw as { text: string }).text).gitVersion, KUBELET_VERSION);
+  });
+
+  test('deprecated config flags are logged', async () => {
+    await run(['--max-pods=3']);
+    assert.ok(warnings.some((w) => w.startsWith('Flag --max-pods has been deprecated')));
+  });
+});
+
+describe('version', () => {
+  test('matches package.json', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
+      version: string;
+    };
+    assert.equal(TSKUBELET_VERSION, pkg.version);
+    assert.equal(versionText(), `Kubernetes v1.30.0+tskubelet.${pkg.version}`);
+  });
+});
