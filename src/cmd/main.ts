@@ -1,0 +1,223 @@
+/**
+ * The entry point: configuration, wiring, start and stop order, signals.
+ *
+ * Start order: /healthz first (so a supervisor sees the process alive while the runtime is away),
+ * then the runtime connection (retried with back-off until it answers), then the managers, the
+ * sources and the sync loop, and last the read-only server.
+ * Stop order (SIGTERM/SIGINT): the sources, the sync loop and its workers, then the servers, then
+ * the runtime connection. Pods keep running, as upstream: a restarted kubelet adopts them.
+ * A second signal exits at once.
+ */
+import os from 'node:os';
+import { PodConfig } from '../config/pod-config.js';
+import { FileSource } from '../config/file-source.js';
+import { HttpSource } from '../config/http-source.js';
+import { connectRuntime, type RuntimeConnection } from '../cri/connect-runtime.js';
+import { Kubelet } from '../kubelet/kubelet.js';
+import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
+import { realClock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger, setVerbosity } from '../lib/log.js';
+import { GenericPLEG } from '../pleg/generic-pleg.js';
+import { InMemoryPodCache } from '../pleg/pod-cache.js';
+import { PodWorkersImpl, type PodWorkers } from '../podworkers/pod-workers.js';
+import { BasicWorkQueue } from '../podworkers/work-queue.js';
+import type { HealthCheck } from '../server/healthz.js';
+import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
+import { LocalStatusManager } from '../status/status-manager.js';
+import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
+import { KUBELET_VERSION } from './version.js';
+
+const log = logger('kubelet');
+
+type RunConfig = Extract<LoadedKubeletConfig, { action: 'run' }>;
+
+/** Runs the kubelet until a signal stops it; exits the process with the right code. */
+export async function main(argv: string[]): Promise<void> {
+  let loaded: LoadedKubeletConfig;
+  try {
+    loaded = await loadKubeletConfig(argv);
+  } catch (err) {
+    process.stderr.write(`tskubelet: ${errorMessage(err)}\nRun 'tskubelet --help' for the flags.\n`);
+    process.exit(1);
+  }
+  if (loaded.action !== 'run') {
+    process.stdout.write(loaded.text);
+    process.exit(0);
+  }
+  try {
+    await run(loaded);
+  } catch (err) {
+    log.error('Kubelet failed', { err: errorMessage(err) });
+    process.exit(1);
+  }
+}
+
+/** The node's IPs: --node-ip when given, else the first non-loopback IPv4 address (upstream picks the default route's). */
+function nodeIPs(flag: string): string[] {
+  if (flag !== '') return flag.split(',').map((s) => s.trim());
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return [a.address];
+  }
+  return ['127.0.0.1'];
+}
+
+async function run(loaded: RunConfig): Promise<void> {
+  const { config, flags, nodeName } = loaded;
+  setVerbosity(config.logging.verbosity);
+  log.info('Starting tskubelet', {
+    version: KUBELET_VERSION,
+    nodeName,
+    configFile: loaded.configFile || undefined,
+  });
+  if (flags.kubeConfig !== '') {
+    log.warn('Cluster mode (--kubeconfig) is not built yet: running standalone', {
+      kubeconfig: flags.kubeConfig,
+    });
+  }
+
+  const stopController = new AbortController();
+  const clock = realClock;
+  let runtimeConnection: RuntimeConnection | undefined;
+  let kubelet: Kubelet | undefined;
+  const servers: LocalServer[] = [];
+  const sources: { start(): void; stop(): void }[] = [];
+
+  // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
+  const runtimeCheck: HealthCheck = {
+    name: 'runtime',
+    check: () => (runtimeConnection ? undefined : 'container runtime not connected yet'),
+  };
+  const host: ServerHost = {
+    getPods: () => kubelet?.getPods() ?? [],
+    getRunningPods: async () => (kubelet ? kubelet.getRunningPods() : []),
+    healthChecks: () => kubelet?.healthChecks() ?? [runtimeCheck],
+  };
+  if (config.healthzPort > 0) {
+    servers.push(
+      await startLocalServer(host, {
+        address: config.healthzBindAddress,
+        port: config.healthzPort,
+        readOnly: false,
+      }),
+    );
+  }
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (signal: string) => {
+    if (stopping) {
+      log.warn('Second signal: exiting now', { signal });
+      process.exit(1);
+    }
+    log.info('Shutting down', { signal });
+    stopping = (async () => {
+      stopController.abort(new Error(`received ${signal}`));
+      sources.forEach((s) => s.stop());
+      await kubelet?.stop();
+      await Promise.all(servers.map((s) => s.close()));
+      runtimeConnection?.close();
+    })();
+    stopping.then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error('Shutdown failed', { err: errorMessage(err) });
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+
+  try {
+    runtimeConnection = await connectRuntime(config.containerRuntimeEndpoint, {
+      imageEndpoint: config.imageServiceEndpoint,
+      runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+      signal: stopController.signal,
+      clock,
+    });
+  } catch (err) {
+    if (stopController.signal.aborted) return;
+    throw err;
+  }
+
+  const ips = nodeIPs(flags.nodeIP);
+  const runtime = new KubeGenericRuntimeManager({
+    runtimeService: runtimeConnection.runtime,
+    imageService: runtimeConnection.images,
+    runtimeName: runtimeConnection.version.runtimeName,
+    clock,
+    rootDir: flags.rootDirectory,
+    podLogsDir: config.podLogsDir,
+    nodeName,
+    hostname: nodeName,
+    nodeIPs: ips,
+    resolvConf: config.resolvConf,
+    clusterDNS: config.clusterDNS,
+    clusterDomain: config.clusterDomain,
+    cgroupParent: '',
+    podInfraContainerImage: flags.podInfraContainerImage,
+    serializeImagePulls: config.serializeImagePulls,
+    maxParallelImagePulls: config.maxParallelImagePulls,
+  });
+  const podCache = new InMemoryPodCache();
+  const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
+  const workQueue = new BasicWorkQueue(clock);
+  const podConfig = new PodConfig({ clock });
+  const statusManager = new LocalStatusManager({ clock });
+  const kl: Kubelet = new Kubelet({
+    nodeName,
+    rootDir: flags.rootDirectory,
+    maxPods: config.maxPods,
+    nodeIPs: ips,
+    clock,
+    runtime,
+    podConfig,
+    podCache,
+    pleg,
+    workQueue,
+    statusManager,
+    podWorkers: (): PodWorkers =>
+      new PodWorkersImpl({
+        syncer: kl,
+        podCache,
+        workQueue,
+        clock,
+        resyncIntervalMs: config.syncFrequencyMs,
+      }),
+  });
+  kubelet = kl;
+
+  if (config.staticPodPath !== '') {
+    const source = new FileSource({
+      path: config.staticPodPath,
+      nodeName,
+      periodMs: config.fileCheckFrequencyMs,
+      send: podConfig.channel('file'),
+      clock,
+    });
+    sources.push(source);
+  }
+  if (config.staticPodURL !== '') {
+    const source = new HttpSource({
+      url: config.staticPodURL,
+      headers: config.staticPodURLHeader,
+      nodeName,
+      periodMs: config.httpCheckFrequencyMs,
+      send: podConfig.channel('http'),
+      clock,
+    });
+    sources.push(source);
+  }
+  if (sources.length === 0)
+    log.warn('No pod sources configured: set staticPodPath (--pod-manifest-path) or staticPodURL');
+
+  kl.start();
+  for (const s of sources) s.start();
+
+  if (config.readOnlyPort > 0) {
+    servers.push(
+      await startLocalServer(host, { address: config.address, port: config.readOnlyPort, readOnly: true }),
+    );
+  }
+  log.info('Kubelet started', { nodeName, pods: config.staticPodPath || undefined });
+}

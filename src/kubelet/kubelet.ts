@@ -1,0 +1,442 @@
+/**
+ * The kubelet proper: the sync loop that reads every input in one place (pod config updates, PLEG
+ * events, the 1 s sync tick, housekeeping every 2 s) and hands pods to their workers, and the three
+ * callbacks the workers run (syncPod, syncTerminatingPod, syncTerminatedPod). Upstream: pkg/kubelet/kubelet.go.
+ */
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Pod, PodStatus } from '../api/core-v1.js';
+import type { PodConfig } from '../config/pod-config.js';
+import type { PodSource, PodUpdate } from '../config/types.js';
+import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
+import { Backoff } from '../lib/backoff.js';
+import type { Clock, TimerHandle } from '../lib/clock.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
+import type { PodCache } from '../pleg/pod-cache.js';
+import { PodManager } from '../pod/pod-manager.js';
+import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
+import type { WorkQueue } from '../podworkers/work-queue.js';
+import { pingCheck, logCheck, type HealthCheck } from '../server/healthz.js';
+import type { ServerHost } from '../server/local-server.js';
+import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
+import { ReasonCache } from '../status/reason-cache.js';
+import type { StatusManager } from '../status/status-manager.js';
+import { admitPod, type AdmitResult } from './admission.js';
+import { runningPodFromStatus, runningPodToPod } from './running-pod.js';
+
+const log = logger('kubelet');
+
+/** Upstream: the sync loop's tick for pods whose work is due. */
+const SYNC_TICK_MS = 1000;
+/** Upstream: housekeepingPeriod. */
+const HOUSEKEEPING_PERIOD_MS = 2000;
+/** Upstream's ContainerGCPeriod: dead containers are collected once a minute. */
+const CONTAINER_GC_PERIOD_MS = 60_000;
+/** Crash-loop back-off: 10 s doubling to 5 min (upstream: MaxContainerBackOff), forgotten after 10 min of quiet. */
+const BACKOFF_INITIAL_MS = 10_000;
+const BACKOFF_MAX_MS = 300_000;
+/** The sync loop counts as stuck past this without an iteration (upstream: the syncloop health check). */
+const SYNC_LOOP_STALL_MS = 2 * 60_000;
+
+export interface KubeletOptions {
+  nodeName: string;
+  rootDir: string;
+  maxPods: number;
+  /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
+  clock: Clock;
+  runtime: Runtime;
+  podConfig: PodConfig;
+  podCache: PodCache;
+  pleg: PodLifecycleEventGenerator;
+  /** Built by the caller with this kubelet as its syncer (see createPodWorkers in cmd). */
+  podWorkers: () => PodWorkers;
+  workQueue: WorkQueue;
+  statusManager: StatusManager;
+  /** The node's IPs, primary first, for hostIP/hostIPs in pod status. */
+  nodeIPs: string[];
+  /** Extra health checks for /healthz (the runtime's, for one). */
+  healthChecks?: HealthCheck[];
+}
+
+export class Kubelet implements ServerHost {
+  readonly podManager = new PodManager();
+  /** Crash-loop and image back-offs, shared by every sync (upstream: kl.backOff). */
+  readonly backoff: Backoff;
+  private readonly opts: KubeletOptions;
+  private readonly clock: Clock;
+  private readonly runtime: Runtime;
+  private podWorkers!: PodWorkers;
+  /** Why each container last failed to start, so the next status shows why it waits. */
+  private readonly reasonCache = new ReasonCache();
+  /** Pods whose last sync stopped at a back-off: they are looked at again on each tick until it runs out. */
+  private readonly inBackoff = new Set<string>();
+  /** The sources the sync loop has received updates from (upstream: sourcesReady). */
+  private readonly sourcesSeen = new Set<PodSource>();
+  private readonly stopController = new AbortController();
+  private readonly timers: TimerHandle[] = [];
+  private unsubscribe: (() => void) | undefined;
+  private plegLoop: Promise<void> | undefined;
+  private housekeepingRunning = false;
+  private lastContainerGcMs = 0;
+  private lastLoopIterationMs = 0;
+  private state: 'NEW' | 'RUNNING' | 'STOPPING' | 'STOPPED' = 'NEW';
+
+  constructor(opts: KubeletOptions) {
+    this.opts = opts;
+    this.clock = opts.clock;
+    this.runtime = opts.runtime;
+    this.backoff = new Backoff(opts.clock, BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
+  }
+
+  /** Starts the sync loop; returns at once. */
+  start(): void {
+    if (this.state !== 'NEW') throw new Error(`kubelet cannot start from state ${this.state}`);
+    this.state = 'RUNNING';
+    this.podWorkers = this.opts.podWorkers();
+    this.lastLoopIterationMs = this.clock.now();
+    this.opts.pleg.start();
+    this.unsubscribe = this.opts.podConfig.onUpdate((u) =>
+      this.loopIteration(() => this.handleConfigUpdate(u)),
+    );
+    this.plegLoop = this.consumePlegEvents();
+    this.every(SYNC_TICK_MS, () => this.loopIteration(() => this.handleSyncTick()));
+    this.every(HOUSEKEEPING_PERIOD_MS, () => this.loopIteration(() => this.housekeeping()));
+    log.info('Starting kubelet main sync loop');
+  }
+
+  /**
+   * Stops in this order: no new input (config, timers), the PLEG, then the pod workers (their syncs are
+   * aborted and awaited). Pods keep running, as upstream: a restarted kubelet adopts them.
+   */
+  async stop(): Promise<void> {
+    if (this.state !== 'RUNNING') return;
+    this.state = 'STOPPING';
+    this.unsubscribe?.();
+    for (const t of this.timers) this.clock.clearTimeout(t);
+    this.stopController.abort(new Error('kubelet stopping'));
+    await this.opts.pleg.stop();
+    await this.plegLoop?.catch(() => undefined);
+    await this.podWorkers.stop();
+    this.state = 'STOPPED';
+    log.info('Kubelet stopped');
+  }
+
+  /** Runs fn every periodMs until stop; the Clock has no interval, so each run schedules the next. */
+  private every(periodMs: number, fn: () => void): void {
+    const slot = this.timers.length;
+    const schedule = () => {
+      this.timers[slot] = this.clock.setTimeout(() => {
+        if (this.state !== 'RUNNING') return;
+        fn();
+        schedule();
+      }, periodMs);
+    };
+    schedule();
+  }
+
+  /** Every input passes through here, so /healthz can tell a stuck loop (upstream: syncLoopIteration). */
+  private loopIteration(fn: () => void | Promise<void>): void {
+    this.lastLoopIterationMs = this.clock.now();
+    try {
+      const r = fn();
+      if (r instanceof Promise)
+        r.catch((err: unknown) => log.error('Sync loop step failed', { err: errorMessage(err) }));
+    } catch (err) {
+      log.error('Sync loop step failed', { err: errorMessage(err) });
+    }
+  }
+
+  // ---- inputs ------------------------------------------------------------------------------------
+
+  private handleConfigUpdate(u: PodUpdate): void {
+    this.sourcesSeen.add(u.source);
+    log.v(2, 'SyncLoop', { op: u.op, source: u.source, pods: u.pods.map(podRef) });
+    switch (u.op) {
+      case 'ADD':
+        return this.handlePodAdditions(u.pods);
+      case 'UPDATE':
+      // A graceful deletion from the API is an update: the worker sees the deletionTimestamp (upstream does the same).
+      case 'DELETE':
+        return this.handlePodUpdates(u.pods);
+      case 'REMOVE':
+        return this.handlePodRemoves(u.pods);
+      case 'RECONCILE':
+        return this.handlePodReconcile(u.pods);
+    }
+  }
+
+  private async consumePlegEvents(): Promise<void> {
+    const signal = this.stopController.signal;
+    while (!signal.aborted) {
+      let event: PodLifecycleEvent;
+      try {
+        event = await this.opts.pleg.events.receive(signal);
+      } catch {
+        return; // aborted
+      }
+      this.loopIteration(() => this.handlePlegEvent(event));
+    }
+  }
+
+  private handlePlegEvent(e: PodLifecycleEvent): void {
+    log.v(4, 'SyncLoop (PLEG): event for pod', { podUID: e.podUid, event: e.type, data: e.containerId });
+    // A removed container changes nothing the pod's spec cares about.
+    if (e.type === 'ContainerRemoved') return;
+    const pod = this.podManager.getPodByUid(e.podUid);
+    if (pod) this.dispatchWork(pod, 'sync');
+  }
+
+  private handleSyncTick(): void {
+    const due = new Set(this.opts.workQueue.getReady());
+    for (const uid of this.inBackoff) due.add(uid);
+    this.inBackoff.clear();
+    for (const uid of due) {
+      const pod = this.podManager.getPodByUid(uid);
+      if (pod) this.dispatchWork(pod, 'sync');
+    }
+  }
+
+  // ---- handlers (upstream: SyncHandler) ------------------------------------------------------------
+
+  private handlePodAdditions(pods: Pod[]): void {
+    const sorted = [...pods].sort((a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
+    );
+    for (const pod of sorted) {
+      const uid = pod.metadata.uid ?? '';
+      const known = this.podManager.getPodByUid(uid) !== undefined;
+      this.podManager.addPod(pod);
+      if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
+        // Only pods that are not already running can be refused (upstream: canAdmitPod).
+        const active = this.podManager
+          .getPods()
+          .filter(
+            (p) => p.metadata.uid !== uid && !this.podWorkers.isPodKnownTerminated(p.metadata.uid ?? ''),
+          );
+        const verdict: AdmitResult = admitPod(pod, active, { maxPods: this.opts.maxPods });
+        if (!verdict.admit) {
+          this.rejectPod(pod, verdict.reason, verdict.message);
+          continue;
+        }
+      }
+      this.dispatchWork(pod, 'create');
+    }
+  }
+
+  private handlePodUpdates(pods: Pod[]): void {
+    for (const pod of pods) {
+      this.podManager.updatePod(pod);
+      this.dispatchWork(pod, 'update');
+    }
+  }
+
+  private handlePodRemoves(pods: Pod[]): void {
+    for (const pod of pods) {
+      this.podManager.removePod(pod);
+      this.podWorkers.updatePod({ updateType: 'kill', pod, startTimeMs: this.clock.now() });
+    }
+  }
+
+  private handlePodReconcile(pods: Pod[]): void {
+    for (const pod of pods) this.podManager.updatePod(pod);
+  }
+
+  private dispatchWork(pod: Pod, updateType: SyncPodType): void {
+    this.podWorkers.updatePod({ pod, updateType, startTimeMs: this.clock.now() });
+  }
+
+  /** A pod that may not run here: Failed with the reason, its containers never started (upstream: rejectPod). */
+  private rejectPod(pod: Pod, reason: string, message: string): void {
+    log.warn('Pod rejected at admission', { pod: podRef(pod), reason, message });
+    this.opts.statusManager.setPodStatus(pod, {
+      ...(pod.status ?? {}),
+      phase: 'Failed',
+      reason,
+      message: `Pod was rejected: ${message}`,
+    });
+    this.podWorkers.updatePod({ pod, updateType: 'kill', startTimeMs: this.clock.now() });
+  }
+
+  // ---- the workers' callbacks (upstream: SyncPod, SyncTerminatingPod, SyncTerminatedPod) -----------
+
+  async syncPod(
+    updateType: SyncPodType,
+    pod: Pod,
+    _mirrorPod: Pod | undefined,
+    podStatus: KubePodStatus,
+    signal: AbortSignal,
+  ): Promise<{ isTerminal: boolean }> {
+    const uid = pod.metadata.uid ?? '';
+    const apiStatus = this.generateStatus(pod, podStatus, false);
+    this.opts.statusManager.setPodStatus(pod, apiStatus);
+    // A pod whose restart policy has run its course is finished: the worker moves it on to terminating.
+    if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') {
+      log.v(2, 'Pod is terminal, not syncing', { pod: podRef(pod), phase: apiStatus.phase, updateType });
+      return { isTerminal: true };
+    }
+    await this.makePodDataDirs(uid);
+    const result = await this.runtime.syncPod(pod, podStatus, this.backoff, signal);
+    this.reasonCache.update(uid, result);
+    if (result.failed) {
+      const hard = result.results.filter(
+        (r) => r.reason !== undefined && r.reason !== 'CrashLoopBackOff' && r.reason !== 'ImagePullBackOff',
+      );
+      if (hard.length > 0) {
+        throw new KubeletError(
+          'CRI_ERROR',
+          hard
+            .map((r) => `failed to "${r.action}" for "${r.target}" with ${r.reason}: "${r.message ?? ''}"`)
+            .join('; '),
+        );
+      }
+      // Only back-offs: look again each tick so the container restarts when its back-off runs out,
+      // rather than at the next resync as upstream does (up to 1.5 min later than the back-off says).
+      this.inBackoff.add(uid);
+    }
+    return { isTerminal: false };
+  }
+
+  async syncTerminatingPod(
+    pod: Pod,
+    podStatus: KubePodStatus,
+    gracePeriodSeconds: number | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    signal.throwIfAborted();
+    log.v(2, 'Pod terminating', { pod: podRef(pod), gracePeriodSeconds });
+    this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
+    await this.runtime.killPod(pod, runningPodFromStatus(podStatus), gracePeriodSeconds);
+    // Confirm with a fresh read: the pod counts as stopped only when the runtime says so.
+    const stopped = await this.runtime.getPodStatus(
+      pod.metadata.uid ?? '',
+      pod.metadata.name ?? '',
+      pod.metadata.namespace ?? '',
+    );
+    const running = stopped.containerStatuses.filter((c) => c.state === 'running');
+    if (running.length > 0) {
+      throw new KubeletError(
+        'KILL_FAILED',
+        `detected running containers after a successful KillPod: ${running.map((c) => c.name).join(', ')}`,
+      );
+    }
+    this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, stopped, true));
+    log.v(2, 'Pod termination stopped all running containers', { pod: podRef(pod) });
+  }
+
+  async syncTerminatingRuntimePod(runningPod: RunningPod, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    log.info('Stopping a pod the runtime has but no source wants', {
+      pod: `${runningPod.namespace}/${runningPod.name}`,
+      podUID: runningPod.uid,
+    });
+    await this.runtime.killPod(undefined, runningPod);
+  }
+
+  async syncTerminatedPod(pod: Pod, podStatus: KubePodStatus, signal: AbortSignal): Promise<void> {
+    signal.throwIfAborted();
+    const uid = pod.metadata.uid ?? '';
+    this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, true));
+    this.opts.statusManager.terminatePod(pod);
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
+      this.reasonCache.remove(uid, c.name);
+    this.inBackoff.delete(uid);
+    log.v(2, 'Pod is terminated', { pod: podRef(pod) });
+  }
+
+  private generateStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {
+    const uid = pod.metadata.uid ?? '';
+    return generateAPIPodStatus({
+      pod,
+      podStatus,
+      oldPodStatus: this.opts.statusManager.getPodStatus(uid),
+      podIsTerminal,
+      nowMs: this.clock.now(),
+      waitingReasons: this.reasonCache.forPod(uid),
+      hostIPs: this.opts.nodeIPs,
+    });
+  }
+
+  /** Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. */
+  private async makePodDataDirs(uid: string): Promise<void> {
+    const podDir = path.join(this.opts.rootDir, 'pods', uid);
+    await mkdir(path.join(podDir, 'volumes'), { recursive: true });
+    await mkdir(path.join(podDir, 'plugins'), { recursive: true });
+  }
+
+  // ---- housekeeping (upstream: HandlePodCleanups) -------------------------------------------------
+
+  private async housekeeping(): Promise<void> {
+    // Until every source has spoken once, a runtime pod that nobody claims may still be claimed.
+    if (!this.opts.podConfig.seenAllSources(this.sourcesSeen)) return;
+    if (this.housekeepingRunning) return;
+    this.housekeepingRunning = true;
+    try {
+      const desired = this.podManager.getPods().map((p) => p.metadata.uid ?? '');
+      const workers = this.podWorkers.syncKnownPods(desired);
+      this.opts.statusManager.removeOrphanedStatuses(new Set(desired));
+
+      // Pods the runtime runs that no worker knows: left over from before a restart, or removed while we were down.
+      const runningPods = await this.runtime.getPods(false);
+      for (const rp of runningPods) {
+        if (workers.has(rp.uid)) continue;
+        log.v(2, 'Found a runtime pod no source wants: stopping it', {
+          pod: `${rp.namespace}/${rp.name}`,
+          podUID: rp.uid,
+        });
+        this.podWorkers.updatePod({ updateType: 'kill', runningPod: rp, startTimeMs: this.clock.now() });
+      }
+
+      const now = this.clock.now();
+      if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {
+        this.lastContainerGcMs = now;
+        const wanted = new Set(desired);
+        await this.runtime.garbageCollect(
+          (uid) => wanted.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
+        );
+        this.backoff.gc();
+      }
+    } catch (err) {
+      log.error('Failed cleaning pods', { err: errorMessage(err) });
+    } finally {
+      this.housekeepingRunning = false;
+    }
+  }
+
+  // ---- what the servers read (ServerHost) ----------------------------------------------------------
+
+  getPods(): Pod[] {
+    // Static pods have no API object: their status lives only here (upstream does the same, see kubernetes#57106).
+    return this.podManager.getPods().map((pod) => {
+      const status = this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '');
+      return status ? { ...pod, status } : pod;
+    });
+  }
+
+  async getRunningPods(): Promise<Pod[]> {
+    return (await this.runtime.getPods(false)).map(runningPodToPod);
+  }
+
+  healthChecks(): readonly HealthCheck[] {
+    return [
+      pingCheck,
+      logCheck,
+      {
+        name: 'syncloop',
+        check: () => {
+          const idleMs = this.clock.now() - this.lastLoopIterationMs;
+          return idleMs > SYNC_LOOP_STALL_MS
+            ? `sync Loop took longer than expected: ${idleMs} ms`
+            : undefined;
+        },
+      },
+      { name: 'pleg', check: () => this.opts.pleg.healthy().message },
+      ...(this.opts.healthChecks ?? []),
+    ];
+  }
+}
+
+function podRef(pod: Pod): string {
+  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+}
