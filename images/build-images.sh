@@ -51,6 +51,9 @@ add_blob() { # LAYOUT FILE
 
 # Writes the OCI layout for a one-layer image made of ROOTFS and packs it into OUT/NAME.tar.
 # CONFIG is the image's "config" object (Env, Cmd, Entrypoint, User...); REFS are its full names.
+# Each name gets an image of its own (one layer, shared): "@TAG@" in CONFIG becomes the name's tag.
+# With two names on one image, containerd's CRI would report the alphabetically first name in every
+# ContainerStatus (busybox:1.36 for a pod that asked for busybox), which upstream never shows.
 build_oci_image() { # NAME ROOTFS CONFIG REF...
   local name=$1 rootfs=$2 config=$3
   shift 3
@@ -66,24 +69,23 @@ build_oci_image() { # NAME ROOTFS CONFIG REF...
   layer=$(add_blob "$layout" "$work/layer.tar.gz")
   layer_digest=${layer% *} layer_size=${layer#* }
 
-  printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":%s,"rootfs":{"type":"layers","diff_ids":["%s"]},"history":[{"created":"1970-01-01T00:00:00Z","created_by":"tskubelet images/build-images.sh"}]}' \
-    "$(oci_arch)" "$config" "$diff_id" >"$work/config.json"
-  local cfg cfg_digest cfg_size
-  cfg=$(add_blob "$layout" "$work/config.json")
-  cfg_digest=${cfg% *} cfg_size=${cfg#* }
-
-  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
-    "$cfg_digest" "$cfg_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
-  local man man_digest man_size
-  man=$(add_blob "$layout" "$work/manifest.json")
-  man_digest=${man% *} man_size=${man#* }
-
-  # One index entry per name. ctr reads io.containerd.image.name first; the OCI ref.name carries
-  # the same full name (a bare tag there would make ctr prefix it with "import-DATE").
-  local entries=() ref
+  local entries=() ref cfg cfg_digest cfg_size man man_digest man_size
   for ref in "$@"; do
+    printf '{"architecture":"%s","os":"linux","created":"1970-01-01T00:00:00Z","config":%s,"rootfs":{"type":"layers","diff_ids":["%s"]},"history":[{"created":"1970-01-01T00:00:00Z","created_by":"tskubelet images/build-images.sh"}]}' \
+      "$(oci_arch)" "${config//@TAG@/${ref##*:}}" "$diff_id" >"$work/config.json"
+    cfg=$(add_blob "$layout" "$work/config.json")
+    cfg_digest=${cfg% *} cfg_size=${cfg#* }
+
+    printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"%s","size":%s}]}' \
+      "$cfg_digest" "$cfg_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
+    man=$(add_blob "$layout" "$work/manifest.json")
+    man_digest=${man% *} man_size=${man#* }
+
+    # ctr reads io.containerd.image.name first; the OCI ref.name carries the same full name (a bare
+    # tag there would make ctr prefix it with "import-DATE").
     entries+=("$(printf '{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}' \
       "$man_digest" "$man_size" "$ref" "$ref")")
+    echo "build-images: $ref $man_digest" >&2
   done
   local joined
   joined=$(IFS=,; echo "${entries[*]}")
@@ -95,7 +97,6 @@ build_oci_image() { # NAME ROOTFS CONFIG REF...
   mv "$layout" "$OUT/$name"
   mv "$work/image.tar" "$OUT/$name.tar"
   rm -rf "$work"
-  echo "build-images: $name $man_digest ($*)" >&2
 }
 
 # Rebuilds NAME only when the hash of its inputs (given on stdin) changed or the archive is gone.
@@ -156,7 +157,8 @@ if {
   printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n' >"$rootfs/etc/passwd"
   printf 'root:x:0:\nnobody:x:65534:\n' >"$rootfs/etc/group"
   chmod 0644 "$rootfs/etc/passwd" "$rootfs/etc/group"
-  build_oci_image busybox "$rootfs" "{\"Env\":[\"$PATH_ENV\"],\"Cmd\":[\"sh\"]}" \
+  build_oci_image busybox "$rootfs" \
+    "{\"Env\":[\"$PATH_ENV\"],\"Cmd\":[\"sh\"],\"Labels\":{\"org.opencontainers.image.version\":\"@TAG@\"}}" \
     docker.io/library/busybox:latest docker.io/library/busybox:1.36
   rm -rf "$rootfs"
   mark_built busybox

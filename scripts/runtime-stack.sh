@@ -268,18 +268,20 @@ start_containerd() {
 import_image() { # NAME
   local tar=$IMAGES_DIR/$1.tar index=$IMAGES_DIR/$1/index.json
   [[ -f $tar && -f $index ]] || die "missing $tar: run 'scripts/runtime-stack.sh images'"
-  local digest refs have ref
-  digest=$(grep -o '"digest":"sha256:[0-9a-f]*"' "$index" | head -n1 | cut -d'"' -f4)
-  mapfile -t refs < <(grep -o '"io.containerd.image.name":"[^"]*"' "$index" | cut -d'"' -f4)
+  local have wanted digest ref
   have=$(ctr_ -n k8s.io images ls)
-  for ref in "${refs[@]}"; do
+  # index.json is ours (images/build-images.sh): one line per manifest, "DIGEST NAME".
+  wanted=$(grep -oE '"digest":"sha256:[0-9a-f]+","size":[0-9]+,"annotations":\{"io.containerd.image.name":"[^"]+"' "$index" |
+    sed -E 's/^"digest":"([^"]+)".*"io.containerd.image.name":"([^"]+)"$/\1 \2/')
+  [[ -n $wanted ]] || die "no image names in $index"
+  while read -r digest ref; do
     if ! awk -v ref="$ref" -v digest="$digest" '$1 == ref && $3 == digest { found = 1 } END { exit !found }' <<<"$have"; then
-      log "importing $1 (${refs[*]})"
+      log "importing $1"
       # ctr unpacks into the default snapshotter (overlayfs), the one the CRI plugin uses.
       ctr_ -n k8s.io images import "$tar" >/dev/null || die "ctr images import $tar failed"
       return 0
     fi
-  done
+  done <<<"$wanted"
 }
 
 cmd_up() {

@@ -72,8 +72,11 @@ test('the offline images answer to the names a kubelet uses', async () => {
   // A manifest saying `image: busybox` means docker.io/library/busybox:latest.
   const busybox = await images.imageStatus({ image: 'busybox' });
   assert.ok(busybox, 'busybox is missing');
-  assert.ok(busybox.repoTags.includes('docker.io/library/busybox:latest'), busybox.repoTags.join(', '));
-  assert.ok(busybox.repoTags.includes('docker.io/library/busybox:1.36'), busybox.repoTags.join(', '));
+  assert.deepEqual(busybox.repoTags, ['docker.io/library/busybox:latest']);
+  // Its own image, not a second name of latest's: containerd would report that second name in the
+  // ContainerStatus of every pod that asked for busybox.
+  const tagged = await images.imageStatus({ image: 'busybox:1.36' });
+  assert.deepEqual(tagged?.repoTags, ['docker.io/library/busybox:1.36']);
 });
 
 test('a pod gets a bridge address, runs busybox, logs, and is reachable from the host', async () => {
@@ -121,6 +124,7 @@ test('a pod gets a bridge address, runs busybox, logs, and is reachable from the
   await runtime.startContainer(containerId);
   const { status } = await runtime.containerStatus(containerId);
   assert.equal(status.state, 'CONTAINER_RUNNING');
+  assert.equal(status.image.image, 'docker.io/library/busybox:latest');
   assert.equal(status.logPath, join(logDirectory, 'web/0.log'));
 
   // The CRI log format: "<RFC 3339 nano time> <stream> <F|P> <line>".
