@@ -79,7 +79,8 @@ async function run(loaded: RunConfig): Promise<void> {
   const stopController = new AbortController();
   const clock = realClock;
   let runtimeConnection: RuntimeConnection | undefined;
-  let kubelet: Kubelet | undefined;
+  // Set once the runtime answers; the servers and the signal handler read it before then too.
+  const started: { kubelet?: Kubelet } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
 
@@ -89,9 +90,9 @@ async function run(loaded: RunConfig): Promise<void> {
     check: () => (runtimeConnection ? undefined : 'container runtime not connected yet'),
   };
   const host: ServerHost = {
-    getPods: () => kubelet?.getPods() ?? [],
-    getRunningPods: async () => (kubelet ? kubelet.getRunningPods() : []),
-    healthChecks: () => kubelet?.healthChecks() ?? [runtimeCheck],
+    getPods: () => started.kubelet?.getPods() ?? [],
+    getRunningPods: async () => (started.kubelet ? started.kubelet.getRunningPods() : []),
+    healthChecks: () => started.kubelet?.healthChecks() ?? [runtimeCheck],
   };
   if (config.healthzPort > 0) {
     servers.push(
@@ -113,7 +114,7 @@ async function run(loaded: RunConfig): Promise<void> {
     stopping = (async () => {
       stopController.abort(new Error(`received ${signal}`));
       sources.forEach((s) => s.stop());
-      await kubelet?.stop();
+      await started.kubelet?.stop();
       await Promise.all(servers.map((s) => s.close()));
       runtimeConnection?.close();
     })();
@@ -185,7 +186,7 @@ async function run(loaded: RunConfig): Promise<void> {
         resyncIntervalMs: config.syncFrequencyMs,
       }),
   });
-  kubelet = kl;
+  started.kubelet = kl;
 
   if (config.staticPodPath !== '') {
     const source = new FileSource({

@@ -156,8 +156,8 @@ export class Kubelet implements ServerHost {
     switch (u.op) {
       case 'ADD':
         return this.handlePodAdditions(u.pods);
-      case 'UPDATE':
       // A graceful deletion from the API is an update: the worker sees the deletionTimestamp (upstream does the same).
+      case 'UPDATE':
       case 'DELETE':
         return this.handlePodUpdates(u.pods);
       case 'REMOVE':
