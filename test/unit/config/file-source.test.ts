@@ -1,0 +1,297 @@
+import assert from 'node:assert/strict';
+import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+
+import { FileSource, type FileSourceOptions } from '../../../src/config/file-source.js';
+import type { SourceUpdate } from '../../../src/config/pod-config.js';
+import { FakeClock } from '../../../src/lib/clock.js';
+import type { Logger } from '../../../src/lib/log.js';
+import { waitFor } from '../../helpers/wait.js';
+
+function manifest(name: string, image = 'busybox:1.36'): string {
+  return `apiVersion: v1\nkind: Pod\nmetadata:\n  name: ${name}\nspec:\n  containers:\n  - name: main\n    image: ${image}\n`;
+}
+
+describe('FileSource', () => {
+  let dir: string;
+  let clock: FakeClock;
+  let sent: SourceUpdate[];
+  let logs: { level: string; msg: string; kv?: Record<string, unknown> }[];
+  let source: FileSource | undefined;
+  let log: Logger;
+
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'static-pods-'));
+    clock = new FakeClock();
+    sent = [];
+    logs = [];
+    log = {
+      info: (msg, kv) => logs.push({ level: 'info', msg, kv }),
+      warn: (msg, kv) => logs.push({ level: 'warn', msg, kv }),
+      error: (msg, kv) => logs.push({ level: 'error', msg, kv }),
+      v: () => undefined,
+      enabled: () => false,
+    };
+  });
+
+  afterEach(() => {
+    source?.stop();
+    source = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function newSource(overrides: Partial<FileSourceOptions> = {}): FileSource {
+    source = new FileSource({
+      path: dir,
+      nodeName: 'node-a',
+      periodMs: 20_000,
+      send: (u) => sent.push(u),
+      clock,
+      log,
+      watch: false,
+      ...overrides,
+    });
+    return source;
+  }
+
+  const names = (u: SourceUpdate | undefined) => (u?.pods ?? []).map((p) => p.metadata.name).sort();
+  const last = () => sent[sent.length - 1];
+  const errors = () => logs.filter((l) => l.level === 'error');
+
+  test('sends the folder’s pods as one SET, YAML and JSON alike', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    writeFileSync(
+      join(dir, 'b.json'),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'b' },
+        spec: { containers: [{ name: 'c', image: 'i:1' }] },
+      }),
+    );
+    await newSource().rescan();
+    assert.equal(sent.length, 1);
+    assert.equal(sent[0]!.op, 'SET');
+    assert.deepEqual(names(sent[0]), ['a-node-a', 'b-node-a']);
+    const a = sent[0]!.pods.find((p) => p.metadata.name === 'a-node-a')!;
+    assert.equal(a.metadata.annotations?.['kubernetes.io/config.source'], 'file');
+    assert.equal(a.spec.nodeName, 'node-a');
+  });
+
+  test('an empty or missing folder is an empty SET, so the source counts as seen', async () => {
+    await newSource().rescan();
+    assert.deepEqual(sent, [{ op: 'SET', pods: [] }]);
+
+    sent = [];
+    source!.stop();
+    await newSource({ path: join(dir, 'does-not-exist') }).rescan();
+    assert.deepEqual(sent, [{ op: 'SET', pods: [] }]);
+    assert.equal(logs.filter((l) => l.msg === 'Path does not exist, ignoring').length, 1);
+    await source!.rescan();
+    assert.equal(
+      logs.filter((l) => l.msg === 'Path does not exist, ignoring').length,
+      1,
+      'logged once, not every rescan',
+    );
+  });
+
+  test('add, edit and remove are seen on the next rescan; unchanged rescans send nothing', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    const s = newSource();
+    await s.rescan();
+    const uidA = sent[0]!.pods[0]!.metadata.uid;
+
+    await s.rescan();
+    assert.equal(sent.length, 1, 'nothing changed, nothing sent');
+
+    writeFileSync(join(dir, 'b.yaml'), manifest('b'));
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a', 'b-node-a']);
+
+    writeFileSync(join(dir, 'a.yaml'), manifest('a', 'busybox:1.37'));
+    await s.rescan();
+    const editedA = last()!.pods.find((p) => p.metadata.name === 'a-node-a')!;
+    assert.equal(editedA.spec.containers[0]!.image, 'busybox:1.37');
+    assert.notEqual(editedA.metadata.uid, uidA, 'new content, new UID');
+
+    rmSync(join(dir, 'b.yaml'));
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a']);
+    assert.equal(sent.length, 4);
+  });
+
+  test('the periodic rescan runs every periodMs on the clock', async () => {
+    newSource().start();
+    await waitFor('first scan', () => sent.length === 1, 2000, 5);
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    clock.advance(19_999);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(sent.length, 1, 'not before the period');
+    clock.advance(1);
+    await waitFor('rescan after the period', () => sent.length === 2, 2000, 5);
+    assert.deepEqual(names(last()), ['a-node-a']);
+  });
+
+  test('a UID is the same after a restart of the source (and of the kubelet)', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    await newSource().rescan();
+    source!.stop();
+    await newSource().rescan();
+    assert.equal(sent.length, 2);
+    assert.equal(sent[0]!.pods[0]!.metadata.uid, sent[1]!.pods[0]!.metadata.uid);
+  });
+
+  test('dotfiles and subfolders are ignored; a subfolder is reported once', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    writeFileSync(join(dir, '.a.yaml.swp'), 'garbage');
+    writeFileSync(join(dir, '.hidden.yaml'), manifest('hidden'));
+    mkdirSync(join(dir, 'sub'));
+    writeFileSync(join(dir, 'sub', 'c.yaml'), manifest('c'));
+    const s = newSource();
+    await s.rescan();
+    await s.rescan();
+    assert.deepEqual(names(sent[0]), ['a-node-a']);
+    assert.equal(errors().length, 1);
+    assert.equal(errors()[0]!.msg, 'Not recursing into manifest path');
+  });
+
+  test('a broken file: one error naming the file and the problem; the other pods keep running', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    writeFileSync(join(dir, 'b.yaml'), manifest('b'));
+    const s = newSource();
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a', 'b-node-a']);
+
+    writeFileSync(
+      join(dir, 'b.yaml'),
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: b\nspec:\n  containers:\n  - name: main\n',
+    );
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a'], 'the broken file’s pod leaves the set, as upstream');
+    assert.equal(errors().length, 1);
+    assert.equal(errors()[0]!.msg, 'Could not process manifest file');
+    assert.equal(errors()[0]!.kv?.path, join(dir, 'b.yaml'));
+    assert.match(String(errors()[0]!.kv?.err), /spec\.containers\[0\]\.image: Required value/);
+
+    await s.rescan();
+    await s.rescan();
+    assert.equal(errors().length, 1, 'not repeated while the file is unchanged');
+
+    // Touching it without a change is still no news.
+    const later = new Date(Date.now() + 5000);
+    utimesSync(join(dir, 'b.yaml'), later, later);
+    await s.rescan();
+    assert.equal(errors().length, 1);
+
+    writeFileSync(join(dir, 'b.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: [\n');
+    await s.rescan();
+    assert.equal(errors().length, 2, 'a new problem after a change is reported');
+
+    writeFileSync(join(dir, 'b.yaml'), manifest('b'));
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a', 'b-node-a']);
+    assert.ok(logs.some((l) => l.msg === 'Manifest file is valid again'));
+  });
+
+  test('a file of the wrong kind is reported like any broken manifest', async () => {
+    writeFileSync(join(dir, 'deploy.yaml'), 'apiVersion: apps/v1\nkind: Deployment\nmetadata: { name: d }\n');
+    await newSource().rescan();
+    assert.deepEqual(sent, [{ op: 'SET', pods: [] }]);
+    assert.match(String(errors()[0]?.kv?.err), /expected apiVersion "v1" and kind "Pod"/);
+  });
+
+  test('an unreadable file is reported once', async () => {
+    const file = join(dir, 'secret.yaml');
+    writeFileSync(file, manifest('s'));
+    chmodSync(file, 0o000);
+    await newSource().rescan();
+    chmodSync(file, 0o644);
+    // root reads any file; anyone else gets EACCES. Either way nothing is half-reported.
+    if (sent[0]!.pods.length === 0) assert.match(String(errors()[0]?.kv?.err), /EACCES/);
+    else assert.equal(errors().length, 0);
+  });
+
+  test('a rename is a removal and an addition (the path is part of the UID)', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    const s = newSource();
+    await s.rescan();
+    const before = sent[0]!.pods[0]!.metadata.uid;
+    renameSync(join(dir, 'a.yaml'), join(dir, 'a2.yaml'));
+    await s.rescan();
+    assert.equal(sent.length, 2);
+    assert.notEqual(last()!.pods[0]!.metadata.uid, before);
+
+    renameSync(join(dir, 'a2.yaml'), join(dir, '.a2.yaml.bak'));
+    await s.rescan();
+    assert.deepEqual(last(), { op: 'SET', pods: [] });
+  });
+
+  test('the path may be a single manifest file; when it breaks, its last good pod stays', async () => {
+    const file = join(dir, 'only.yaml');
+    writeFileSync(file, manifest('only'));
+    const s = newSource({ path: file });
+    await s.rescan();
+    assert.deepEqual(names(last()), ['only-node-a']);
+
+    writeFileSync(file, 'not: [valid');
+    await s.rescan();
+    assert.equal(sent.length, 1, 'no SET: the last good pod is kept, as upstream');
+    assert.equal(errors().length, 1);
+
+    rmSync(file);
+    await s.rescan();
+    assert.deepEqual(last(), { op: 'SET', pods: [] });
+  });
+
+  test('a folder that appears later is picked up', async () => {
+    const later = join(dir, 'later');
+    const s = newSource({ path: later + '/' });
+    await s.rescan();
+    assert.deepEqual(sent, [{ op: 'SET', pods: [] }]);
+    mkdirSync(later);
+    writeFileSync(join(later, 'a.yaml'), manifest('a'));
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a']);
+    assert.ok(logs.some((l) => l.msg === 'Manifest path is readable again'));
+  });
+
+  test('fs.watch: a change is seen without waiting for the period', async () => {
+    const s = newSource({ watch: true, debounceMs: 0 });
+    await s.rescan();
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    await waitFor('a SET with the new pod', () => names(last()).includes('a-node-a'), 5000, 10);
+    rmSync(join(dir, 'a.yaml'));
+    await waitFor('a SET without it', () => last()?.pods.length === 0, 5000, 10);
+  });
+
+  test('fs.watch with debounce: a burst of writes is read after the quiet time', async () => {
+    const s = newSource({ watch: true, debounceMs: 100 });
+    await s.rescan();
+    for (let i = 0; i < 5; i++) writeFileSync(join(dir, `p${i}.yaml`), manifest(`p${i}`));
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(sent.length, 1, 'nothing until the debounce timer fires');
+    clock.advance(100);
+    await waitFor('one SET with all five', () => sent.length === 2, 5000, 10);
+    assert.equal(last()!.pods.length, 5);
+  });
+
+  test('a dotfile written in the folder does not wake the source', async () => {
+    const s = newSource({ watch: true, debounceMs: 100 });
+    await s.rescan();
+    writeFileSync(join(dir, '.swap'), 'x');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(clock.pendingTimers(), 1, 'only the periodic timer, no debounce timer');
+  });
+
+  test('stop() cancels the timers', async () => {
+    const s = newSource();
+    s.start();
+    await waitFor('first scan', () => sent.length === 1, 2000, 5);
+    s.stop();
+    assert.equal(clock.pendingTimers(), 0);
+    await s.rescan();
+    assert.equal(sent.length, 1);
+  });
+});
