@@ -14,7 +14,8 @@ import { waitFor } from './wait.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-export const runtimeEndpoint = process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock';
+export const runtimeEndpoint =
+  process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock';
 
 export interface KubeletOptions {
   /** Extra flags, after the ones this helper sets. */
@@ -82,8 +83,11 @@ export class KubeletProcess {
     await waitFor(
       'the kubelet to answer /healthz',
       async () => {
-        if (child.exitCode !== null) throw new Error(`kubelet exited with ${child.exitCode}: ${await this.logs()}`);
-        const res = await fetch(`http://127.0.0.1:${this.healthzPort}/healthz`, { signal: AbortSignal.timeout(1000) });
+        if (child.exitCode !== null)
+          throw new Error(`kubelet exited with ${child.exitCode}: ${await this.logs()}`);
+        const res = await fetch(`http://127.0.0.1:${this.healthzPort}/healthz`, {
+          signal: AbortSignal.timeout(1000),
+        });
         return res.status === 200;
       },
       20_000,
@@ -118,7 +122,9 @@ export class KubeletProcess {
   }
 
   async pods(): Promise<Pod[]> {
-    const res = await fetch(`http://127.0.0.1:${this.readOnlyPort}/pods`, { signal: AbortSignal.timeout(2000) });
+    const res = await fetch(`http://127.0.0.1:${this.readOnlyPort}/pods`, {
+      signal: AbortSignal.timeout(2000),
+    });
     if (res.status !== 200) throw new Error(`/pods answered ${res.status}`);
     return ((await res.json()) as PodList).items;
   }
