@@ -15,6 +15,8 @@ import type { NodeTaint, TaintEffect } from './kubelet-configuration.js';
 export interface KubeletFlags {
   /** --config: the KubeletConfiguration file; '' for none. */
   kubeletConfigFile: string;
+  /** --config-dir: a folder of `*.conf` drop-ins merged over the --config file; '' for none. */
+  kubeletDropinConfigDirectory: string;
   /** --kubeconfig: '' runs standalone. */
   kubeConfig: string;
   bootstrapKubeconfig: string;
@@ -41,6 +43,7 @@ export const DEFAULT_POD_INFRA_CONTAINER_IMAGE = 'registry.k8s.io/pause:3.9';
 export function defaultKubeletFlags(): KubeletFlags {
   return {
     kubeletConfigFile: '',
+    kubeletDropinConfigDirectory: '',
     kubeConfig: '',
     bootstrapKubeconfig: '',
     hostnameOverride: '',
@@ -153,6 +156,14 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     flagsKey: 'kubeletConfigFile',
     usage:
       'The Kubelet will load its initial configuration from this file (a KubeletConfiguration, YAML or JSON). Relative paths start at the current working directory. Command-line flags override configuration from this file.',
+  }),
+  f({
+    name: 'config-dir',
+    kind: 'string',
+    group: 'General',
+    flagsKey: 'kubeletDropinConfigDirectory',
+    usage:
+      'Path to a directory of drop-in KubeletConfiguration files (*.conf, applied in lexical order) that override the --config file. Maps merge, lists and other values replace.',
   }),
   f({
     name: 'kubeconfig',

@@ -4,7 +4,7 @@
  * (plus the legacy flag defaults when there is no file) → apply the config-backed flags over it →
  * resolve durations and validate. Flags win over the file; the file wins over defaults.
  */
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
@@ -80,6 +80,13 @@ export async function loadKubeletConfig(
     file = loaded.config;
     warnings.push(...loaded.warnings);
   }
+  if (parsed.flags.kubeletDropinConfigDirectory !== '') {
+    const dropinDir = path.resolve(options.cwd ?? process.cwd(), parsed.flags.kubeletDropinConfigDirectory);
+    for (const dropin of await readDropins(dropinDir, options.signal)) {
+      file = mergePatch(file, dropin.config) as KubeletConfiguration;
+      warnings.push(...dropin.warnings);
+    }
+  }
 
   const config = applyV1beta1Defaults(file);
   if (configFile === '') applyLegacyFlagDefaults(config);
@@ -145,6 +152,39 @@ export function parseKubeletConfigText(
   const config = dropNulls(obj) as KubeletConfiguration;
   resolveRelativePaths(config, path.dirname(file));
   return { config, warnings };
+}
+
+/** The `*.conf` files of a drop-in folder, in lexical order (upstream's --config-dir). */
+async function readDropins(
+  dir: string,
+  signal?: AbortSignal,
+): Promise<{ config: KubeletConfiguration; warnings: string[] }[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    throw new KubeletError(
+      'INVALID_CONFIG',
+      `failed to read drop-in directory ${dir} (--config-dir): ${errorMessage(err)}`,
+      { cause: err },
+    );
+  }
+  const out = [];
+  for (const name of names.filter((n) => n.endsWith('.conf') && !n.startsWith('.')).sort()) {
+    out.push(await readKubeletConfigFile(path.join(dir, name), signal));
+  }
+  return out;
+}
+
+/** JSON merge patch (RFC 7386): objects merge key by key, anything else replaces. */
+function mergePatch(target: unknown, patch: unknown): unknown {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return structuredClone(patch);
+  const base: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target)
+      ? { ...(target as Record<string, unknown>) }
+      : {};
+  for (const [k, v] of Object.entries(patch)) base[k] = mergePatch(base[k], v);
+  return base;
 }
 
 function dropNulls(v: unknown): unknown {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
@@ -169,6 +169,24 @@ describe('loadKubeletConfig', () => {
     assert.equal(config.tlsPrivateKeyFile, '/abs/kubelet.key');
   });
 
+  test('--config-dir drop-ins apply in lexical order over the file; maps merge, lists replace', async () => {
+    const file = writeConfig(HEADER + 'maxPods: 50\nclusterDNS: [10.0.0.1, 10.0.0.2]\nkubeReserved: { cpu: 100m }\nport: 11000\n');
+    mkdirSync(join(dir, 'kubelet.conf.d'));
+    writeFileSync(join(dir, 'kubelet.conf.d', '20-late.conf'), HEADER + 'maxPods: 30\n');
+    writeFileSync(join(dir, 'kubelet.conf.d', '10-early.conf'), HEADER + 'maxPods: 20\nclusterDNS: [10.0.0.9]\nkubeReserved: { memory: 1Gi }\n');
+    writeFileSync(join(dir, 'kubelet.conf.d', 'ignored.yaml'), 'not even yaml: [');
+    const { config } = await run(['--config', file, '--config-dir', 'kubelet.conf.d']);
+    assert.equal(config.maxPods, 30);
+    assert.deepEqual(config.clusterDNS, ['10.0.0.9']);
+    assert.deepEqual(config.kubeReserved, { cpu: '100m', memory: '1Gi' });
+    assert.equal(config.port, 11000);
+    const withFlag = await run(['--config', file, '--config-dir', 'kubelet.conf.d', '--max-pods=5']);
+    assert.equal(withFlag.config.maxPods, 5, 'flags still win');
+    writeFileSync(join(dir, 'kubelet.conf.d', '30-bad.conf'), 'kind: KubeletConfiguration\n');
+    assert.match(await failure(['--config', file, '--config-dir', 'kubelet.conf.d']), /30-bad\.conf: expected kind/);
+    assert.match(await failure(['--config-dir', 'nope']), /failed to read drop-in directory .*nope \(--config-dir\)/);
+  });
+
   test('an explicit nodeStatusUpdateFrequency also sets the report frequency', async () => {
     const { config } = await run(['--config', writeConfig(HEADER + 'nodeStatusUpdateFrequency: 20s\n')]);
     assert.equal(config.nodeStatusUpdateFrequencyMs, 20_000);
@@ -299,7 +317,7 @@ describe('loadKubeletConfig', () => {
     );
     assert.match(
       await failure(['--config', writeConfig(HEADER + 'maxPods: 1\nmaxPods: 2\n')]),
-      /failed to load Kubelet config file.*unique|Map keys must be unique/,
+      /failed to load Kubelet config file .*kubelet\.yaml: Map keys must be unique/,
     );
     assert.match(
       await failure(['--config', join(dir, 'missing.yaml')]),
