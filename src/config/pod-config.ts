@@ -50,6 +50,8 @@ export class PodConfig {
   private readonly registered = new Set<PodSource>();
   private readonly sourcesSeen = new Set<PodSource>();
   private readonly listeners = new Set<PodUpdateListener>();
+  // Ends the iterators from updates() on stop().
+  private readonly endListeners = new Set<() => void>();
   private stopped = false;
 
   constructor(options: PodConfigOptions = {}) {
@@ -133,8 +135,6 @@ export class PodConfig {
     };
     return iterator;
   }
-
-  private readonly endListeners = new Set<() => void>();
 
   /** Every pod of every source (copies). */
   mergedState(): Pod[] {
