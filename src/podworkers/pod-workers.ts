@@ -490,9 +490,7 @@ export class PodWorkersImpl implements PodWorkers {
   }
 
   /** Takes the pending update and decides whether the lane may act on it (upstream: startPodSync). */
-  private startPodSync(
-    uid: string,
-  ):
+  private startPodSync(uid: string):
     | {
         kind: 'run';
         update: UpdatePodOptions;

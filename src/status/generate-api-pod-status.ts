@@ -219,7 +219,6 @@ export function shouldContainerBeRestarted(
   if (!status) return true;
   if (status.state === 'running') return false;
   if (status.state === 'unknown' || status.state === 'created') return true;
-  if (isRestartableInitContainer(container)) return true;
   const policy = pod.spec.restartPolicy ?? 'Always';
   if (policy === 'Never') return false;
   if (policy === 'OnFailure' && status.exitCode === 0) return false;
