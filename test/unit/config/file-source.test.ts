@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 
 import { FileSource, type FileSourceOptions } from '../../../src/config/file-source.js';
-import type { SourceUpdate } from '../../../src/config/pod-config.js';
+import { PodConfig, type SourceUpdate } from '../../../src/config/pod-config.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import type { Logger } from '../../../src/lib/log.js';
 import { waitFor } from '../../helpers/wait.js';
@@ -283,6 +283,22 @@ describe('FileSource', () => {
     writeFileSync(join(dir, '.swap'), 'x');
     await new Promise((r) => setTimeout(r, 100));
     assert.equal(clock.pendingTimers(), 1, 'only the periodic timer, no debounce timer');
+  });
+
+  test('through PodConfig: add, edit (a new UID) and remove become ADD, REMOVE+ADD and REMOVE', async () => {
+    const config = new PodConfig({ clock, log });
+    const ops: string[] = [];
+    config.onUpdate((u) => ops.push(`${u.op} ${u.pods.map((p) => p.metadata.name).join(',')}`));
+    const s = newSource({ send: config.channel('file') });
+    await s.rescan();
+    assert.ok(config.seenAllSources());
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    await s.rescan();
+    writeFileSync(join(dir, 'a.yaml'), manifest('a', 'busybox:1.37'));
+    await s.rescan();
+    rmSync(join(dir, 'a.yaml'));
+    await s.rescan();
+    assert.deepEqual(ops, ['ADD ', 'ADD a-node-a', 'REMOVE a-node-a', 'ADD a-node-a', 'REMOVE a-node-a']);
   });
 
   test('stop() cancels the timers', async () => {
