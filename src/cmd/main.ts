@@ -169,7 +169,6 @@ async function run(loaded: RunConfig): Promise<void> {
     nodeName,
     rootDir: flags.rootDirectory,
     maxPods: config.maxPods,
-    nodeIPs: ips,
     clock,
     runtime,
     podConfig,

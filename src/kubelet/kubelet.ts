@@ -54,8 +54,11 @@ export interface KubeletOptions {
   podWorkers: () => PodWorkers;
   workQueue: WorkQueue;
   statusManager: StatusManager;
-  /** The node's IPs, primary first, for hostIP/hostIPs in pod status. */
-  nodeIPs: string[];
+  /**
+   * The node's IPs, primary first, for hostIP/hostIPs in pod status. Upstream fills those only when it
+   * has an API client, so standalone mode leaves this out.
+   */
+  statusHostIPs?: string[];
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthCheck[];
 }
@@ -354,7 +357,7 @@ export class Kubelet implements ServerHost {
       podIsTerminal,
       nowMs: this.clock.now(),
       waitingReasons: this.reasonCache.forPod(uid),
-      hostIPs: this.opts.nodeIPs,
+      hostIPs: this.opts.statusHostIPs,
     });
   }
 
