@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { connectRuntime, type RuntimeConnection } from '../../src/cri/connect-runtime.js';
 import { CriNotFoundError, isNotFound } from '../../src/cri/errors.js';
+import { FakeCriServer } from '../../src/cri/testing/fake-cri-server.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../src/cri/types.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -209,5 +210,109 @@ describe(`CRI client against containerd at ${endpoint}`, () => {
         .length,
       0,
     );
+  });
+});
+
+/** What a call came to, in terms a caller branches on: success, or the error class and gRPC code. */
+async function outcome(call: Promise<unknown>): Promise<string> {
+  try {
+    await call;
+    return 'ok';
+  } catch (err) {
+    const grpcCode = (err as { cause?: { code?: number } }).cause?.code;
+    return `${(err as Error).constructor.name}(${grpcCode})`;
+  }
+}
+
+/** The error cases the kubelet meets, run against one runtime; every sandbox it makes is removed before it returns. */
+async function edgeCaseOutcomes(
+  connection: RuntimeConnection,
+  logDir: string,
+): Promise<Record<string, string>> {
+  const { runtime } = connection;
+  const uid = randomUUID();
+  const sandboxConfig: PodSandboxConfig = {
+    metadata: { name: 'parity', uid, namespace: 'tskubelet-test', attempt: 0 },
+    hostname: 'parity',
+    logDirectory: join(logDir, uid),
+    portMappings: [],
+    labels: { 'io.kubernetes.pod.uid': uid },
+    annotations: {},
+    linux: { cgroupParent: '', sysctls: {} },
+  };
+  const container = (name: string, image = BUSYBOX): ContainerConfig => ({
+    metadata: { name, attempt: 0 },
+    image: { image },
+    command: ['sleep', '3600'],
+    args: [],
+    workingDir: '',
+    envs: [],
+    mounts: [],
+    labels: { 'io.kubernetes.pod.uid': uid },
+    annotations: {},
+    logPath: `${name}/0.log`,
+    stdin: false,
+    stdinOnce: false,
+    tty: false,
+  });
+  const missing = 'f'.repeat(64);
+  const out: Record<string, string> = {};
+  out['stopPodSandbox of a missing sandbox'] = await outcome(runtime.stopPodSandbox(missing));
+  out['removePodSandbox of a missing sandbox'] = await outcome(runtime.removePodSandbox(missing));
+  out['stopContainer of a missing container'] = await outcome(runtime.stopContainer(missing, 0));
+  out['removeContainer of a missing container'] = await outcome(runtime.removeContainer(missing));
+  out['execSync in a missing container'] = await outcome(runtime.execSync(missing, ['true'], 1));
+  const sandboxId = await runtime.runPodSandbox(sandboxConfig, '', { timeoutMs: 4 * CALL_TIMEOUT_MS });
+  try {
+    const id = await runtime.createContainer(sandboxId, container('a'), sandboxConfig);
+    out['createContainer with a name in use'] = await outcome(
+      runtime.createContainer(sandboxId, container('a'), sandboxConfig),
+    );
+    out['createContainer of a missing image'] = await outcome(
+      runtime.createContainer(sandboxId, container('b', 'example.invalid/missing:0'), sandboxConfig),
+    );
+    out['execSync in a created container'] = await outcome(runtime.execSync(id, ['true'], 1));
+    await runtime.startContainer(id);
+    out['startContainer twice'] = await outcome(runtime.startContainer(id));
+    await runtime.stopPodSandbox(sandboxId);
+    const { status } = await runtime.containerStatus(id);
+    out['container state after stopPodSandbox'] = status.state;
+    out['createContainer in a stopped sandbox'] = await outcome(
+      runtime.createContainer(sandboxId, container('c'), sandboxConfig),
+    );
+    await runtime.removePodSandbox(sandboxId);
+    out['containerStatus after removePodSandbox'] = await outcome(runtime.containerStatus(id));
+  } finally {
+    await runtime.stopPodSandbox(sandboxId).catch(() => undefined);
+    await runtime.removePodSandbox(sandboxId).catch(() => undefined);
+  }
+  return out;
+}
+
+describe('the fake CRI server answers edge cases as containerd does', () => {
+  test('same outcomes, call by call', async () => {
+    const logDir = mkdtempSync(join(tmpdir(), 'cri-parity-'));
+    const fake = await FakeCriServer.start();
+    const connections: RuntimeConnection[] = [];
+    try {
+      const real = await connectRuntime(endpoint, {
+        signal: AbortSignal.timeout(30_000),
+        retryInitialDelayMs: 500,
+      });
+      connections.push(real);
+      const simulated = await connectRuntime(fake.endpoint, { signal: AbortSignal.timeout(5000) });
+      connections.push(simulated);
+      const expected = await edgeCaseOutcomes(real, logDir);
+      assert.equal(
+        expected['stopContainer of a missing container'],
+        'CriNotFoundError(5)',
+        'sanity check of the real runtime',
+      );
+      assert.deepEqual(await edgeCaseOutcomes(simulated, logDir), expected);
+    } finally {
+      for (const c of connections) c.close();
+      await fake.close();
+      rmSync(logDir, { recursive: true, force: true });
+    }
   });
 });

@@ -453,7 +453,10 @@ export class FakeCriServer {
       case 'CreateContainer': {
         const sandbox = this.sandbox(s('podSandboxId'));
         if (sandbox.state !== 'SANDBOX_READY') {
-          throw new FakeCriError(grpc.status.UNKNOWN, `sandbox container "${sandbox.id}" is not running`);
+          throw new FakeCriError(
+            grpc.status.NOT_FOUND,
+            `failed to get sandbox container task: no running task found: task ${sandbox.id} not found`,
+          );
         }
         return { containerId: this.newContainer(sandbox.id, containerConfigFromWire(m('config'))).id };
       }
@@ -462,7 +465,7 @@ export class FakeCriServer {
         if (c.state !== 'CONTAINER_CREATED') {
           throw new FakeCriError(
             grpc.status.UNKNOWN,
-            `container "${c.id}" is in ${c.state} state, not CONTAINER_CREATED`,
+            `failed to set starting state for container "${c.id}": container is in ${c.state} state`,
           );
         }
         this.setContainerState(c.id, 'CONTAINER_RUNNING');
@@ -496,9 +499,20 @@ export class FakeCriServer {
       }
 
       case 'ExecSync': {
-        const c = this.container(s('containerId'));
-        if (c.state !== 'CONTAINER_RUNNING')
-          throw new FakeCriError(grpc.status.UNKNOWN, `container "${c.id}" is not running`);
+        const id = s('containerId');
+        const c = this.containers.get(id);
+        if (!c) {
+          throw new FakeCriError(
+            grpc.status.NOT_FOUND,
+            `failed to exec in container: failed to find container "${id}" in store: not found`,
+          );
+        }
+        if (c.state !== 'CONTAINER_RUNNING') {
+          throw new FakeCriError(
+            grpc.status.UNKNOWN,
+            `failed to exec in container: container is in ${c.state} state`,
+          );
+        }
         const cmd = Array.isArray(req.cmd) ? (req.cmd as string[]) : [];
         return await this.execHandler(c, cmd, typeof req.timeout === 'number' ? req.timeout : 0);
       }
@@ -582,16 +596,20 @@ export class FakeCriServer {
         other.config.metadata.name === config.metadata.name &&
         other.config.metadata.attempt === config.metadata.attempt
       ) {
-        const name = `${config.metadata.name}_${sandbox.config.metadata.name}_${sandbox.config.metadata.namespace}_${config.metadata.attempt}`;
+        const { name: podName, namespace, uid } = sandbox.config.metadata;
+        const name = `${config.metadata.name}_${podName}_${namespace}_${uid}_${config.metadata.attempt}`;
         throw new FakeCriError(
           grpc.status.UNKNOWN,
-          `failed to reserve container name "${name}": name is reserved for "${other.id}"`,
+          `failed to reserve container name "${name}": name "${name}" is reserved for "${other.id}"`,
         );
       }
     }
     const image = this.findImage(config.image.image);
     if (!image) {
-      throw new FakeCriError(grpc.status.NOT_FOUND, `failed to get image "${config.image.image}": not found`);
+      throw new FakeCriError(
+        grpc.status.NOT_FOUND,
+        `failed to resolve image "${config.image.image}": not found`,
+      );
     }
     const c: FakeContainer = {
       id: newId(),
