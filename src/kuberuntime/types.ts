@@ -79,7 +79,8 @@ export interface RunningPod {
 
 /** What SyncPod tried and what failed (upstream: kubecontainer.PodSyncResult). */
 export interface SyncResult {
-  action: 'StartContainer' | 'KillContainer' | 'CreatePodSandbox' | 'KillPodSandbox' | 'ConfigPodSandbox' | 'Init';
+  action:
+    'StartContainer' | 'KillContainer' | 'CreatePodSandbox' | 'KillPodSandbox' | 'ConfigPodSandbox' | 'Init';
   target: string;
   /** Upstream's reason when it failed: CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerConfigError, CreateContainerError, RunContainerError, … */
   reason?: string;
@@ -90,6 +91,8 @@ export interface PodSyncResult {
   results: SyncResult[];
   /** True when any step failed. */
   failed: boolean;
+  /** A failure of the sync as a whole rather than of one step (upstream PodSyncResult.SyncError), e.g. reading the new sandbox's status. */
+  error?: string;
 }
 
 export interface Runtime {

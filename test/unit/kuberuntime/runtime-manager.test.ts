@@ -1,0 +1,474 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import type { Container, Pod } from '../../../src/api/core-v1.js';
+import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
+import { CriNotFoundError } from '../../../src/cri/errors.js';
+import {
+  KubeGenericRuntimeManager,
+  type KubeGenericRuntimeManagerOptions,
+} from '../../../src/kuberuntime/runtime-manager.js';
+import type { PodSyncResult } from '../../../src/kuberuntime/types.js';
+import { Backoff } from '../../../src/lib/backoff.js';
+import { FakeClock } from '../../../src/lib/clock.js';
+import { isKubeletError } from '../../../src/lib/errors.js';
+
+let dir = '';
+let clock: FakeClock;
+let fake: FakeRuntime;
+let events: string[];
+let backoff: Backoff;
+
+beforeEach(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'kuberuntime-mgr-'));
+  await writeFile(path.join(dir, 'resolv.conf'), 'nameserver 192.168.1.1\nsearch corp.example\n');
+  clock = new FakeClock();
+  fake = new FakeRuntime(clock);
+  fake.addImage('busybox:latest');
+  fake.addImage('busybox:1.36');
+  events = [];
+  backoff = new Backoff(clock, 10_000, 300_000);
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+function manager(over: Partial<KubeGenericRuntimeManagerOptions> = {}): KubeGenericRuntimeManager {
+  return new KubeGenericRuntimeManager({
+    runtimeService: fake,
+    imageService: fake,
+    clock,
+    podLogsDir: path.join(dir, 'pods'),
+    rootDir: path.join(dir, 'root'),
+    resolvConf: path.join(dir, 'resolv.conf'),
+    clusterDNS: ['10.96.0.10'],
+    clusterDomain: 'cluster.local',
+    nodeName: 'node-a',
+    nodeIPs: ['192.168.1.50'],
+    legacyContainerLogsDir: path.join(dir, 'containers'),
+    recorder: {
+      event: (_p, fieldPath, type, reason, message) =>
+        events.push(`${fieldPath} ${type} ${reason}: ${message}`),
+    },
+    ...over,
+  });
+}
+
+function pod(containers: Container[], spec: Partial<Pod['spec']> = {}, uid = 'uid-1'): Pod {
+  return {
+    metadata: { name: 'web', namespace: 'prod', uid, labels: { app: 'web' } },
+    spec: { containers, terminationGracePeriodSeconds: 30, ...spec },
+  };
+}
+
+const app: Container = { name: 'app', image: 'busybox:1.36', command: ['sleep', '3600'] };
+
+function failures(r: PodSyncResult): string[] {
+  return r.results.filter((x) => x.reason).map((x) => `${x.action} ${x.target}: ${x.reason}: ${x.message}`);
+}
+
+async function sync(m: KubeGenericRuntimeManager, p: Pod): Promise<PodSyncResult> {
+  const status = await m.getPodStatus(p.metadata.uid!, p.metadata.name!, p.metadata.namespace!);
+  return m.syncPod(p, status, backoff);
+}
+
+describe('syncPod', () => {
+  test('a new pod: sandbox, then its container created and started, with upstream labels and results', async () => {
+    const m = manager();
+    const p = pod([app]);
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), []);
+    assert.equal(r.failed, false);
+    assert.deepEqual(
+      r.results.map((x) => x.action),
+      ['KillPodSandbox', 'CreatePodSandbox', 'ConfigPodSandbox', 'StartContainer'],
+    );
+
+    const [sandboxCall] = fake.callsOf('runPodSandbox');
+    const sandboxConfig = sandboxCall![0] as {
+      labels: Record<string, string>;
+      logDirectory: string;
+      dnsConfig: unknown;
+      hostname: string;
+    };
+    assert.equal(sandboxConfig.labels['io.kubernetes.pod.uid'], 'uid-1');
+    assert.equal(sandboxConfig.labels.app, 'web');
+    assert.equal(sandboxConfig.hostname, 'web');
+    assert.equal(sandboxConfig.logDirectory, path.join(dir, 'pods/prod_web_uid-1'));
+    assert.deepEqual(sandboxConfig.dnsConfig, {
+      servers: ['10.96.0.10'],
+      searches: ['prod.svc.cluster.local', 'svc.cluster.local', 'cluster.local', 'corp.example'],
+      options: ['ndots:5'],
+    });
+    assert.deepEqual(await readdir(path.join(dir, 'pods/prod_web_uid-1')), ['app']);
+
+    const [c] = fake.containersNamed('app');
+    assert.equal(c?.state, 'CONTAINER_RUNNING');
+    assert.equal(c?.config.labels['io.kubernetes.container.name'], 'app');
+    assert.equal(c?.config.annotations['io.kubernetes.container.restartCount'], '0');
+    assert.equal(c?.config.logPath, 'app/0.log');
+    assert.deepEqual(c?.config.command, ['sleep', '3600']);
+    assert.ok(events.includes('spec.containers{app} Normal Created: Created container: app'));
+    assert.ok(events.includes('spec.containers{app} Normal Started: Started container app'));
+
+    const status = await m.getPodStatus('uid-1', 'web', 'prod');
+    assert.equal(status.sandboxStatuses.length, 1);
+    assert.deepEqual(status.ips, ['10.88.0.2']);
+    assert.equal(status.containerStatuses.length, 1);
+    const cs = status.containerStatuses[0]!;
+    assert.equal(cs.state, 'running');
+    assert.equal(cs.containerID, `containerd://${c!.id}`);
+    assert.equal(cs.restartCount, 0);
+    assert.equal(cs.podSandboxId, status.sandboxStatuses[0]!.id);
+
+    const pods = await m.getPods(false);
+    assert.equal(pods.length, 1);
+    assert.equal(pods[0]!.uid, 'uid-1');
+    assert.equal(pods[0]!.terminationGracePeriodSeconds, 30);
+    assert.deepEqual(
+      pods[0]!.containers.map((x) => [x.name, x.state]),
+      [['app', 'running']],
+    );
+    assert.deepEqual(
+      pods[0]!.sandboxes.map((x) => x.state),
+      ['ready'],
+    );
+  });
+
+  test('a running pod that matches its spec: no runtime changes', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    fake.resetCalls();
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), []);
+    for (const method of [
+      'runPodSandbox',
+      'createContainer',
+      'startContainer',
+      'stopContainer',
+      'stopPodSandbox',
+    ] as const) {
+      assert.equal(fake.callsOf(method).length, 0, method);
+    }
+  });
+
+  test('an exited container restarts with the next restart count, then crash-loop back-off holds it', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    const first = fake.containersNamed('app')[0]!;
+    fake.exitContainer(first.id, 1);
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), []);
+    const second = fake.containersNamed('app')[1]!;
+    assert.equal(second.state, 'CONTAINER_RUNNING');
+    assert.equal(second.config.metadata.attempt, 1);
+    assert.equal(second.config.annotations['io.kubernetes.container.restartCount'], '1');
+    assert.equal(second.config.logPath, 'app/1.log');
+    assert.equal(fake.callsOf('runPodSandbox').length, 1, 'the sandbox is kept');
+
+    clock.advance(1000);
+    fake.exitContainer(second.id, 1);
+    const held = await sync(m, p);
+    assert.deepEqual(failures(held), [
+      'StartContainer app: CrashLoopBackOff: back-off 10s restarting failed container=app pod=web_prod(uid-1)',
+    ]);
+    assert.equal(held.failed, true);
+    assert.equal(fake.containersNamed('app').length, 2);
+    assert.ok(
+      events.includes(
+        'spec.containers{app} Warning BackOff: Back-off restarting failed container app in pod web_prod(uid-1)',
+      ),
+    );
+
+    clock.advance(10_000);
+    assert.deepEqual(failures(await sync(m, p)), []);
+    assert.equal(fake.containersNamed('app').length, 3);
+    const status = await m.getPodStatus('uid-1', 'web', 'prod');
+    assert.equal(status.containerStatuses[0]!.restartCount, 2);
+  });
+
+  test('restart policy Never: an exited container stays down and the pod is stopped', async () => {
+    const m = manager();
+    const p = pod([app], { restartPolicy: 'Never' });
+    await sync(m, p);
+    fake.exitContainer(fake.containersNamed('app')[0]!.id, 0);
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), []);
+    assert.equal(fake.containersNamed('app').length, 1);
+    const sandbox = [...fake.sandboxes.values()][0]!;
+    assert.equal(sandbox.state, 'SANDBOX_NOTREADY');
+    // And it is not recreated afterwards.
+    await sync(m, p);
+    assert.equal(fake.callsOf('runPodSandbox').length, 1);
+  });
+
+  test('a changed image kills and restarts that container only', async () => {
+    const m = manager();
+    const side: Container = { name: 'side', image: 'busybox:1.36', command: ['sleep', '3600'] };
+    await sync(m, pod([app, side]));
+    const oldApp = fake.containersNamed('app')[0]!;
+    const oldSide = fake.containersNamed('side')[0]!;
+    const r = await sync(m, pod([{ ...app, image: 'busybox:latest' }, side]));
+    assert.deepEqual(failures(r), []);
+    assert.deepEqual(fake.callsOf('stopContainer'), [[oldApp.id, 30]]);
+    assert.equal(oldSide.state, 'CONTAINER_RUNNING');
+    const newApp = fake.containersNamed('app')[1]!;
+    assert.equal(newApp.state, 'CONTAINER_RUNNING');
+    assert.equal(newApp.config.image.userSpecifiedImage, 'busybox:latest');
+    assert.ok(
+      events.includes(
+        'spec.containers{app} Normal Killing: Container app definition changed, will be restarted',
+      ),
+    );
+  });
+
+  test('image pull failures: ErrImagePull, then ImagePullBackOff', async () => {
+    const m = manager();
+    fake.pullsSucceed = false;
+    const p = pod([{ name: 'app', image: 'nosuch:1' }]);
+    const r = await sync(m, p);
+    assert.equal(failures(r).length, 1);
+    assert.match(failures(r)[0]!, /^StartContainer app: ErrImagePull: failed to pull and unpack image/);
+    assert.ok(events.includes('spec.containers{app} Warning Failed: Error: ErrImagePull'));
+    const again = await sync(m, p);
+    assert.deepEqual(failures(again), [
+      'StartContainer app: ImagePullBackOff: Back-off pulling image "nosuch:1"',
+    ]);
+  });
+
+  test('a configuration error is CreateContainerConfigError', async () => {
+    const m = manager();
+    const p = pod([
+      { ...app, env: [{ name: 'X', valueFrom: { configMapKeyRef: { name: 'cfg', key: 'k' } } }] },
+    ]);
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), [
+      "StartContainer app: CreateContainerConfigError: couldn't get configMap prod/cfg, no kubeClient defined",
+    ]);
+  });
+
+  test('runtime failures: CreatePodSandboxError, CreateContainerError, RunContainerError', async () => {
+    const m = manager();
+    fake.injectError('runPodSandbox', new Error('failed to setup network for sandbox'), 1);
+    const r = await sync(m, pod([app]));
+    assert.deepEqual(failures(r), [
+      'CreatePodSandbox web_prod(uid-1): CreatePodSandboxError: Failed to create sandbox for pod "web_prod(uid-1)": failed to setup network for sandbox',
+    ]);
+    assert.ok(
+      events.includes(
+        ' Warning FailedCreatePodSandBox: Failed to create pod sandbox: failed to setup network for sandbox',
+      ),
+    );
+
+    fake.injectError('createContainer', new Error('no space left on device'), 1);
+    assert.deepEqual(failures(await sync(m, pod([app]))), [
+      'StartContainer app: CreateContainerError: no space left on device',
+    ]);
+
+    fake.injectError('startContainer', new Error('exec: "sleep": executable file not found'), 1);
+    assert.deepEqual(failures(await sync(m, pod([app]))), [
+      'StartContainer app: RunContainerError: exec: "sleep": executable file not found',
+    ]);
+  });
+
+  test('a sandbox that died is replaced with the next attempt; its containers are killed first', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    const oldSandbox = [...fake.sandboxes.values()][0]!;
+    fake.setSandboxState(oldSandbox.id, 'SANDBOX_NOTREADY');
+    fake.resetCalls();
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), []);
+    assert.equal(fake.callsOf('stopContainer').length, 1);
+    assert.deepEqual(fake.callsOf('stopPodSandbox'), [[oldSandbox.id]]);
+    const [call] = fake.callsOf('runPodSandbox');
+    assert.equal((call![0] as { metadata: { attempt: number } }).metadata.attempt, 1);
+    assert.ok(
+      events.includes(' Normal SandboxChanged: Pod sandbox changed, it will be killed and re-created.'),
+    );
+    const status = await m.getPodStatus('uid-1', 'web', 'prod');
+    assert.equal(status.sandboxStatuses.length, 2);
+    assert.equal(status.sandboxStatuses[0]!.state, 'SANDBOX_READY');
+  });
+
+  test('init containers run one at a time, in order, before the app containers', async () => {
+    const m = manager();
+    const p = pod([app], {
+      initContainers: [
+        { name: 'init1', image: 'busybox:1.36' },
+        { name: 'init2', image: 'busybox:1.36' },
+      ],
+    });
+    await sync(m, p);
+    assert.deepEqual(
+      [...fake.containers.values()].map((c) => c.config.metadata.name),
+      ['init1'],
+    );
+    await sync(m, p);
+    assert.equal(fake.containers.size, 1, 'init1 still runs: nothing else starts');
+    fake.exitContainer(fake.containersNamed('init1')[0]!.id, 0);
+    await sync(m, p);
+    assert.deepEqual(
+      [...fake.containers.values()].map((c) => c.config.metadata.name),
+      ['init1', 'init2'],
+    );
+    assert.equal(
+      fake.containersNamed('init2')[0]!.config.annotations['io.kubernetes.container.type'],
+      'init',
+    );
+    fake.exitContainer(fake.containersNamed('init2')[0]!.id, 0);
+    await sync(m, p);
+    assert.equal(fake.containersNamed('app')[0]?.state, 'CONTAINER_RUNNING');
+  });
+
+  test('the termination message file is read back into the status message', async () => {
+    const m = manager();
+    await sync(m, pod([app]));
+    const c = fake.containersNamed('app')[0]!;
+    const mount = c.config.mounts.find((x) => x.containerPath === '/dev/termination-log')!;
+    await writeFile(mount.hostPath, 'disk full');
+    fake.exitContainer(c.id, 2, { reason: 'Error' });
+    const status = await m.getPodStatus('uid-1', 'web', 'prod');
+    assert.equal(status.containerStatuses[0]!.message, 'disk full');
+    assert.equal(status.containerStatuses[0]!.exitCode, 2);
+    assert.equal(status.containerStatuses[0]!.reason, 'Error');
+    assert.ok(status.containerStatuses[0]!.finishedAtMs > 0);
+  });
+
+  test('FallbackToLogsOnError reads the tail of the CRI log when the file is empty', async () => {
+    const m = manager();
+    await sync(m, pod([{ ...app, terminationMessagePolicy: 'FallbackToLogsOnError' }]));
+    const c = fake.containersNamed('app')[0]!;
+    const logFile = path.join(dir, 'pods/prod_web_uid-1/app/0.log');
+    await writeFile(
+      logFile,
+      '2024-01-01T00:00:00.000000000Z stdout F starting\n2024-01-01T00:00:01.000000000Z stderr P pan\n2024-01-01T00:00:01.000000000Z stderr F ic: oops\n',
+    );
+    fake.exitContainer(c.id, 1);
+    const status = await m.getPodStatus('uid-1', 'web', 'prod');
+    assert.equal(status.containerStatuses[0]!.message, 'starting\npanic: oops\n');
+  });
+
+  test('a restart count continues from the log folder when the runtime forgot the container', async () => {
+    const m = manager();
+    await mkdir(path.join(dir, 'pods/prod_web_uid-1/app'), { recursive: true });
+    await writeFile(path.join(dir, 'pods/prod_web_uid-1/app/4.log'), '');
+    await sync(m, pod([app]));
+    assert.equal(fake.containersNamed('app')[0]!.config.metadata.attempt, 5);
+  });
+});
+
+describe('killPod', () => {
+  test('stops every container with the pod grace period, then the sandbox', async () => {
+    const m = manager();
+    const p = pod([app, { ...app, name: 'side' }], { terminationGracePeriodSeconds: 45 });
+    await sync(m, p);
+    const [running] = await m.getPods(false);
+    await m.killPod(p, running!);
+    assert.deepEqual(
+      fake
+        .callsOf('stopContainer')
+        .map((c) => c[1])
+        .sort(),
+      [45, 45],
+    );
+    assert.equal(fake.callsOf('stopPodSandbox').length, 1);
+    assert.ok([...fake.containers.values()].every((c) => c.state === 'CONTAINER_EXITED'));
+    assert.deepEqual(await m.getPods(false), []);
+    assert.equal((await m.getPods(true)).length, 1);
+  });
+
+  test('grace period: override, deletion grace period, default 30, minimum 2, annotations without the pod', async () => {
+    const m = manager();
+    const p = pod([app], { terminationGracePeriodSeconds: 45 });
+    await sync(m, p);
+    const [running] = await m.getPods(false);
+    await m.killPod(p, running!, 5);
+    assert.equal(fake.callsOf('stopContainer').at(-1)![1], 5);
+    await m.killPod(p, running!, 0);
+    assert.equal(fake.callsOf('stopContainer').at(-1)![1], 2);
+    await m.killPod({ ...p, metadata: { ...p.metadata, deletionGracePeriodSeconds: 7 } }, running!);
+    assert.equal(fake.callsOf('stopContainer').at(-1)![1], 7);
+    const noGrace = pod([app]);
+    delete noGrace.spec.terminationGracePeriodSeconds;
+    await m.killPod(noGrace, running!);
+    assert.equal(fake.callsOf('stopContainer').at(-1)![1], 30);
+    // After a kubelet restart there is no pod: the container's annotations recorded 45.
+    await m.killPod(undefined, running!);
+    assert.equal(fake.callsOf('stopContainer').at(-1)![1], 45);
+  });
+
+  test('a preStop exec hook runs before the stop; gone containers and sandboxes are not errors', async () => {
+    const m = manager();
+    const hooked: Container = {
+      ...app,
+      lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo bye'] } } },
+    };
+    const p = pod([hooked]);
+    await sync(m, p);
+    const [running] = await m.getPods(false);
+    fake.resetCalls();
+    await m.killPod(p, running!);
+    assert.deepEqual(fake.calls.map((c) => c.method).slice(0, 2), ['execSync', 'stopContainer']);
+    assert.deepEqual(fake.callsOf('execSync')[0]!.slice(1), [['sh', '-c', 'echo bye'], 0]);
+
+    fake.injectError('stopContainer', new CriNotFoundError('not found'), 1);
+    fake.injectError('stopPodSandbox', new CriNotFoundError('not found'), 1);
+    await m.killPod(p, running!);
+  });
+
+  test('a failing stop is a KILL_FAILED error naming the container', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    const [running] = await m.getPods(false);
+    fake.injectError('stopContainer', new Error('timeout waiting for exit'), 1);
+    await assert.rejects(m.killPod(p, running!), (err) => {
+      assert.ok(isKubeletError(err, 'KILL_FAILED'));
+      assert.match(
+        err.message,
+        /failed to "KillContainer" for "app" with KillContainerError: "timeout waiting for exit"/,
+      );
+      return true;
+    });
+  });
+});
+
+describe('garbageCollect', () => {
+  test('keeps the newest dead attempt per container of wanted pods; removes everything dead of unwanted ones', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    for (let i = 0; i < 3; i++) {
+      fake.exitContainer(fake.containersNamed('app').at(-1)!.id, 1);
+      clock.advance(400_000);
+      await sync(m, p);
+    }
+    assert.equal(fake.containersNamed('app').length, 4);
+    const other = pod([app], {}, 'uid-2');
+    other.metadata.name = 'gone';
+    await sync(m, other);
+    const gonePod = (await m.getPods(false)).find((x) => x.uid === 'uid-2')!;
+    await m.killPod(other, gonePod);
+    const logFile = path.join(dir, 'pods/prod_web_uid-1/app/0.log');
+    await writeFile(logFile, 'old log');
+
+    await m.garbageCollect((uid) => uid === 'uid-1');
+    const remaining = [...fake.containers.values()].map(
+      (c) => `${c.config.labels['io.kubernetes.pod.uid']}/${c.config.metadata.attempt}/${c.state}`,
+    );
+    assert.deepEqual(remaining.sort(), ['uid-1/2/CONTAINER_EXITED', 'uid-1/3/CONTAINER_RUNNING']);
+    assert.deepEqual(
+      [...fake.sandboxes.values()].map((s) => s.config.metadata.uid),
+      ['uid-1'],
+    );
+    assert.deepEqual(await readdir(path.join(dir, 'pods')), ['prod_web_uid-1']);
+    await assert.rejects(readFile(logFile), { code: 'ENOENT' });
+  });
+});
