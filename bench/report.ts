@@ -1,0 +1,63 @@
+/**
+ * How the benches hand back figures: one JSON line per figure on stdout, for bench/run.sh to collect
+ * and for anyone to diff between runs; prose (progress, notes) goes to stderr so it never mixes in.
+ */
+
+export interface Figure {
+  bench: string;
+  /** The size the figure is for: pods, containers or updates; 0 for a figure of no size (idle). */
+  n: number;
+  /** Name with its unit: `p50_ms`, `rss_mib`, `cpu_cores`, … */
+  metric: string;
+  value: number;
+  /** What the figure covers, when the metric name alone would leave a reader guessing. */
+  note?: string;
+}
+
+export function emit(figure: Figure): void {
+  const value = Number.isFinite(figure.value) ? round(figure.value) : null;
+  process.stdout.write(JSON.stringify({ ...figure, value }) + '\n');
+}
+
+/** Progress and notes, kept off stdout. */
+export function say(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+/** Three significant digits past the point are plenty for a figure that varies run to run by more. */
+export function round(value: number): number {
+  if (value === 0 || !Number.isFinite(value)) return value;
+  const digits = Math.max(0, 3 - Math.floor(Math.log10(Math.abs(value))));
+  return Number(value.toFixed(Math.min(digits, 6)));
+}
+
+/** The nearest-rank percentile (p in 0..100) of values; NaN for none. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+export function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`);
+  return v;
+}
+
+/** BENCH_QUICK=1: shorter windows and fewer repetitions, for a check that the benches still run. */
+export function quickMode(): boolean {
+  return process.env.BENCH_QUICK === '1';
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export const MIB = 1024 * 1024;
