@@ -70,6 +70,8 @@ export class Client {
     if (opts.body !== undefined) {
       payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
       headers['Content-Type'] = opts.contentType ?? 'application/json';
+      // Node does not chunk a DELETE body: without a length the server would never see it.
+      headers['Content-Length'] = String(Buffer.byteLength(payload));
     }
     return new Promise((resolve, reject) => {
       const req = this.transport().request(this.options(method, path, headers), (res) => {
