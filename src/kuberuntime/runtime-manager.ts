@@ -138,6 +138,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   private readonly handlerRunner: HandlerRunner;
   private readonly gc: ContainerGC;
   private readonly legacyContainerLogsDir: string;
+  private legacyDirReady: Promise<void> | undefined;
 
   /** Dials nothing: asks the runtime its name first, as upstream's constructor does. */
   static async create(
@@ -599,8 +600,14 @@ export class KubeGenericRuntimeManager implements Runtime {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
     }
     try {
+      // Upstream makes this folder at startup; made on first use here, so a constructor needs no I/O.
+      this.legacyDirReady ??= mkdir(this.legacyContainerLogsDir, { recursive: true, mode: 0o755 }).then(
+        () => undefined,
+      );
+      await this.legacyDirReady;
       await symlink(containerLog, link);
     } catch (err) {
+      this.legacyDirReady = undefined;
       log.error('Failed to create legacy symbolic link', {
         path: link,
         containerID: containerId,

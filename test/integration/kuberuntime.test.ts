@@ -1,0 +1,265 @@
+/**
+ * KubeGenericRuntimeManager against the project's private containerd (scripts/runtime-stack.sh up):
+ * a busybox pod synced, read back, restarted, killed through a grace period its container ignores,
+ * and collected. Everything carries a fresh pod UID and is removed in after(), whatever happened.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, readdir, readlink, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import type { Pod } from '../../src/api/core-v1.js';
+import { connectRuntime, type RuntimeConnection } from '../../src/cri/connect-runtime.js';
+import type { CallOptions, ContainerFilter, PodSandboxFilter, RuntimeService } from '../../src/cri/types.js';
+import { KubeGenericRuntimeManager } from '../../src/kuberuntime/runtime-manager.js';
+import type { KubePodStatus, PodSyncResult } from '../../src/kuberuntime/types.js';
+import { Backoff } from '../../src/lib/backoff.js';
+import { realClock } from '../../src/lib/clock.js';
+import { waitFor } from '../helpers/wait.js';
+
+/** The runtime, with every list narrowed to one pod's objects. */
+function scopedToPod(runtime: RuntimeService, uid: string): RuntimeService {
+  const only = { 'io.kubernetes.pod.uid': uid };
+  return new Proxy(runtime, {
+    get(target, prop, receiver) {
+      if (prop === 'listContainers') {
+        return (filter?: ContainerFilter, opts?: CallOptions) =>
+          target.listContainers({ ...filter, labelSelector: { ...filter?.labelSelector, ...only } }, opts);
+      }
+      if (prop === 'listPodSandbox') {
+        return (filter?: PodSandboxFilter, opts?: CallOptions) =>
+          target.listPodSandbox({ ...filter, labelSelector: { ...filter?.labelSelector, ...only } }, opts);
+      }
+      const value: unknown = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+const endpoint = process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock';
+const GRACE_PERIOD_SECONDS = 3;
+
+describe(`kuberuntime against containerd at ${endpoint}`, () => {
+  let connection: RuntimeConnection;
+  let manager: KubeGenericRuntimeManager;
+  let dir: string;
+  const uid = randomUUID();
+  const name = `kr-it-${uid.slice(0, 8)}`;
+  const namespace = 'tskubelet-test';
+  const backoff = new Backoff(realClock, 10_000, 300_000);
+  const events: string[] = [];
+
+  const pod: Pod = {
+    metadata: {
+      name,
+      namespace,
+      uid,
+      labels: { app: 'kuberuntime-it' },
+      annotations: { purpose: 'integration' },
+    },
+    spec: {
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: GRACE_PERIOD_SECONDS,
+      containers: [
+        {
+          name: 'app',
+          image: 'busybox:latest',
+          imagePullPolicy: 'IfNotPresent',
+          env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+          // PID 1 ignores SIGTERM anyway; the trap says so out loud. Only SIGKILL ends it.
+          command: ['sh', '-c', 'echo "hello from $(POD_NAME)"; trap "" TERM; while true; do sleep 1; done'],
+        },
+        {
+          name: 'quitter',
+          image: 'busybox:latest',
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', 'printf bye > /dev/termination-log; exit 3'],
+        },
+      ],
+    },
+  };
+
+  const status = (): Promise<KubePodStatus> => manager.getPodStatus(uid, name, namespace);
+  const sync = async (): Promise<PodSyncResult> => manager.syncPod(pod, await status(), backoff);
+  const failures = (r: PodSyncResult): string[] =>
+    r.results.filter((x) => x.reason).map((x) => `${x.action} ${x.target}: ${x.reason}: ${x.message}`);
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'kuberuntime-it-'));
+    await writeFile(
+      path.join(dir, 'resolv.conf'),
+      'nameserver 192.0.2.53\nsearch example.test\noptions ndots:2\n',
+    );
+    connection = await connectRuntime(endpoint, {
+      signal: AbortSignal.timeout(30_000),
+      retryInitialDelayMs: 500,
+      retryMaxDelayMs: 2000,
+    }).catch((err: unknown) => {
+      throw new Error(
+        `no CRI runtime answered at ${endpoint} within 30 s: is the stack up (scripts/runtime-stack.sh up)?`,
+        {
+          cause: err,
+        },
+      );
+    });
+    manager = await KubeGenericRuntimeManager.create({
+      // Scoped to this test's pod: garbage collection must not touch what other tests run alongside.
+      runtimeService: scopedToPod(connection.runtime, uid),
+      imageService: connection.images,
+      podLogsDir: path.join(dir, 'pods'),
+      rootDir: path.join(dir, 'root'),
+      legacyContainerLogsDir: path.join(dir, 'containers'),
+      resolvConf: path.join(dir, 'resolv.conf'),
+      nodeName: 'kuberuntime-it-node',
+      nodeIPs: ['127.0.0.1'],
+      recorder: {
+        event: (_p, fieldPath, type, reason, message) =>
+          events.push(`${fieldPath} ${type} ${reason}: ${message}`),
+      },
+    });
+  });
+
+  after(async () => {
+    const runtime = connection?.runtime;
+    if (runtime) {
+      const selector = { labelSelector: { 'io.kubernetes.pod.uid': uid } };
+      for (const c of await runtime.listContainers(selector).catch(() => [])) {
+        await runtime.stopContainer(c.id, 0).catch(() => undefined);
+        await runtime.removeContainer(c.id).catch(() => undefined);
+      }
+      for (const s of await runtime.listPodSandbox(selector).catch(() => [])) {
+        await runtime.stopPodSandbox(s.id).catch(() => undefined);
+        await runtime.removePodSandbox(s.id).catch(() => undefined);
+      }
+    }
+    connection?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  test('syncPod starts the pod with upstream labels, annotations, DNS and log file', async () => {
+    assert.equal(manager.type, 'containerd');
+    const result = await sync();
+    assert.deepEqual(failures(result), []);
+
+    const s = await status();
+    assert.equal(s.sandboxStatuses.length, 1);
+    assert.equal(s.sandboxStatuses[0]!.state, 'SANDBOX_READY');
+    assert.equal(s.ips.length, 1, `one pod IP, got ${JSON.stringify(s.ips)}`);
+    assert.equal(s.sandboxStatuses[0]!.labels['io.kubernetes.pod.uid'], uid);
+    assert.equal(s.sandboxStatuses[0]!.labels.app, 'kuberuntime-it');
+    assert.equal(s.sandboxStatuses[0]!.annotations.purpose, 'integration');
+
+    const app = s.containerStatuses.find((c) => c.name === 'app')!;
+    assert.equal(app.state, 'running');
+    assert.equal(app.restartCount, 0);
+    assert.match(app.containerID, /^containerd:\/\/[0-9a-f]{64}$/);
+
+    const { status: cri } = await connection.runtime.containerStatus(app.id);
+    assert.deepEqual(cri.labels, {
+      'io.kubernetes.pod.name': name,
+      'io.kubernetes.pod.namespace': namespace,
+      'io.kubernetes.pod.uid': uid,
+      'io.kubernetes.container.name': 'app',
+    });
+    assert.equal(cri.annotations['io.kubernetes.container.hash'], app.hash);
+    assert.equal(cri.annotations['io.kubernetes.container.restartCount'], '0');
+    assert.equal(cri.annotations['io.kubernetes.container.terminationMessagePath'], '/dev/termination-log');
+    assert.equal(cri.annotations['io.kubernetes.container.terminationMessagePolicy'], 'File');
+    assert.equal(cri.annotations['io.kubernetes.pod.terminationGracePeriod'], String(GRACE_PERIOD_SECONDS));
+    const logPath = path.join(dir, 'pods', `${namespace}_${name}_${uid}`, 'app', '0.log');
+    assert.equal(cri.logPath, logPath);
+
+    // containerd writes the CRI log format: `<time> stdout F <line>`.
+    const log = await waitFor(
+      'the container log line',
+      async () => {
+        const text = await readFile(logPath, 'utf8').catch(() => '');
+        return text.includes(`hello from ${name}`) ? text : undefined;
+      },
+      15_000,
+    );
+    assert.match(log, new RegExp(`^\\S+ stdout F hello from ${name}$`, 'm'));
+
+    // The legacy symlink log collectors read.
+    const links = await readdir(path.join(dir, 'containers'));
+    const link = links.find((l) => l === `${name}_${namespace}_app-${app.id}.log`);
+    assert.ok(link, `legacy symlink among ${JSON.stringify(links)}`);
+    assert.equal(await readlink(path.join(dir, 'containers', link)), logPath);
+
+    // ClusterFirst without cluster DNS falls back to the node's resolv.conf.
+    const resolv = await connection.runtime.execSync(app.id, ['cat', '/etc/resolv.conf'], 10);
+    assert.match(resolv.stdout.toString(), /nameserver 192\.0\.2\.53/);
+    assert.match(resolv.stdout.toString(), /search example\.test/);
+    const hostname = await connection.runtime.execSync(app.id, ['hostname'], 10);
+    assert.equal(hostname.stdout.toString().trim(), name);
+    assert.ok(
+      events.includes('spec.containers{app} Normal Started: Started container app'),
+      events.join('\n'),
+    );
+  });
+
+  test('an exited container is read back with its exit code and termination message, then restarted', async () => {
+    const exited = await waitFor(
+      'quitter to exit',
+      async () => {
+        const q = (await status()).containerStatuses.find((c) => c.name === 'quitter');
+        return q?.state === 'exited' ? q : undefined;
+      },
+      20_000,
+    );
+    assert.equal(exited.exitCode, 3);
+    assert.equal(exited.reason, 'Error');
+    assert.equal(exited.message, 'bye');
+    assert.ok(exited.finishedAtMs >= exited.startedAtMs && exited.startedAtMs > 0);
+
+    assert.deepEqual(failures(await sync()), []);
+    const s = await status();
+    const attempts = s.containerStatuses.filter((c) => c.name === 'quitter');
+    assert.equal(attempts.length, 2);
+    assert.equal(attempts[0]!.restartCount, 1, 'newest first, one restart on');
+    assert.equal(s.sandboxStatuses.length, 1, 'the sandbox is kept');
+  });
+
+  test('getPods groups the sandbox and containers of the pod', async () => {
+    const running = (await manager.getPods(false)).find((p) => p.uid === uid);
+    assert.ok(running, 'the pod is among the running ones');
+    assert.equal(running.name, name);
+    assert.equal(running.namespace, namespace);
+    assert.equal(running.terminationGracePeriodSeconds, GRACE_PERIOD_SECONDS);
+    assert.equal(running.sandboxes.length, 1);
+    assert.ok(running.containers.some((c) => c.name === 'app' && c.state === 'running'));
+    const all = (await manager.getPods(true)).find((p) => p.uid === uid);
+    assert.ok(all && all.containers.length >= running.containers.length);
+  });
+
+  test('killPod waits out the grace period the container ignores, then the pod is down', async () => {
+    const running = (await manager.getPods(false)).find((p) => p.uid === uid)!;
+    const startMs = Date.now();
+    await manager.killPod(pod, running);
+    const tookMs = Date.now() - startMs;
+    assert.ok(
+      tookMs >= (GRACE_PERIOD_SECONDS - 0.5) * 1000,
+      `killed after the grace period, not before (${tookMs} ms)`,
+    );
+    assert.ok(tookMs < (GRACE_PERIOD_SECONDS + 15) * 1000, `and not long after it (${tookMs} ms)`);
+
+    const s = await status();
+    assert.equal(s.sandboxStatuses[0]!.state, 'SANDBOX_NOTREADY');
+    const app = s.containerStatuses.find((c) => c.name === 'app')!;
+    assert.equal(app.state, 'exited');
+    assert.equal(app.exitCode, 137, 'SIGKILL');
+    assert.deepEqual(
+      (await manager.getPods(false)).filter((p) => p.uid === uid),
+      [],
+    );
+  });
+
+  test('garbageCollect removes what an unwanted pod left behind, its log folder included', async () => {
+    await manager.garbageCollect((u) => u !== uid);
+    const selector = { labelSelector: { 'io.kubernetes.pod.uid': uid } };
+    assert.deepEqual(await connection.runtime.listContainers(selector), []);
+    assert.deepEqual(await connection.runtime.listPodSandbox(selector), []);
+    assert.equal((await readdir(path.join(dir, 'pods'))).includes(`${namespace}_${name}_${uid}`), false);
+  });
+});
