@@ -46,7 +46,12 @@ import {
 } from './labels.js';
 import { LifecycleHandlerRunner, type HandlerRunner } from './lifecycle-handler-runner.js';
 import { readHostDNSConfig } from './pod-dns.js';
-import { buildContainerLogsDirectory, generatePodSandboxConfig } from './sandbox-config.js';
+import { makeHostsMount, shouldMountHostsFile } from './etc-hosts.js';
+import {
+  buildContainerLogsDirectory,
+  generatePodHostNameAndDomain,
+  generatePodSandboxConfig,
+} from './sandbox-config.js';
 import type {
   KubeContainerStatus,
   KubePodStatus,
@@ -120,6 +125,8 @@ export interface KubeGenericRuntimeManagerOptions {
   imageBackoff?: Backoff;
   gcPolicy?: GCPolicy;
   handlerRunner?: HandlerRunner;
+  /** The node's hosts file, copied into host-network pods; default /etc/hosts. */
+  nodeHostsFile?: string;
 }
 
 type StartFailure = { reason: string; message: string };
@@ -323,6 +330,8 @@ export class KubeGenericRuntimeManager implements Runtime {
         return done(errorMessage(err));
       }
     }
+    // A host-network pod's IPs are the node's; the kubelet above normally says so, this covers it when not.
+    if (pod.spec.hostNetwork && podIPs.length === 0) podIPs = this.opts.nodeIPs ?? [];
     const podIP = podIPs[0] ?? '';
 
     const configResult: SyncResult = { action: 'ConfigPodSandbox', target: podSandboxId };
@@ -482,7 +491,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           cpuCFSQuotaPeriodUs: this.opts.cpuCFSQuotaPeriodUs ?? DEFAULT_QUOTA_PERIOD_US,
           seccompDefault: this.opts.seccompDefault ?? false,
           envSources: this.opts.envSources ?? {},
-          volumeMounts: this.opts.volumeMounts ? await this.opts.volumeMounts(pod, container) : [],
+          volumeMounts: await this.containerMounts(pod, container, podIPs),
           signal,
         },
       );
@@ -576,6 +585,24 @@ export class KubeGenericRuntimeManager implements Runtime {
       }
     }
     return undefined;
+  }
+
+  /** The volume manager's mounts, then the kubelet-managed /etc/hosts. */
+  private async containerMounts(pod: Pod, container: Container, podIPs: string[]): Promise<Mount[]> {
+    const mounts = this.opts.volumeMounts ? [...(await this.opts.volumeMounts(pod, container))] : [];
+    if (shouldMountHostsFile(pod, podIPs)) {
+      const { hostname, hostDomain } = generatePodHostNameAndDomain(pod, this.opts.clusterDomain ?? '');
+      mounts.push(
+        await makeHostsMount(pod, {
+          podDir: path.join(this.rootDir, 'pods', pod.metadata.uid ?? ''),
+          podIPs,
+          hostname,
+          hostDomain,
+          nodeHostsFile: this.opts.nodeHostsFile ?? '/etc/hosts',
+        }),
+      );
+    }
+    return mounts;
   }
 
   /** `/var/log/containers/<pod>_<ns>_<container>-<id>.log` → the container's log, for log collectors that still read there. */

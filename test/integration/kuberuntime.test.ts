@@ -191,6 +191,9 @@ describe(`kuberuntime against containerd at ${endpoint}`, () => {
     const resolv = await connection.runtime.execSync(app.id, ['cat', '/etc/resolv.conf'], 10);
     assert.match(resolv.stdout.toString(), /nameserver 192\.0\.2\.53/);
     assert.match(resolv.stdout.toString(), /search example\.test/);
+    const hosts = await connection.runtime.execSync(app.id, ['cat', '/etc/hosts'], 10);
+    assert.match(hosts.stdout.toString(), /^# Kubernetes-managed hosts file\.$/m);
+    assert.match(hosts.stdout.toString(), new RegExp(`^${s.ips[0]!.replaceAll('.', '\\.')}\t${name}$`, 'm'));
     const hostname = await connection.runtime.execSync(app.id, ['hostname'], 10);
     assert.equal(hostname.stdout.toString().trim(), name);
     assert.ok(

@@ -114,6 +114,10 @@ describe('syncPod', () => {
     assert.ok(events.includes('spec.containers{app} Normal Created: Created container: app'));
     assert.ok(events.includes('spec.containers{app} Normal Started: Started container app'));
 
+    const hosts = c?.config.mounts.find((x) => x.containerPath === '/etc/hosts');
+    assert.equal(hosts?.hostPath, path.join(dir, 'root/pods/uid-1/etc-hosts'));
+    assert.match(await readFile(hosts!.hostPath, 'utf8'), /^10\.88\.0\.2\tweb$/m);
+
     const status = await m.getPodStatus('uid-1', 'web', 'prod');
     assert.equal(status.sandboxStatuses.length, 1);
     assert.deepEqual(status.ips, ['10.88.0.2']);
