@@ -8,6 +8,7 @@
  * the runtime connection. Pods keep running, as upstream: a restarted kubelet adopts them.
  * A second signal exits at once.
  */
+import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import { PodConfig } from '../config/pod-config.js';
 import { FileSource } from '../config/file-source.js';
@@ -29,6 +30,9 @@ import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-conf
 import { KUBELET_VERSION } from './version.js';
 
 const log = logger('kubelet');
+
+/** Where upstream keeps `<pod>_<ns>_<container>-<id>.log` symlinks for log shippers. */
+const LEGACY_CONTAINER_LOGS_DIR = '/var/log/containers';
 
 type RunConfig = Extract<LoadedKubeletConfig, { action: 'run' }>;
 
@@ -141,6 +145,9 @@ async function run(loaded: RunConfig): Promise<void> {
     throw err;
   }
 
+  // Upstream makes these at start: the pod log folder and the legacy /var/log/containers symlink folder.
+  await mkdir(config.podLogsDir, { recursive: true });
+  await mkdir(LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
   const ips = nodeIPs(flags.nodeIP);
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: runtimeConnection.runtime,
@@ -150,15 +157,12 @@ async function run(loaded: RunConfig): Promise<void> {
     rootDir: flags.rootDirectory,
     podLogsDir: config.podLogsDir,
     nodeName,
-    hostname: nodeName,
     nodeIPs: ips,
     resolvConf: config.resolvConf,
     clusterDNS: config.clusterDNS,
     clusterDomain: config.clusterDomain,
     cgroupParent: '',
     podInfraContainerImage: flags.podInfraContainerImage,
-    serializeImagePulls: config.serializeImagePulls,
-    maxParallelImagePulls: config.maxParallelImagePulls,
   });
   const podCache = new InMemoryPodCache();
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
