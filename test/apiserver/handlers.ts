@@ -31,7 +31,9 @@ import { patchTypeOf, type Json } from './patch.js';
 import { apiVersionOf, findResource, type KubeObject, type ResourceDef } from './resources.js';
 import { parseLabelSelector } from './selectors.js';
 import { ObjectStore, type DeleteOptions } from './store.js';
+import { tableContentType, tableRequest, toTable, type TableRequest } from './tables.js';
 import type { ServiceAccountTokenIssuer } from './tokens.js';
+import type { WatchEvent } from './watch-hub.js';
 
 export interface RequestRecord {
   method: string;
@@ -131,10 +133,10 @@ function requestInfo(method: string, path: string, query: URLSearchParams): Requ
   return info;
 }
 
-function sendJson(res: ServerResponse, code: number, body: unknown): void {
+function sendJson(res: ServerResponse, code: number, body: unknown, contentType = 'application/json'): void {
   const text = JSON.stringify(body);
   res.writeHead(code, {
-    'Content-Type': 'application/json',
+    'Content-Type': contentType,
     'Content-Length': Buffer.byteLength(text),
     'Cache-Control': 'no-cache, private',
   });
@@ -289,12 +291,24 @@ async function serve(
   switch (method) {
     case 'GET':
     case 'HEAD': {
+      const table = tableRequest(req.headers.accept, def.resource, query.get('includeObject'));
       if (info.name) {
         if (info.subresource && info.subresource !== 'status') throw methodNotSupported(def, 'get');
-        sendJson(res, 200, store.get(def.resource, info.name, namespace));
+        const o = store.get(def.resource, info.name, namespace);
+        if (table) {
+          const meta = { resourceVersion: o.metadata.resourceVersion };
+          sendJson(
+            res,
+            200,
+            toTable(def.resource, [o], table, meta, ctx.clock.now()),
+            tableContentType(table),
+          );
+        } else {
+          sendJson(res, 200, o);
+        }
         return 200;
       }
-      if (info.verb === 'watch') return serveWatch(ctx, res, def, namespace, query);
+      if (info.verb === 'watch') return serveWatch(ctx, res, def, namespace, query, table);
       const list = store.list(def.resource, {
         ...(namespace ? { namespace } : {}),
         labelSelector: query.get('labelSelector') ?? '',
@@ -303,15 +317,21 @@ async function serve(
         ...(query.get('continue') ? { continue: query.get('continue')! } : {}),
         ...(query.get('resourceVersion') !== null ? { resourceVersion: query.get('resourceVersion')! } : {}),
       });
-      sendJson(
-        res,
-        200,
-        listBody(def, list.items, {
-          resourceVersion: list.resourceVersion,
-          ...(list.continue ? { continue: list.continue } : {}),
-          ...(list.remainingItemCount !== undefined ? { remainingItemCount: list.remainingItemCount } : {}),
-        }),
-      );
+      const meta = {
+        resourceVersion: list.resourceVersion,
+        ...(list.continue ? { continue: list.continue } : {}),
+        ...(list.remainingItemCount !== undefined ? { remainingItemCount: list.remainingItemCount } : {}),
+      };
+      if (table) {
+        sendJson(
+          res,
+          200,
+          toTable(def.resource, list.items, table, meta, ctx.clock.now()),
+          tableContentType(table),
+        );
+      } else {
+        sendJson(res, 200, listBody(def, list.items, meta));
+      }
       return 200;
     }
     case 'POST': {
@@ -467,6 +487,7 @@ function serveWatch(
   def: ResourceDef,
   namespace: string | undefined,
   query: URLSearchParams,
+  table: TableRequest | undefined,
 ): number {
   const labelSelector = parseLabelSelector(query.get('labelSelector'));
   const fieldSelector = ObjectStore.fieldSelectorFor(def, query.get('fieldSelector') ?? '');
@@ -503,12 +524,31 @@ function serveWatch(
       : ctx.minRequestTimeoutSeconds * 1000 * (1 + Math.random());
 
   res.writeHead(200, {
-    'Content-Type': 'application/json',
+    'Content-Type': table ? tableContentType(table) : 'application/json',
     'Cache-Control': 'no-cache, private',
     'Transfer-Encoding': 'chunked',
   });
   res.flushHeaders();
   let ended = false;
+  let headersSent = false;
+  // kubectl get -w asks for Tables: each change goes out as a one-row Table, headers only on the first.
+  const render = (event: WatchEvent): WatchEvent | object => {
+    if (!table || event.type === 'BOOKMARK' || event.type === 'ERROR') return event;
+    const o = event.object as KubeObject;
+    const out = {
+      type: event.type,
+      object: toTable(
+        def.resource,
+        [o],
+        table,
+        { resourceVersion: o.metadata.resourceVersion },
+        ctx.clock.now(),
+        !headersSent,
+      ),
+    };
+    headersSent = true;
+    return out;
+  };
   const handle = ctx.store.hub.watch(
     {
       def,
@@ -523,7 +563,7 @@ function serveWatch(
     },
     {
       send: (event) => {
-        if (!ended) res.write(JSON.stringify(event) + '\n');
+        if (!ended) res.write(JSON.stringify(render(event)) + '\n');
       },
       end: () => {
         if (ended) return;

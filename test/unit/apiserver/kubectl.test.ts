@@ -52,11 +52,24 @@ describe('test API server: kubectl', () => {
     const kubeconfig = path.join(dir, 'admin.kubeconfig');
     await server.writeKubeconfig(kubeconfig, 'admin');
     const pods = await kubectl(kubeconfig, 'get', 'pods', '-A');
-    assert.match(pods, /^NAMESPACE\s+NAME/m);
-    assert.match(pods, /^default\s+web-1\s/m);
+    // The server prints the table, as a real one does: kubectl's own fallback has only NAME and AGE.
+    assert.match(pods, /^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/m);
+    assert.match(pods, /^default\s+web-1\s+0\/1\s+Pending\s+0\s/m);
     assert.match(pods, /^kube-system\s+dns-1\s/m);
     const nodes = await kubectl(kubeconfig, 'get', 'nodes');
-    assert.match(nodes, /^node-k\s/m);
+    assert.match(nodes, /^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/m);
+    assert.match(nodes, /^node-k\s+Unknown\s+<none>\s/m);
+  });
+
+  it('deletes with kubectl, which waits for the object to go', async () => {
+    const kubeconfig = path.join(dir, 'admin.kubeconfig');
+    server.store.create('pods', {
+      ...podManifest('short-lived'),
+      metadata: { name: 'short-lived', namespace: 'default' },
+    });
+    const out = await kubectl(kubeconfig, 'delete', 'pod', 'short-lived', '-n', 'default');
+    assert.equal(out.trim(), 'pod "short-lived" deleted');
+    assert.equal(server.store.tryGet('pods', 'short-lived', 'default'), undefined);
   });
 
   it('talks to it with the node’s client certificate kubeconfig', async () => {
