@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+bash scripts/runtime-stack.sh install
+bash scripts/runtime-stack.sh images
 npm run --silent build
 
 mapfile -t unit < <(find test/unit -name '*.test.ts' | sort)
@@ -17,8 +19,11 @@ fi
 
 if [ ${#integration[@]} -gt 0 ] && [ "${SKIP_INTEGRATION:-}" != 1 ]; then
   echo "== integration tests (${#integration[@]} files) against a private containerd"
+  # Leave the stack as we found it: a developer's running containerd stays up, CI's is stopped.
+  if ! bash scripts/runtime-stack.sh status >/dev/null 2>&1; then
+    trap 'bash scripts/runtime-stack.sh down' EXIT
+  fi
   bash scripts/runtime-stack.sh up
-  trap 'bash scripts/runtime-stack.sh down' EXIT
   eval "$(bash scripts/runtime-stack.sh env)"
   export CONTAINER_RUNTIME_ENDPOINT
   # One file at a time: they share one containerd, and each test cleans up the pods it started.
