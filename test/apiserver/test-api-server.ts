@@ -281,6 +281,9 @@ export async function startTestApiServer(opts: TestApiServerOptions = {}): Promi
     // Watches are long-lived; Node's default request timeouts would cut them.
     server.requestTimeout = 0;
     server.headersTimeout = 60_000;
+    // Node closes idle keep-alive connections after 5 s; a client reusing one just then sees a reset.
+    // Go's API server keeps them for 90 s.
+    server.keepAliveTimeout = 90_000;
     const port = await listen(server, 0);
     const impl = new TestApiServerImpl(
       server,

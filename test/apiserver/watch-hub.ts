@@ -137,7 +137,8 @@ export class WatchHub {
       }
       if (req.markInitialEventsEnd) sink.send(bookmark(req.def, current, true));
     }
-    if (from > 0) {
+    // The initial events already are the state as of now: replaying history too would repeat it.
+    if (!req.sendInitialEvents && from > 0) {
       for (const e of this.history) if (e.resourceVersion > from) this.deliver(w, e);
     }
 

@@ -131,6 +131,13 @@ describe('test API server: watch', () => {
     const end = await w.next();
     assert.equal(end.type, 'BOOKMARK');
     assert.deepEqual(end.object.metadata.annotations, { 'k8s.io/initial-events-end': 'true' });
+
+    // With a resourceVersion as well, the state is sent once, not replayed from that version too.
+    const fromOld = await watch(
+      '/api/v1/nodes?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&resourceVersion=1',
+    );
+    assert.deepEqual([(await fromOld.next()).type, (await fromOld.next()).type], ['ADDED', 'BOOKMARK']);
+    await assert.rejects(fromOld.next(200), /no watch event/);
   });
 
   it('answers a watch from a compacted resourceVersion with a 410 Expired ERROR event on a 200 stream', async () => {
