@@ -31,18 +31,24 @@ export interface PodActions {
   sandboxId: string;
   /** The attempt number for the new sandbox's metadata. */
   attempt: number;
-  /** Init containers run one at a time, in order. */
-  nextInitContainerToStart?: Container;
+  /**
+   * Indices into pod.spec.initContainers, in spec order: the next regular init container (they run
+   * one at a time) and any restartable ones (sidecars) to (re)start.
+   */
+  initContainersToStart: number[];
   /** Indices into pod.spec.containers. */
   containersToStart: number[];
   /** Keyed by runtime container ID. */
   containersToKill: Map<string, ContainerToKill>;
 }
 
-/** Probe verdicts the manager consults; a container with no verdict is kept. */
+/** The prober's verdicts (upstream proberesults.Result). */
+export type ProbeVerdict = 'Success' | 'Failure' | 'Unknown';
+
+/** What the prober last found for a runtime container ID; undefined while it has not probed it yet. */
 export interface ProbeResults {
-  livenessFailed(containerId: string): boolean;
-  startupFailed(containerId: string): boolean;
+  liveness(containerId: string): ProbeVerdict | undefined;
+  startup(containerId: string): ProbeVerdict | undefined;
 }
 
 /** The newest status of the named container (statuses are newest first; ties go to the first). */
@@ -161,6 +167,7 @@ export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: P
     createSandbox: sandbox.changed,
     sandboxId: sandbox.sandboxId,
     attempt: sandbox.attempt,
+    initContainersToStart: [],
     containersToStart: [],
     containersToKill: new Map(),
   };
@@ -181,38 +188,17 @@ export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: P
       changes.createSandbox = false;
       return changes;
     }
-    const firstInit = pod.spec.initContainers?.[0];
-    if (firstInit) {
-      changes.nextInitContainerToStart = firstInit;
+    if ((pod.spec.initContainers ?? []).length > 0) {
+      changes.initContainersToStart = [0];
       return changes;
     }
     changes.containersToStart = toStart;
     return changes;
   }
 
-  const init = findNextInitContainerToRun(pod, podStatus);
-  if (!init.done) {
-    if (init.next) {
-      const initFailed = init.status !== undefined && isInitContainerFailed(init.status);
-      if (initFailed && !shouldRestartOnFailure(pod)) {
-        changes.killPod = true;
-      } else {
-        // A container in unknown state may still be running: stop it before starting another.
-        if (init.status && init.status.state === 'unknown') {
-          changes.containersToKill.set(init.status.id, {
-            id: init.status.id,
-            name: init.next.name,
-            container: init.next,
-            message: `Init container is in "${init.status.state}" state, try killing it before restart`,
-            reason: 'Unknown',
-          });
-        }
-        changes.nextInitContainerToStart = init.next;
-      }
-    }
-    // Initialization failed or is under way: app containers wait.
-    return changes;
-  }
+  const hasInitialized = computeInitContainerActions(pod, podStatus, changes, probes);
+  // Initialization failed or is under way: app containers wait.
+  if (changes.killPod || !hasInitialized) return changes;
 
   let keepCount = 0;
   pod.spec.containers.forEach((container, idx) => {
@@ -239,10 +225,10 @@ export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: P
       message = `Container ${container.name} definition changed`;
       // A changed spec restarts whatever the restart policy says.
       restart = true;
-    } else if (probes?.livenessFailed(status.id)) {
+    } else if (probes?.liveness(status.id) === 'Failure') {
       message = `Container ${container.name} failed liveness probe`;
       reason = 'LivenessProbe';
-    } else if (probes?.startupFailed(status.id)) {
+    } else if (probes?.startup(status.id) === 'Failure') {
       message = `Container ${container.name} failed startup probe`;
       reason = 'StartupProbe';
     } else {
@@ -256,8 +242,153 @@ export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: P
     changes.containersToKill.set(status.id, { id: status.id, name: status.name, container, message, reason });
   });
 
-  if (keepCount === 0 && changes.containersToStart.length === 0) changes.killPod = true;
+  if (keepCount === 0 && changes.containersToStart.length === 0) {
+    changes.killPod = true;
+    // Sidecars must not keep a pod alive whose main containers are done.
+    changes.initContainersToStart = [];
+  }
   return changes;
+}
+
+/** An init container with restartPolicy Always: a sidecar that keeps running beside the app containers. */
+export function isRestartableInitContainer(container: Container): boolean {
+  return container.restartPolicy === 'Always';
+}
+
+/**
+ * The init containers' actions (upstream computeInitContainerActions, the SidecarContainers way):
+ * start the first regular init container not yet run, keep sidecars running (restarting them when
+ * they exit, fail their probes or change), and report whether initialization is complete.
+ */
+function computeInitContainerActions(
+  pod: Pod,
+  podStatus: KubePodStatus,
+  changes: PodActions,
+  probes: ProbeResults | undefined,
+): boolean {
+  const inits = pod.spec.initContainers ?? [];
+  if (inits.length === 0) return true;
+  // An app container created or running means the pod initialized once, whatever became of the
+  // init containers' records since. An exited one proves nothing: after a reboot all are exited.
+  let podHasInitialized = pod.spec.containers.some((c) => {
+    const state = findContainerStatusByName(podStatus, c.name)?.state;
+    return state === 'created' || state === 'running';
+  });
+  let isPreviouslyInitialized = podHasInitialized;
+  const restartOnFailure = shouldRestartOnFailure(pod);
+  const toStart: number[] = [];
+  const kill = (
+    status: KubeContainerStatus,
+    container: Container,
+    message: string,
+    reason: ContainerKillReason,
+  ): void => {
+    changes.containersToKill.set(status.id, {
+      id: status.id,
+      name: container.name,
+      container,
+      message,
+      reason,
+    });
+  };
+
+  // Backwards: finished init containers may have been removed, so the last one with a record tells
+  // how far initialization got.
+  for (let i = inits.length - 1; i >= 0; i--) {
+    const container = inits[i] as Container;
+    const restartable = isRestartableInitContainer(container);
+    const status = findContainerStatusByName(podStatus, container.name);
+    if (!status) {
+      // A sidecar whose record is gone, after initialization passed it: start it again.
+      if (isPreviouslyInitialized && restartable) toStart.push(i);
+      continue;
+    }
+    // After initialization only sidecars need looking after.
+    if (isPreviouslyInitialized && !restartable) continue;
+
+    switch (status.state) {
+      case 'created':
+        // Created and started are one step here; stuck in created means the start failed.
+        toStart.push(i);
+        break;
+      case 'running': {
+        if (!restartable) break; // A regular init container: wait for it to finish.
+        if (container.startupProbe) {
+          const startup = probes?.startup(status.id);
+          if (startup === undefined) break; // Not probed yet: wait.
+          if (startup !== 'Success') {
+            if (startup === 'Failure') {
+              kill(
+                status,
+                container,
+                `Init container ${container.name} failed startup probe`,
+                'StartupProbe',
+              );
+              toStart.push(i);
+            }
+            break;
+          }
+        }
+        if (i === inits.length - 1) podHasInitialized = true;
+        else if (!isPreviouslyInitialized) toStart.push(i + 1); // Started for the first time: on to the next.
+        if (status.hash !== hashContainer(container)) {
+          kill(status, container, `Init container ${container.name} definition changed`, '');
+          toStart.push(i);
+          break;
+        }
+        // Unlike an app container, a sidecar does not wait for liveness to let the next one start.
+        if (container.livenessProbe) {
+          const liveness = probes?.liveness(status.id);
+          if (liveness === undefined) break;
+          if (liveness === 'Failure') {
+            kill(
+              status,
+              container,
+              `Init container ${container.name} failed liveness probe`,
+              'LivenessProbe',
+            );
+            toStart.push(i);
+          }
+        }
+        break;
+      }
+      case 'exited':
+        if (restartable) {
+          toStart.push(i);
+        } else if (isInitContainerFailed(status)) {
+          if (!restartOnFailure) {
+            changes.killPod = true;
+            changes.initContainersToStart = [];
+            return false;
+          }
+          toStart.push(i);
+        } else if (i === inits.length - 1) {
+          podHasInitialized = true;
+        } else {
+          toStart.push(i + 1);
+        }
+        break;
+      default:
+        // Unknown: it may still run, so it is stopped before it starts again.
+        if (!restartable && !restartOnFailure) {
+          changes.killPod = true;
+          changes.initContainersToStart = [];
+          return false;
+        }
+        kill(
+          status,
+          container,
+          `Init container is in "${status.state}" state, try killing it before restart`,
+          'Unknown',
+        );
+        toStart.push(i);
+    }
+    isPreviouslyInitialized = true;
+  }
+  if (!isPreviouslyInitialized) toStart.push(0);
+  // Gathered backwards; started in spec order.
+  changes.initContainersToStart = toStart.reverse();
+  return podHasInitialized;
 }
 
 /** The crash-loop back-off key: a changed spec starts a fresh back-off (upstream GetStableKey). */

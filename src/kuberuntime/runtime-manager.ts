@@ -21,6 +21,7 @@ import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import {
   computePodActions,
+  isRestartableInitContainer,
   doBackOff,
   findContainerStatusByName,
   type ContainerKillReason,
@@ -221,7 +222,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       killPod: changes.killPod,
       createSandbox: changes.createSandbox,
       attempt: changes.attempt,
-      nextInit: changes.nextInitContainerToStart?.name,
+      initContainersToStart: changes.initContainersToStart,
       containersToStart: changes.containersToStart,
       containersToKill: [...changes.containersToKill.values()].map((k) => k.name),
     });
@@ -388,10 +389,15 @@ export class KubeGenericRuntimeManager implements Runtime {
       return true;
     };
 
-    const init = changes.nextInitContainerToStart;
-    if (init) {
-      if (!(await start(init))) return done();
-      log.v(4, 'Completed init container for pod', { containerName: init.name, pod: formatPod(pod) });
+    for (const idx of changes.initContainersToStart) {
+      const init = pod.spec.initContainers?.[idx];
+      if (!init) continue;
+      if (!(await start(init))) {
+        // A sidecar that failed to start does not hold up the others; a regular init container does.
+        if (isRestartableInitContainer(init)) continue;
+        return done();
+      }
+      log.v(4, 'Started init container for pod', { containerName: init.name, pod: formatPod(pod) });
     }
     for (const idx of changes.containersToStart) {
       const container = pod.spec.containers[idx];
@@ -669,11 +675,20 @@ export class KubeGenericRuntimeManager implements Runtime {
     runningPod: RunningPod,
     gracePeriodOverrideSeconds: number | undefined,
   ): Promise<SyncResult[]> {
+    const turns = terminationTurns(pod, runningPod.containers);
     const results = await Promise.all(
       runningPod.containers.map(async (c: RunningContainer): Promise<SyncResult> => {
         const r: SyncResult = { action: 'KillContainer', target: c.name };
         try {
-          await this.killContainer(pod, c.id, c.name, '', 'Unknown', gracePeriodOverrideSeconds);
+          await this.killContainer(
+            pod,
+            c.id,
+            c.name,
+            '',
+            'Unknown',
+            gracePeriodOverrideSeconds,
+            turns.waitFor(c.id),
+          );
         } catch (err) {
           r.reason = 'KillContainerError';
           r.message = errorMessage(err);
@@ -684,6 +699,8 @@ export class KubeGenericRuntimeManager implements Runtime {
             containerID: c.id,
             err: r.message,
           });
+        } finally {
+          turns.terminated(c.id);
         }
         return r;
       }),
@@ -715,6 +732,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     message: string,
     reason: ContainerKillReason,
     gracePeriodOverrideSeconds: number | undefined,
+    /** Resolves when it is this container's turn to stop (sidecars stop after the containers they serve). */
+    waitForTurn?: () => Promise<void>,
   ): Promise<void> {
     let spec: Container | undefined;
     let gracePeriod: number;
@@ -752,6 +771,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     const preStop = spec.lifecycle?.preStop;
     if (preStop && gracePeriod > 0)
       gracePeriod -= await this.executePreStopHook(targetPod, containerId, spec, gracePeriod);
+    if (waitForTurn && gracePeriod > 0) gracePeriod -= await this.waitAtMost(waitForTurn(), gracePeriod);
     gracePeriod = Math.max(gracePeriod, MINIMUM_GRACE_PERIOD_SECONDS);
 
     log.v(2, 'Killing container with a grace period', {
@@ -778,6 +798,18 @@ export class KubeGenericRuntimeManager implements Runtime {
       containerName,
       containerID: containerId,
     });
+  }
+
+  /** Waits for done, at most limitSeconds; returns the whole seconds waited. */
+  private async waitAtMost(done: Promise<void>, limitSeconds: number): Promise<number> {
+    const startMs = this.clock.now();
+    let timer: ReturnType<Clock['setTimeout']> | undefined;
+    const timeout = new Promise<void>((resolve) => {
+      timer = this.clock.setTimeout(resolve, limitSeconds * 1000);
+    });
+    await Promise.race([done, timeout]);
+    if (timer) this.clock.clearTimeout(timer);
+    return Math.floor((this.clock.now() - startMs) / 1000);
   }
 
   /** Runs the hook for at most gracePeriod seconds; returns the whole seconds it took. */
@@ -1026,6 +1058,39 @@ export class KubeGenericRuntimeManager implements Runtime {
   garbageCollect(isPodWanted: (uid: string) => boolean): Promise<void> {
     return this.gc.garbageCollect(isPodWanted);
   }
+}
+
+/**
+ * The order in which a pod's containers stop (upstream terminationOrdering): app containers at once;
+ * each sidecar once the app containers and the sidecars declared after it have stopped, so that the
+ * services a container relies on outlive it.
+ */
+function terminationTurns(
+  pod: Pod | undefined,
+  running: RunningContainer[],
+): { waitFor(id: string): (() => Promise<void>) | undefined; terminated(id: string): void } {
+  const sidecars = (pod?.spec.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name);
+  const stopped = new Map<string, { promise: Promise<void>; resolve: () => void }>();
+  for (const c of running) {
+    let resolve: () => void = () => undefined;
+    const promise = new Promise<void>((r) => {
+      resolve = r;
+    });
+    stopped.set(c.id, { promise, resolve });
+  }
+  return {
+    waitFor(id) {
+      const self = running.find((c) => c.id === id);
+      const idx = self ? sidecars.indexOf(self.name) : -1;
+      if (idx < 0) return undefined;
+      const after = new Set(sidecars.slice(idx + 1));
+      const deps = running.filter((c) => !sidecars.includes(c.name) || after.has(c.name));
+      return () => Promise.all(deps.map((c) => stopped.get(c.id)?.promise)).then(() => undefined);
+    },
+    terminated(id) {
+      stopped.get(id)?.resolve();
+    },
+  };
 }
 
 /** The grace period a container gets: the pod's deletion grace period, else its termination grace period. */

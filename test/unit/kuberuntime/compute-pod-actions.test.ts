@@ -8,6 +8,7 @@ import {
   getStableKey,
   podSandboxChanged,
   type PodActions,
+  type ProbeResults,
 } from '../../../src/kuberuntime/compute-pod-actions.js';
 import { hashContainer } from '../../../src/kuberuntime/container-hash.js';
 import type {
@@ -106,7 +107,7 @@ function summary(a: PodActions) {
     createSandbox: a.createSandbox,
     sandboxId: a.sandboxId,
     attempt: a.attempt,
-    nextInit: a.nextInitContainerToStart?.name,
+    initStart: a.initContainersToStart,
     start: a.containersToStart,
     kill: [...a.containersToKill.values()].map((k) => `${k.name}: ${k.message}`),
   };
@@ -119,7 +120,7 @@ describe('computePodActions', () => {
       createSandbox: true,
       sandboxId: '',
       attempt: 0,
-      nextInit: undefined,
+      initStart: [],
       start: [0, 1],
       kill: [],
     });
@@ -132,7 +133,7 @@ describe('computePodActions', () => {
       createSandbox: false,
       sandboxId: 's1',
       attempt: 0,
-      nextInit: undefined,
+      initStart: [],
       start: [],
       kill: [],
     });
@@ -211,7 +212,10 @@ describe('computePodActions', () => {
   test('liveness and startup probe failures kill, and restart unless the policy is Never', () => {
     const running = cs(app, 'running');
     const s = status([sandbox('s1')], [running, cs(side, 'running')]);
-    const probes = { livenessFailed: (id: string) => id === running.id, startupFailed: () => false };
+    const probes: ProbeResults = {
+      liveness: (id) => (id === running.id ? 'Failure' : 'Success'),
+      startup: () => undefined,
+    };
     const a = computePodActions(pod([app, side]), s, probes);
     assert.deepEqual(summary(a).kill, ['app: Container app failed liveness probe, will be restarted']);
     assert.equal(a.containersToKill.get(running.id)?.reason, 'LivenessProbe');
@@ -220,8 +224,8 @@ describe('computePodActions', () => {
     assert.deepEqual(summary(never).kill, ['app: Container app failed liveness probe']);
     assert.deepEqual(never.containersToStart, []);
     const startup = computePodActions(pod([app, side]), s, {
-      livenessFailed: () => false,
-      startupFailed: (id) => id === running.id,
+      liveness: () => 'Success',
+      startup: (id) => (id === running.id ? 'Failure' : undefined),
     });
     assert.equal(startup.containersToKill.get(running.id)?.reason, 'StartupProbe');
   });
@@ -248,7 +252,7 @@ describe('sandbox changes', () => {
       createSandbox: true,
       sandboxId: 's2',
       attempt: 2,
-      nextInit: undefined,
+      initStart: [],
       start: [0],
       kill: [],
     });
@@ -306,43 +310,108 @@ describe('init containers', () => {
   test('a new pod starts the first init container only', () => {
     const a = computePodActions(p(), status([], []));
     assert.equal(a.createSandbox, true);
-    assert.equal(a.nextInitContainerToStart?.name, 'init1');
+    assert.deepEqual(a.initContainersToStart, [0]);
     assert.deepEqual(a.containersToStart, []);
   });
 
   test('one at a time, in order; app containers after the last one succeeded', () => {
     const running = status([sandbox('s1')], [cs(init1, 'running')]);
-    assert.deepEqual(summary(computePodActions(p(), running)).nextInit, undefined);
+    assert.deepEqual(computePodActions(p(), running).initContainersToStart, []);
     assert.deepEqual(computePodActions(p(), running).containersToStart, []);
     const firstDone = status([sandbox('s1')], [cs(init1, 'exited')]);
-    assert.equal(computePodActions(p(), firstDone).nextInitContainerToStart?.name, 'init2');
+    assert.deepEqual(computePodActions(p(), firstDone).initContainersToStart, [1]);
     const allDone = status([sandbox('s1')], [cs(init1, 'exited'), cs(init2, 'exited')]);
     const a = computePodActions(p(), allDone);
-    assert.equal(a.nextInitContainerToStart, undefined);
+    assert.deepEqual(a.initContainersToStart, []);
     assert.deepEqual(a.containersToStart, [0]);
+    // The first one's record may be gone: the last one with a record counts.
+    assert.deepEqual(
+      computePodActions(p(), status([sandbox('s1')], [cs(init2, 'exited')])).containersToStart,
+      [0],
+    );
   });
 
   test('a failed init container runs again, or kills the pod under Never', () => {
     const failed = status([sandbox('s1')], [cs(init1, 'exited', { exitCode: 1 })]);
-    assert.equal(computePodActions(p(), failed).nextInitContainerToStart?.name, 'init1');
+    assert.deepEqual(computePodActions(p(), failed).initContainersToStart, [0]);
     const never = computePodActions(p('Never'), failed);
     assert.equal(never.killPod, true);
-    assert.equal(never.nextInitContainerToStart, undefined);
+    assert.deepEqual(never.initContainersToStart, []);
     const oom = status([sandbox('s1')], [cs(init1, 'exited', { exitCode: 0, reason: 'OOMKilled' })]);
-    assert.equal(computePodActions(p(), oom).nextInitContainerToStart?.name, 'init1');
+    assert.deepEqual(computePodActions(p(), oom).initContainersToStart, [0]);
     const unknown = cs(init1, 'unknown');
     const u = computePodActions(p(), status([sandbox('s1')], [unknown]));
-    assert.equal(u.nextInitContainerToStart?.name, 'init1');
+    assert.deepEqual(u.initContainersToStart, [0]);
     assert.equal(
       u.containersToKill.get(unknown.id)?.message,
       'Init container is in "unknown" state, try killing it before restart',
     );
+    const created = computePodActions(
+      p(),
+      status([sandbox('s1')], [cs(init1, 'exited'), cs(init2, 'created')]),
+    );
+    assert.deepEqual(created.initContainersToStart, [1], 'a container stuck in created is started again');
   });
 
   test('a running app container means initialization is done, even with the init records gone', () => {
     const a = computePodActions(p(), status([sandbox('s1')], [cs(app, 'running')]));
-    assert.equal(a.nextInitContainerToStart, undefined);
+    assert.deepEqual(a.initContainersToStart, []);
     assert.equal(a.killPod, false);
+  });
+});
+
+describe('sidecars (restartable init containers)', () => {
+  const sidecar: Container = { name: 'proxy', image: 'busybox:1', restartPolicy: 'Always' };
+  const p = (restartPolicy?: RestartPolicy, probe = false) =>
+    pod([app], {
+      init: [probe ? { ...sidecar, startupProbe: { exec: { command: ['true'] } } } : sidecar, init1],
+      restartPolicy,
+    });
+
+  test('a running sidecar lets the next init container start, and the app after it', () => {
+    const s1 = status([sandbox('s1')], [cs(sidecar, 'running')]);
+    assert.deepEqual(computePodActions(p(), s1).initContainersToStart, [1]);
+    const s2 = status([sandbox('s1')], [cs(sidecar, 'running'), cs(init1, 'exited')]);
+    const a = computePodActions(p(), s2);
+    assert.deepEqual(a.initContainersToStart, []);
+    assert.deepEqual(a.containersToStart, [0]);
+  });
+
+  test('with a startup probe, the next one waits for its success; a failure restarts the sidecar', () => {
+    const running = cs(sidecar, 'running', {
+      hash: hashContainer({ ...sidecar, startupProbe: { exec: { command: ['true'] } } }),
+    });
+    const s = status([sandbox('s1')], [running]);
+    assert.deepEqual(computePodActions(p('Always', true), s).initContainersToStart, []);
+    const ok: ProbeResults = { liveness: () => undefined, startup: () => 'Success' };
+    assert.deepEqual(computePodActions(p('Always', true), s, ok).initContainersToStart, [1]);
+    const bad: ProbeResults = { liveness: () => undefined, startup: () => 'Failure' };
+    const a = computePodActions(p('Always', true), s, bad);
+    assert.deepEqual(a.initContainersToStart, [0]);
+    assert.equal(a.containersToKill.get(running.id)?.reason, 'StartupProbe');
+  });
+
+  test('an exited sidecar is restarted after initialization, beside the running app; even under Never', () => {
+    const s = status(
+      [sandbox('s1')],
+      [cs(sidecar, 'exited', { exitCode: 1 }), cs(init1, 'exited'), cs(app, 'running')],
+    );
+    for (const policy of ['Always', 'Never'] as const) {
+      const a = computePodActions(p(policy), s);
+      assert.deepEqual(a.initContainersToStart, [0], policy);
+      assert.equal(a.killPod, false);
+      assert.deepEqual(a.containersToStart, []);
+    }
+  });
+
+  test('a sidecar does not keep a pod alive whose app containers are done', () => {
+    const s = status(
+      [sandbox('s1')],
+      [cs(sidecar, 'exited', { exitCode: 1 }), cs(init1, 'exited'), cs(app, 'exited', { exitCode: 0 })],
+    );
+    const a = computePodActions(p('OnFailure'), s);
+    assert.equal(a.killPod, true);
+    assert.deepEqual(a.initContainersToStart, []);
   });
 });
 

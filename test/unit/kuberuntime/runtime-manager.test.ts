@@ -408,6 +408,30 @@ describe('killPod', () => {
     assert.equal(fake.callsOf('stopContainer').at(-1)![1], 45);
   });
 
+  test('sidecars stop after the app containers, the later-declared sidecar first', async () => {
+    const m = manager();
+    const p = pod([app], {
+      initContainers: [
+        { name: 'logger', image: 'busybox:1.36', restartPolicy: 'Always' },
+        { name: 'proxy', image: 'busybox:1.36', restartPolicy: 'Always' },
+      ],
+    });
+    await sync(m, p);
+    await sync(m, p);
+    await sync(m, p);
+    assert.deepEqual(
+      [...fake.containers.values()].map((c) => `${c.config.metadata.name}:${c.state}`),
+      ['logger:CONTAINER_RUNNING', 'proxy:CONTAINER_RUNNING', 'app:CONTAINER_RUNNING'],
+    );
+    const [running] = await m.getPods(false);
+    fake.resetCalls();
+    await m.killPod(p, running!);
+    const stopped = fake
+      .callsOf('stopContainer')
+      .map((c) => fake.containers.get(c[0] as string)!.config.metadata.name);
+    assert.deepEqual(stopped, ['app', 'proxy', 'logger']);
+  });
+
   test('a preStop exec hook runs before the stop; gone containers and sandboxes are not errors', async () => {
     const m = manager();
     const hooked: Container = {
