@@ -11,7 +11,15 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Pod } from '../../src/api/core-v1.js';
 import { connectRuntime, type RuntimeConnection } from '../../src/cri/connect-runtime.js';
-import type { CallOptions, ContainerFilter, PodSandboxFilter, RuntimeService } from '../../src/cri/types.js';
+import { isNotFound } from '../../src/cri/errors.js';
+import { FakeRuntime } from '../../src/cri/testing/fake-runtime.js';
+import type {
+  CallOptions,
+  ContainerFilter,
+  ImageService,
+  PodSandboxFilter,
+  RuntimeService,
+} from '../../src/cri/types.js';
 import { KubeGenericRuntimeManager } from '../../src/kuberuntime/runtime-manager.js';
 import type { KubePodStatus, PodSyncResult } from '../../src/kuberuntime/types.js';
 import { Backoff } from '../../src/lib/backoff.js';
@@ -264,5 +272,169 @@ describe(`kuberuntime against containerd at ${endpoint}`, () => {
     assert.deepEqual(await connection.runtime.listContainers(selector), []);
     assert.deepEqual(await connection.runtime.listPodSandbox(selector), []);
     assert.equal((await readdir(path.join(dir, 'pods'))).includes(`${namespace}_${name}_${uid}`), false);
+  });
+});
+
+/**
+ * The in-memory FakeRuntime (src/cri/testing/fake-runtime.ts) that the unit tests trust, held to
+ * what containerd does: one scenario run against both, its observations compared.
+ */
+describe(`FakeRuntime behaves like containerd at ${endpoint}`, () => {
+  let connection: RuntimeConnection;
+  let dir: string;
+  const uids: string[] = [];
+
+  before(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), 'kuberuntime-parity-'));
+    connection = await connectRuntime(endpoint, { signal: AbortSignal.timeout(30_000) });
+  });
+
+  after(async () => {
+    const runtime = connection?.runtime;
+    for (const uid of uids) {
+      const selector = { labelSelector: { 'io.kubernetes.pod.uid': uid } };
+      for (const c of await runtime.listContainers(selector).catch(() => [])) {
+        await runtime.removeContainer(c.id).catch(() => undefined);
+      }
+      for (const s of await runtime.listPodSandbox(selector).catch(() => [])) {
+        await runtime.stopPodSandbox(s.id).catch(() => undefined);
+        await runtime.removePodSandbox(s.id).catch(() => undefined);
+      }
+    }
+    connection?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Everything here must read the same from the fake and from containerd. */
+  async function scenario(runtime: RuntimeService, images: ImageService, label: string): Promise<string[]> {
+    const seen: string[] = [];
+    const uid = randomUUID();
+    uids.push(uid);
+    const podName = `parity-${label}`;
+    const labels = {
+      'io.kubernetes.pod.uid': uid,
+      'io.kubernetes.pod.name': podName,
+      'io.kubernetes.pod.namespace': 'tskubelet-test',
+    };
+    const sandboxConfig = {
+      metadata: { name: podName, uid, namespace: 'tskubelet-test', attempt: 0 },
+      hostname: podName,
+      logDirectory: path.join(dir, label),
+      portMappings: [],
+      labels,
+      annotations: {},
+      linux: {
+        cgroupParent: '',
+        sysctls: {},
+        securityContext: {
+          namespaceOptions: { network: 'POD' as const, pid: 'CONTAINER' as const, ipc: 'POD' as const },
+        },
+      },
+    };
+    const image = (await images.imageStatus({ image: 'busybox:latest' }))?.id ?? '';
+    seen.push(`busybox present: ${image !== ''}`);
+    const sandboxId = await runtime.runPodSandbox(sandboxConfig, '');
+    const selector = { labelSelector: { 'io.kubernetes.pod.uid': uid } };
+    seen.push(
+      `sandboxes by label: ${(await runtime.listPodSandbox(selector)).map((s) => s.state).join(',')}`,
+    );
+    const sandboxStatus = (await runtime.podSandboxStatus(sandboxId)).status;
+    seen.push(
+      `sandbox: ${sandboxStatus.state} attempt=${sandboxStatus.metadata.attempt} ip=${sandboxStatus.network?.ip ? 'yes' : 'no'}`,
+    );
+
+    const container = (name: string, command: string[]) => ({
+      metadata: { name, attempt: 0 },
+      image: { image },
+      command,
+      args: [],
+      workingDir: '',
+      envs: [],
+      mounts: [],
+      labels: { ...labels, 'io.kubernetes.container.name': name },
+      annotations: { 'io.kubernetes.container.restartCount': '0' },
+      logPath: `${name}/0.log`,
+      stdin: false,
+      stdinOnce: false,
+      tty: false,
+    });
+    const sleeper = await runtime.createContainer(
+      sandboxId,
+      container('sleeper', ['sleep', '3600']),
+      sandboxConfig,
+    );
+    seen.push(`created: ${(await runtime.containerStatus(sleeper)).status.state}`);
+    await runtime.startContainer(sleeper);
+    seen.push(`started: ${(await runtime.containerStatus(sleeper)).status.state}`);
+    const quitter = await runtime.createContainer(
+      sandboxId,
+      container('quitter', ['sh', '-c', 'exit 7']),
+      sandboxConfig,
+    );
+    await runtime.startContainer(quitter);
+    // The fake's containers only exit when told to: that is the test's part of the bargain.
+    if (runtime instanceof FakeRuntime) runtime.exitContainer(quitter, 7);
+    const q = await waitFor(
+      'quitter to exit',
+      async () => {
+        const st = (await runtime.containerStatus(quitter)).status;
+        return st.state === 'CONTAINER_EXITED' ? st : undefined;
+      },
+      20_000,
+    );
+    seen.push(
+      `quitter: ${q.state} exit=${q.exitCode} reason=${q.reason} finished>=started: ${q.finishedAt >= q.startedAt}`,
+    );
+    seen.push(`log path: ${q.logPath === path.join(dir, label, 'quitter/0.log')}`);
+    const running = await runtime.listContainers({ ...selector, state: 'CONTAINER_RUNNING' });
+    seen.push(`running by label: ${running.map((c) => c.metadata.name).join(',')}`);
+    const inSandbox = await runtime.listContainers({ podSandboxId: sandboxId });
+    seen.push(
+      `in sandbox: ${inSandbox
+        .map((c) => c.metadata.name)
+        .sort()
+        .join(',')}`,
+    );
+    seen.push(`labels kept: ${inSandbox.every((c) => c.labels['io.kubernetes.pod.uid'] === uid)}`);
+
+    await runtime.stopPodSandbox(sandboxId);
+    seen.push(
+      `after sandbox stop: ${(await runtime.podSandboxStatus(sandboxId)).status.state} sleeper=${(await runtime.containerStatus(sleeper)).status.state}`,
+    );
+    await runtime.removeContainer(quitter);
+    await runtime.removeContainer(quitter);
+    seen.push('remove twice: ok');
+    seen.push(
+      `status of removed: ${await runtime.containerStatus(quitter).then(
+        () => 'found',
+        (e: unknown) => (isNotFound(e) ? 'NotFound' : String(e)),
+      )}`,
+    );
+    seen.push(
+      `stop of removed: ${await runtime.stopContainer(quitter, 0).then(
+        () => 'ok',
+        (e: unknown) => (isNotFound(e) ? 'NotFound' : String(e)),
+      )}`,
+    );
+    await runtime.removePodSandbox(sandboxId);
+    await runtime.removePodSandbox(sandboxId);
+    seen.push('remove sandbox twice: ok');
+    seen.push(
+      `sandbox status of removed: ${await runtime.podSandboxStatus(sandboxId).then(
+        () => 'found',
+        (e: unknown) => (isNotFound(e) ? 'NotFound' : String(e)),
+      )}`,
+    );
+    seen.push(`containers left: ${(await runtime.listContainers(selector)).length}`);
+    return seen;
+  }
+
+  test('the same scenario reads the same', async () => {
+    const real = await scenario(connection.runtime, connection.images, 'real');
+    const fake = new FakeRuntime();
+    fake.addImage('busybox:latest');
+    const faked = await scenario(fake, fake, 'fake');
+    assert.deepEqual(faked, real);
+    assert.ok(real.includes('busybox present: true'), real.join('\n'));
   });
 });
