@@ -1,0 +1,197 @@
+/**
+ * The kubelet's sync loop wired to its real managers over the in-memory fake CRI runtime:
+ * pods from a source start, removed pods stop, and runtime pods nobody wants are stopped
+ * while the ones a source still wants are adopted.
+ */
+import { afterEach, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Pod } from '../../../src/api/core-v1.js';
+import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js';
+import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
+import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
+import { realClock } from '../../../src/lib/clock.js';
+import { setLogSink } from '../../../src/lib/log.js';
+import { GenericPLEG } from '../../../src/pleg/generic-pleg.js';
+import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
+import { PodWorkersImpl } from '../../../src/podworkers/pod-workers.js';
+import { BasicWorkQueue } from '../../../src/podworkers/work-queue.js';
+import { LocalStatusManager } from '../../../src/status/status-manager.js';
+import { waitFor } from '../../helpers/wait.js';
+
+setLogSink(() => undefined);
+
+interface Node {
+  kubelet: Kubelet;
+  send: SourceChannel;
+  stop(): Promise<void>;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  while (cleanups.length) await cleanups.pop()!();
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'kubelet-unit-'));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  await writeFile(path.join(dir, 'resolv.conf'), 'nameserver 10.0.0.2\n');
+  return dir;
+}
+
+function runtimeManager(fake: FakeRuntime, dir: string): KubeGenericRuntimeManager {
+  return new KubeGenericRuntimeManager({
+    runtimeService: fake,
+    imageService: fake,
+    clock: realClock,
+    podLogsDir: path.join(dir, 'logs'),
+    rootDir: path.join(dir, 'root'),
+    resolvConf: path.join(dir, 'resolv.conf'),
+    nodeName: 'node-a',
+    legacyContainerLogsDir: path.join(dir, 'containers'),
+  });
+}
+
+/** A kubelet as main.ts wires it, with a fast PLEG so the test needs no long waits. */
+function startNode(fake: FakeRuntime, dir: string): Node {
+  const clock = realClock;
+  const runtime = runtimeManager(fake, dir);
+  const podCache = new InMemoryPodCache();
+  const pleg = new GenericPLEG({ runtime, cache: podCache, clock, relistPeriodMs: 50 });
+  const workQueue = new BasicWorkQueue(clock);
+  const podConfig = new PodConfig({ clock });
+  const send = podConfig.channel('file');
+  const kubelet: Kubelet = new Kubelet({
+    nodeName: 'node-a',
+    rootDir: path.join(dir, 'root'),
+    maxPods: 2,
+    clock,
+    runtime,
+    podConfig,
+    podCache,
+    pleg,
+    workQueue,
+    statusManager: new LocalStatusManager({ clock }),
+    podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
+  });
+  kubelet.start();
+  const stop = async () => {
+    podConfig.stop();
+    await kubelet.stop();
+  };
+  cleanups.push(stop);
+  return { kubelet, send, stop };
+}
+
+function pod(name: string, uid: string, script = 'sleep 3600'): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name,
+      namespace: 'default',
+      uid,
+      annotations: { 'kubernetes.io/config.source': 'file' },
+    },
+    spec: {
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 5,
+      containers: [
+        {
+          name: 'main',
+          image: 'busybox:1.36',
+          imagePullPolicy: 'IfNotPresent',
+          command: ['sh', '-c', script],
+        },
+      ],
+    },
+  };
+}
+
+function runningContainers(fake: FakeRuntime, podUid: string): string[] {
+  return [...fake.containers.values()]
+    .filter((c) => c.config.labels['io.kubernetes.pod.uid'] === podUid && c.state === 'CONTAINER_RUNNING')
+    .map((c) => c.id);
+}
+
+function newFake(): FakeRuntime {
+  const fake = new FakeRuntime(realClock);
+  fake.addImage('busybox:1.36');
+  return fake;
+}
+
+test('a pod from a source runs, shows Running in getPods, and stops when the source drops it', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const node = startNode(fake, dir);
+
+  node.send({ op: 'SET', pods: [pod('web', 'uid-web')] });
+  await waitFor('the container to run', () => runningContainers(fake, 'uid-web').length === 1, 5000, 20);
+  const shown = await waitFor(
+    'Running in getPods',
+    () => node.kubelet.getPods().find((p) => p.status?.phase === 'Running'),
+    5000,
+    20,
+  );
+  assert.equal(shown.status?.containerStatuses?.[0]?.restartCount, 0);
+
+  node.send({ op: 'SET', pods: [] });
+  await waitFor('the container to stop', () => runningContainers(fake, 'uid-web').length === 0, 5000, 20);
+  const stops = fake.callsOf('stopContainer');
+  assert.equal(stops.length >= 1, true);
+  assert.equal(stops[0]![1], 5, 'stopped with the pod terminationGracePeriodSeconds');
+  await waitFor('the pod to leave getPods', () => node.kubelet.getPods().length === 0, 5000, 20);
+});
+
+test('a pod beyond maxPods is rejected as OutOfpods and never started', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const node = startNode(fake, dir);
+  node.send({ op: 'SET', pods: [pod('a', 'uid-a'), pod('b', 'uid-b'), pod('c', 'uid-c')] });
+  await waitFor(
+    'two pods to run',
+    () => runningContainers(fake, 'uid-a').length + runningContainers(fake, 'uid-b').length === 2,
+    5000,
+    20,
+  );
+  const rejected = await waitFor(
+    'the third pod to be Failed',
+    () => node.kubelet.getPods().find((p) => p.metadata.uid === 'uid-c' && p.status?.phase === 'Failed'),
+    5000,
+    20,
+  );
+  assert.equal(rejected.status?.reason, 'OutOfpods');
+  assert.equal(runningContainers(fake, 'uid-c').length, 0);
+});
+
+test('after a restart, wanted runtime pods are adopted and unwanted ones are stopped', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const first = startNode(fake, dir);
+  first.send({ op: 'SET', pods: [pod('keep', 'uid-keep'), pod('drop', 'uid-drop')] });
+  await waitFor(
+    'both to run',
+    () => runningContainers(fake, 'uid-keep').length + runningContainers(fake, 'uid-drop').length === 2,
+    5000,
+    20,
+  );
+  const keptId = runningContainers(fake, 'uid-keep')[0];
+  await first.stop();
+  const created = fake.callsOf('createContainer').length;
+
+  // A new kubelet over the same runtime, whose source no longer has "drop".
+  const second = startNode(fake, dir);
+  second.send({ op: 'SET', pods: [pod('keep', 'uid-keep')] });
+  await waitFor('the unwanted pod to stop', () => runningContainers(fake, 'uid-drop').length === 0, 8000, 50);
+  await waitFor(
+    'keep to show Running',
+    () => second.kubelet.getPods().find((p) => p.status?.phase === 'Running'),
+    5000,
+    20,
+  );
+  assert.deepEqual(runningContainers(fake, 'uid-keep'), [keptId], 'the same container, adopted');
+  assert.equal(fake.callsOf('createContainer').length, created, 'no container was created again');
+});
