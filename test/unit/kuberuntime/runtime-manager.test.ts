@@ -331,6 +331,19 @@ describe('syncPod', () => {
     assert.equal(fake.containersNamed('app')[0]?.state, 'CONTAINER_RUNNING');
   });
 
+  test('a failed postStart hook kills the container: PostStartHookError', async () => {
+    const m = manager();
+    fake.execSync = async () => ({ stdout: Buffer.alloc(0), stderr: Buffer.from('nope'), exitCode: 1 });
+    const p = pod([{ ...app, lifecycle: { postStart: { exec: { command: ['false'] } } } }]);
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), [
+      'StartContainer app: PostStartHookError: Exec lifecycle hook ([false]) for Container "app" in Pod "web_prod(uid-1)" failed - error: command \'false\' exited with 1: nope, message: "nope"',
+    ]);
+    assert.equal(fake.containersNamed('app')[0]!.state, 'CONTAINER_EXITED');
+    assert.ok(events.includes('spec.containers{app} Warning FailedPostStartHook: PostStartHook failed'));
+    assert.ok(events.includes('spec.containers{app} Normal Killing: FailedPostStartHook'));
+  });
+
   test('the termination message file is read back into the status message', async () => {
     const m = manager();
     await sync(m, pod([app]));
