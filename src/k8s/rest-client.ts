@@ -1,0 +1,569 @@
+/**
+ * A thin Kubernetes API client on node:https (upstream: client-go's rest.RESTClient): JSON only,
+ * one keep-alive agent carrying the kubeconfig's TLS identity, a shared token-bucket rate limit
+ * (kubeAPIQPS/kubeAPIBurst), a deadline on every call, and Status replies turned into results.
+ *
+ * Why not fetch: Node's global fetch cannot present a client certificate or trust a private CA
+ * without undici's own Agent, which is not a dependency here; node:https does both.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { readFile } from 'node:fs/promises';
+import type { ObjectMeta } from '../api/core-v1.js';
+import { realClock, type Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger, type Logger } from '../lib/log.js';
+import { KubeApiError, expectedFailure, statusFrom, type ApiResult, type Status } from './api-status.js';
+import { DeadlineExceededError, withDeadline, type Deadline } from './deadline.js';
+import { loadKubeconfig, type RestConfig } from './kubeconfig.js';
+import { rateLimiterFor, type RateLimiter } from './token-bucket.js';
+
+/** Any API object: what the client needs of it is its metadata. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: ObjectMeta;
+}
+
+export interface ObjectList<T> {
+  apiVersion?: string;
+  kind?: string;
+  metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
+  items: T[];
+}
+
+/** Where an object or a collection lives: /api/v1/namespaces/{namespace}/{resource}/{name}/{subresource}. */
+export interface ResourceRef {
+  /** `v1` for the core group (the default), else `group/version`, e.g. `coordination.k8s.io/v1`. */
+  apiVersion?: string;
+  /** The plural: pods, nodes, events, leases. */
+  resource: string;
+  namespace?: string;
+  name?: string;
+  subresource?: string;
+}
+
+export interface CallOptions {
+  /** Cancels the call (the kubelet stopping). */
+  signal?: AbortSignal;
+  /** This call's deadline; the client's requestTimeoutMs (30 s) when absent. */
+  timeoutMs?: number;
+}
+
+export interface ListOptions extends CallOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  resourceVersion?: string;
+  resourceVersionMatch?: 'NotOlderThan' | 'Exact';
+  limit?: number;
+  continue?: string;
+}
+
+export interface WatchOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  resourceVersion?: string;
+  allowWatchBookmarks?: boolean;
+  /** Asked of the server, which ends the watch after it; the client's own deadline is a little longer. */
+  timeoutSeconds: number;
+  signal?: AbortSignal;
+}
+
+/** The three PATCH bodies: RFC 7386 JSON merge, Kubernetes strategic merge, RFC 6902 JSON patch. */
+export type PatchType = 'merge' | 'strategic' | 'json';
+
+export const PATCH_CONTENT_TYPES: Readonly<Record<PatchType, string>> = {
+  merge: 'application/merge-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+  json: 'application/json-patch+json',
+};
+
+export interface DeleteOptions extends CallOptions {
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: 'Orphan' | 'Background' | 'Foreground';
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export type WatchEvent<T> =
+  { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T } | { type: 'ERROR'; object: Status };
+
+/** An open watch: its events in order; iteration ends when the server ends the watch. */
+export interface WatchStream<T> extends AsyncIterable<WatchEvent<T>> {
+  /** Ends the watch from this side. */
+  close(): void;
+}
+
+export interface RestClientOptions {
+  config: RestConfig;
+  clock?: Clock;
+  /** kubeAPIQPS: 0 means client-go's default (5), below 0 no limit. Ignored when rateLimiter is given. */
+  qps?: number;
+  /** kubeAPIBurst: 0 means client-go's default (10). */
+  burst?: number;
+  /** Shared with other clients, or a custom one; built from qps and burst when absent. */
+  rateLimiter?: RateLimiter;
+  userAgent?: string;
+  /** The deadline of each call that names none (default 30 s). */
+  requestTimeoutMs?: number;
+  log?: Logger;
+}
+
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** How much longer than its timeoutSeconds the client waits for a watch before cutting it itself. */
+export const WATCH_DEADLINE_GRACE_MS = 15_000;
+/** client-go re-reads a token file at most this often, so a rotated token is picked up. */
+const TOKEN_FILE_REFRESH_MS = 60_000;
+/** Idle keep-alive connections are closed after this, before a server would (Go's is 90 s). */
+const IDLE_SOCKET_TIMEOUT_MS = 60_000;
+
+/** The User-Agent the kubelet sends: `kubelet/v1.30.0 (linux/amd64) tskubelet`. */
+export function defaultUserAgent(kubernetesVersion = 'v1.30.0'): string {
+  const arch = process.arch === 'x64' ? 'amd64' : process.arch;
+  return `kubelet/${kubernetesVersion} (${process.platform}/${arch}) tskubelet`;
+}
+
+/** The URL path of ref (no query). */
+export function resourcePath(ref: ResourceRef): string {
+  const version = ref.apiVersion ?? 'v1';
+  const parts = [version.includes('/') ? `/apis/${version}` : `/api/${version}`];
+  if (ref.namespace) parts.push('namespaces', encodeURIComponent(ref.namespace));
+  parts.push(ref.resource);
+  if (ref.name !== undefined) parts.push(encodeURIComponent(ref.name));
+  if (ref.subresource) parts.push(ref.subresource);
+  return parts.join('/');
+}
+
+interface RawResponse {
+  status: number;
+  body: unknown;
+  text: string;
+}
+
+export interface RequestSpec {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** The path with its query, e.g. from resourcePath(). */
+  path: string;
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  contentType?: string;
+}
+
+export class RestClient {
+  readonly config: RestConfig;
+  readonly userAgent: string;
+  readonly requestTimeoutMs: number;
+  private readonly clock: Clock;
+  private readonly limiter: RateLimiter;
+  private readonly agent: http.Agent;
+  private readonly transport: typeof http | typeof https;
+  private readonly base: URL;
+  private readonly log: Logger;
+  private tokenCache: { token: string; readAtMs: number } | undefined;
+
+  constructor(options: RestClientOptions) {
+    this.config = options.config;
+    this.clock = options.clock ?? realClock;
+    this.log = options.log ?? logger('k8s');
+    this.userAgent = options.userAgent ?? defaultUserAgent();
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    this.limiter = options.rateLimiter ?? rateLimiterFor(options.qps ?? 0, options.burst ?? 0, this.clock);
+    this.base = new URL(this.config.server);
+    const secure = this.base.protocol === 'https:';
+    this.transport = secure ? https : http;
+    const common = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
+    this.agent = secure
+      ? new https.Agent({
+          ...common,
+          ...(this.config.caPem ? { ca: this.config.caPem } : {}),
+          ...(this.config.clientCertPem
+            ? { cert: this.config.clientCertPem, key: this.config.clientKeyPem }
+            : {}),
+          ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
+          rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
+        })
+      : new http.Agent(common);
+  }
+
+  /** A client for the kubeconfig at path (--kubeconfig). */
+  static async fromKubeconfig(
+    path: string,
+    options: Omit<RestClientOptions, 'config'> & { signal?: AbortSignal } = {},
+  ): Promise<RestClient> {
+    const { signal, ...rest } = options;
+    const config = await loadKubeconfig(path, signal ? { signal } : {});
+    return new RestClient({ ...rest, config });
+  }
+
+  /** Closes idle connections; open watches end. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  // ---- verbs ----------------------------------------------------------------------------------------
+
+  get<T extends KubeObject>(ref: ResourceRef, options: CallOptions = {}): Promise<ApiResult<T>> {
+    return this.call<T>({ method: 'GET', path: resourcePath(ref) }, options);
+  }
+
+  list<T extends KubeObject>(ref: ResourceRef, options: ListOptions = {}): Promise<ApiResult<ObjectList<T>>> {
+    return this.call<ObjectList<T>>(
+      {
+        method: 'GET',
+        path: resourcePath(ref),
+        query: {
+          labelSelector: options.labelSelector,
+          fieldSelector: options.fieldSelector,
+          resourceVersion: options.resourceVersion,
+          resourceVersionMatch: options.resourceVersionMatch,
+          limit: options.limit,
+          continue: options.continue,
+        },
+      },
+      options,
+    );
+  }
+
+  create<T extends KubeObject>(
+    ref: ResourceRef,
+    object: T,
+    options: CallOptions = {},
+  ): Promise<ApiResult<T>> {
+    return this.call<T>(
+      { method: 'POST', path: resourcePath({ ...ref, name: undefined }), body: object },
+      options,
+    );
+  }
+
+  /** PUT: ref names the object (and subresource 'status' to replace only its status). */
+  update<T extends KubeObject>(
+    ref: ResourceRef,
+    object: T,
+    options: CallOptions = {},
+  ): Promise<ApiResult<T>> {
+    return this.call<T>({ method: 'PUT', path: resourcePath(ref), body: object }, options);
+  }
+
+  patch<T extends KubeObject>(
+    ref: ResourceRef,
+    type: PatchType,
+    patch: unknown,
+    options: CallOptions = {},
+  ): Promise<ApiResult<T>> {
+    return this.call<T>(
+      { method: 'PATCH', path: resourcePath(ref), body: patch, contentType: PATCH_CONTENT_TYPES[type] },
+      options,
+    );
+  }
+
+  /**
+   * DELETE with metav1.DeleteOptions in the body. The result holds what the server returns: the
+   * object (pods: still there while it terminates) or a Success Status.
+   */
+  delete<T extends KubeObject = KubeObject>(
+    ref: ResourceRef,
+    options: DeleteOptions = {},
+  ): Promise<ApiResult<T | Status>> {
+    const body: Record<string, unknown> = { kind: 'DeleteOptions', apiVersion: 'v1' };
+    if (options.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = options.gracePeriodSeconds;
+    if (options.preconditions) body.preconditions = options.preconditions;
+    if (options.propagationPolicy) body.propagationPolicy = options.propagationPolicy;
+    return this.call<T | Status>({ method: 'DELETE', path: resourcePath(ref), body }, options);
+  }
+
+  /**
+   * Opens a watch. A 410 (the resourceVersion is too old) comes back as { ok: false, reason: 'Gone' };
+   * so does one in the stream, as an ERROR event whose Status has code 410.
+   */
+  async watch<T extends KubeObject>(
+    ref: ResourceRef,
+    options: WatchOptions,
+  ): Promise<ApiResult<WatchStream<T>>> {
+    const query = {
+      watch: 'true',
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+      resourceVersion: options.resourceVersion,
+      allowWatchBookmarks: options.allowWatchBookmarks ? 'true' : undefined,
+      timeoutSeconds: options.timeoutSeconds,
+    };
+    const spec: RequestSpec = { method: 'GET', path: resourcePath(ref), query };
+    await this.throttle(options.signal);
+    const deadline = withDeadline(
+      this.clock,
+      options.timeoutSeconds * 1000 + WATCH_DEADLINE_GRACE_MS,
+      options.signal,
+    );
+    let res: http.IncomingMessage;
+    try {
+      res = await this.send(spec, deadline.signal);
+    } catch (err) {
+      deadline.dispose();
+      throw this.transportError(spec, err, deadline.signal, options.signal);
+    }
+    if (res.statusCode !== 200) {
+      try {
+        const raw = await readResponse(res, deadline.signal);
+        return this.toResult<WatchStream<T>>(spec, raw, () => {
+          throw new Error('unreachable');
+        });
+      } catch (err) {
+        throw err instanceof KubeApiError
+          ? err
+          : this.transportError(spec, err, deadline.signal, options.signal);
+      } finally {
+        deadline.dispose();
+      }
+    }
+    return { ok: true, object: new ResponseWatchStream<T>(res, deadline, this.describe(spec)) };
+  }
+
+  // ---- plumbing -------------------------------------------------------------------------------------
+
+  /** Sends spec and decodes the reply: 2xx as the object, expected failures as results, the rest thrown. */
+  async call<T>(spec: RequestSpec, options: CallOptions = {}): Promise<ApiResult<T>> {
+    await this.throttle(options.signal);
+    const deadline = withDeadline(this.clock, options.timeoutMs ?? this.requestTimeoutMs, options.signal);
+    let raw: RawResponse;
+    try {
+      const res = await this.send(spec, deadline.signal);
+      raw = await readResponse(res, deadline.signal);
+    } catch (err) {
+      throw this.transportError(spec, err, deadline.signal, options.signal);
+    } finally {
+      deadline.dispose();
+    }
+    return this.toResult<T>(spec, raw, () => raw.body as T);
+  }
+
+  private toResult<T>(spec: RequestSpec, raw: RawResponse, ok: () => T): ApiResult<T> {
+    if (raw.status >= 200 && raw.status < 300) return { ok: true, object: ok() };
+    const fallback = raw.text.trim() || `the server responded with HTTP ${raw.status}`;
+    const status = statusFrom(raw.status, raw.body, fallback);
+    const expected = expectedFailure(raw.status, status);
+    if (expected) return { ok: false, reason: expected, status };
+    throw new KubeApiError(`${this.describe(spec)}: ${status.message ?? status.reason ?? raw.status}`, {
+      httpStatus: raw.status,
+      reason: status.reason ?? 'Unknown',
+      status,
+    });
+  }
+
+  private async throttle(signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await this.limiter.wait(signal);
+    } catch (err) {
+      throw new KubeApiError(`rate limiter wait: ${errorMessage(err)}`, {
+        httpStatus: 0,
+        reason: 'Aborted',
+        cause: err,
+      });
+    }
+  }
+
+  private describe(spec: RequestSpec): string {
+    return `${spec.method} ${spec.path}`;
+  }
+
+  private transportError(
+    spec: RequestSpec,
+    err: unknown,
+    deadline: AbortSignal,
+    caller: AbortSignal | undefined,
+  ): KubeApiError {
+    if (err instanceof KubeApiError) return err;
+    if (caller?.aborted) {
+      return new KubeApiError(`${this.describe(spec)}: aborted`, {
+        httpStatus: 0,
+        reason: 'Aborted',
+        cause: caller.reason,
+      });
+    }
+    if (deadline.aborted && deadline.reason instanceof DeadlineExceededError) {
+      return new KubeApiError(`${this.describe(spec)}: ${deadline.reason.message}`, {
+        httpStatus: 0,
+        reason: 'DeadlineExceeded',
+        cause: err,
+      });
+    }
+    const code = (err as NodeJS.ErrnoException).code;
+    return new KubeApiError(`${this.describe(spec)}: ${errorMessage(err)}${code ? ` (${code})` : ''}`, {
+      httpStatus: 0,
+      reason: 'Transport',
+      cause: err,
+    });
+  }
+
+  private async bearerToken(): Promise<string | undefined> {
+    const file = this.config.tokenFile;
+    if (!file) return this.config.token;
+    const now = this.clock.now();
+    if (this.tokenCache && now - this.tokenCache.readAtMs < TOKEN_FILE_REFRESH_MS)
+      return this.tokenCache.token;
+    try {
+      const token = (await readFile(file, 'utf8')).trim();
+      this.tokenCache = { token, readAtMs: now };
+      return token;
+    } catch (err) {
+      // A token file mid-rotation may be briefly unreadable: keep the last one, as client-go does.
+      if (this.tokenCache) {
+        this.log.warn('Failed to re-read the token file, using the last token', {
+          file,
+          err: errorMessage(err),
+        });
+        return this.tokenCache.token;
+      }
+      throw new KubeApiError(`reading token file ${file}: ${errorMessage(err)}`, {
+        httpStatus: 0,
+        reason: 'Transport',
+        cause: err,
+      });
+    }
+  }
+
+  private async send(spec: RequestSpec, signal: AbortSignal): Promise<http.IncomingMessage> {
+    signal.throwIfAborted();
+    const url = new URL(this.base.pathname.replace(/\/+$/, '') + spec.path, this.base);
+    for (const [k, v] of Object.entries(spec.query ?? {}))
+      if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
+    const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
+    const token = await this.bearerToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let payload: Buffer | undefined;
+    if (spec.body !== undefined) {
+      payload = Buffer.from(typeof spec.body === 'string' ? spec.body : JSON.stringify(spec.body));
+      headers['Content-Type'] = spec.contentType ?? 'application/json';
+      // A DELETE body is not sent chunked by Node; the length makes the server read it.
+      headers['Content-Length'] = String(payload.length);
+    }
+    return new Promise((resolve, reject) => {
+      const req = this.transport.request(
+        url,
+        { method: spec.method, headers, agent: this.agent, signal },
+        resolve,
+      );
+      req.on('error', reject);
+      req.end(payload);
+    });
+  }
+}
+
+async function readResponse(res: http.IncomingMessage, signal: AbortSignal): Promise<RawResponse> {
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      res.destroy();
+      reject(signal.reason as Error);
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    res.on('error', (err) => {
+      signal.removeEventListener('abort', onAbort);
+      reject(err);
+    });
+  });
+  const text = Buffer.concat(chunks).toString('utf8');
+  let body: unknown;
+  if (text !== '' && (res.headers['content-type'] ?? '').includes('json')) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+  }
+  return { status: res.statusCode ?? 0, body, text };
+}
+
+/** The events of one watch response: newline-delimited JSON, read as it arrives. */
+class ResponseWatchStream<T> implements WatchStream<T> {
+  private readonly queue: WatchEvent<T>[] = [];
+  private buffer = '';
+  private ended = false;
+  private failure: Error | undefined;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly res: http.IncomingMessage,
+    private readonly deadline: Deadline,
+    private readonly what: string,
+  ) {
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => this.onData(chunk));
+    res.on('end', () => this.finish());
+    res.on('error', (err) => this.finish(err));
+    res.on('close', () => this.finish(res.complete ? undefined : new Error('connection closed mid-watch')));
+    const onAbort = () => {
+      // Our own deadline passing is the watch's end, as the server's timeout would have been.
+      const reason: unknown = deadline.signal.reason;
+      this.finish(
+        reason instanceof DeadlineExceededError ? undefined : new Error('watch aborted', { cause: reason }),
+      );
+      res.destroy();
+    };
+    if (deadline.signal.aborted) onAbort();
+    else deadline.signal.addEventListener('abort', onAbort, { once: true });
+  }
+
+  private onData(chunk: string): void {
+    this.buffer += chunk;
+    let nl: number;
+    while ((nl = this.buffer.indexOf('\n')) >= 0) {
+      const line = this.buffer.slice(0, nl).trim();
+      this.buffer = this.buffer.slice(nl + 1);
+      if (line === '') continue;
+      try {
+        this.queue.push(JSON.parse(line) as WatchEvent<T>);
+      } catch (err) {
+        this.finish(new Error(`undecodable watch event: ${errorMessage(err)}`));
+        this.res.destroy();
+        return;
+      }
+    }
+    this.wake?.();
+  }
+
+  private finish(err?: Error): void {
+    if (this.ended) return;
+    this.ended = true;
+    if (err) this.failure = err;
+    this.deadline.dispose();
+    this.wake?.();
+  }
+
+  close(): void {
+    this.finish();
+    this.res.destroy();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent<T>> {
+    try {
+      for (;;) {
+        const event = this.queue.shift();
+        if (event) {
+          yield event;
+          continue;
+        }
+        if (this.ended) {
+          if (this.failure) {
+            throw new KubeApiError(`${this.what}: ${this.failure.message}`, {
+              httpStatus: 0,
+              reason: 'Transport',
+              cause: this.failure,
+            });
+          }
+          return;
+        }
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = undefined;
+      }
+    } finally {
+      this.close();
+    }
+  }
+}
