@@ -267,6 +267,16 @@ export class KubeGenericRuntimeManager implements Runtime {
 
     await this.pruneInitContainersBeforeStart(pod, podStatus);
 
+    // Nothing to create or start: the usual case for a running pod, so skip reading resolv.conf and
+    // building configs (upstream builds them anyway, on every sync).
+    if (
+      !changes.createSandbox &&
+      changes.initContainersToStart.length === 0 &&
+      changes.containersToStart.length === 0
+    ) {
+      return done();
+    }
+
     let podIPs = podStatus.ips;
     // resolv.conf is read once per sync, so that the sandbox and every container see one version.
     let hostDNS: DNSConfig | undefined;

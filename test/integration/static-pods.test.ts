@@ -151,14 +151,21 @@ describe('static pods through containerd', () => {
 
   test('editing a manifest restarts only the container whose spec changed', async () => {
     const k = await startKubelet();
-    // A manifest with its own UID keeps it across edits, so the edit is an update of the same pod (upstream's rule).
+    // A manifest with its own UID keeps it across edits, so the edit is an update of the same pod
+    // (upstream's rule). Upstream's container hash covers the name and the image: a new image is a change.
     const uid = `5d1b8f2e-0000-4000-8000-${String(process.pid).padStart(12, '0')}`;
-    const before = pod(
-      'edit',
-      { containers: [busybox('stay', 'exec sleep 3600'), busybox('change', 'exec sleep 3600')] },
-      uid,
-    );
-    await k.writeManifest('edit.yaml', before);
+    const spec = (changeImage: string) =>
+      pod(
+        'edit',
+        {
+          containers: [
+            busybox('stay', 'exec sleep 3600'),
+            { ...busybox('change', 'exec sleep 3600'), image: changeImage },
+          ],
+        },
+        uid,
+      );
+    await k.writeManifest('edit.yaml', spec('busybox'));
     const first = await waitFor(
       'both containers running',
       async () => {
@@ -172,12 +179,7 @@ describe('static pods through containerd', () => {
     const stayId = containerStatus(first, 'stay')!.containerID;
     const changeId = containerStatus(first, 'change')!.containerID;
 
-    const after = pod(
-      'edit',
-      { containers: [busybox('stay', 'exec sleep 3600'), busybox('change', 'echo edited; exec sleep 3600')] },
-      uid,
-    );
-    await k.writeManifest('edit.yaml', after);
+    await k.writeManifest('edit.yaml', spec('busybox:1.36'));
     const second = await waitFor(
       'the changed container to be replaced',
       async () => {
@@ -194,6 +196,8 @@ describe('static pods through containerd', () => {
     );
     assert.equal(containerStatus(second, 'stay')!.restartCount, 0);
     assert.equal(containerStatus(second, 'change')!.restartCount, 1);
+    // As containerd reports it, so as upstream shows it.
+    assert.equal(containerStatus(second, 'change')!.image, 'docker.io/library/busybox:1.36');
     assert.equal(second.metadata.uid, uid);
   });
 
