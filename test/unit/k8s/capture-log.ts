@@ -1,0 +1,26 @@
+/** A Logger that keeps what it is told, for tests that count log lines. */
+import type { Logger } from '../../../src/lib/log.js';
+
+export interface CapturedLine {
+  level: 'info' | 'warn' | 'error' | 'v';
+  verbosity: number;
+  msg: string;
+  kv: Record<string, unknown> | undefined;
+}
+
+export function captureLog(): Logger & { lines: CapturedLine[] } {
+  const lines: CapturedLine[] = [];
+  return {
+    lines,
+    info: (msg, kv) => lines.push({ level: 'info', verbosity: 0, msg, kv }),
+    warn: (msg, kv) => lines.push({ level: 'warn', verbosity: 0, msg, kv }),
+    error: (msg, kv) => lines.push({ level: 'error', verbosity: 0, msg, kv }),
+    v: (level, msg, kv) => lines.push({ level: 'v', verbosity: level, msg, kv }),
+    enabled: () => true,
+  };
+}
+
+/** The lines a default --v=0 run would print. */
+export function printed(log: { lines: CapturedLine[] }): CapturedLine[] {
+  return log.lines.filter((l) => l.level !== 'v');
+}
