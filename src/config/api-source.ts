@@ -1,0 +1,124 @@
+/**
+ * The API server as a pod source (upstream pkg/kubelet/config/apiserver.go): a Reflector on the pods
+ * bound to this node (`spec.nodeName=<node>`), sending the whole set as a SET on each change, as
+ * upstream's UndeltaStore does. Mirror pods come too (they are bound to this node): the sync loop
+ * tells them apart by their `kubernetes.io/config.mirror` annotation.
+ *
+ * As upstream, the watch starts only once the node is registered (nodeHasSynced), so that pods are
+ * not admitted against a node the API server does not know yet. The first SET marks the source seen.
+ */
+import type { Pod } from '../api/core-v1.js';
+import { Reflector, type ListerWatcher, type ReflectorStatus } from '../k8s/reflector.js';
+import { realClock, type Clock } from '../lib/clock.js';
+import { logger, type Logger } from '../lib/log.js';
+import type { SourceChannel } from './pod-config.js';
+import { CONFIG_SOURCE_ANNOTATION } from './types.js';
+
+/** Upstream's WaitForAPIServerSyncPeriod: how often the node's registration is checked before watching. */
+export const WAIT_FOR_NODE_SYNC_PERIOD_MS = 1000;
+
+export interface ApiSourceOptions {
+  client: ListerWatcher;
+  nodeName: string;
+  /** PodConfig's 'api' channel. */
+  send: SourceChannel;
+  /** True once the Node object is registered; the watch waits for it. Absent: start at once. */
+  nodeHasSynced?: () => boolean;
+  clock?: Clock;
+  log?: Logger;
+  /** Passed to the reflector; for tests. */
+  reflector?: { initialBackoffMs?: number; maxBackoffMs?: number; minWatchTimeoutSeconds?: number };
+}
+
+/** Looks up the API server's copy of a pod bound to this node (the status manager compares with it). */
+export interface ApiPodLookup {
+  getPod(namespace: string, name: string): Pod | undefined;
+}
+
+export class ApiSource implements ApiPodLookup {
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly reflector: Reflector<Pod>;
+  private readonly stopController = new AbortController();
+  private running: Promise<void> | undefined;
+  private sendScheduled = false;
+
+  constructor(private readonly options: ApiSourceOptions) {
+    this.clock = options.clock ?? realClock;
+    this.log = options.log ?? logger('config');
+    const changed = () => this.scheduleSend();
+    this.reflector = new Reflector<Pod>({
+      client: options.client,
+      ref: { resource: 'pods' },
+      fieldSelector: `spec.nodeName=${options.nodeName}`,
+      clock: this.clock,
+      log: this.log,
+      name: `pods spec.nodeName=${options.nodeName}`,
+      ...options.reflector,
+      handlers: { onAdd: changed, onUpdate: changed, onDelete: changed, onSync: changed },
+    });
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = this.run();
+  }
+
+  /** Stops watching; resolves when the reflector has let go. */
+  async stop(): Promise<void> {
+    this.stopController.abort(new Error('api source stopped'));
+    await this.running;
+  }
+
+  hasSynced(): boolean {
+    return this.reflector.hasSynced();
+  }
+
+  getPod(namespace: string, name: string): Pod | undefined {
+    return this.reflector.get(namespace, name);
+  }
+
+  status(): ReflectorStatus {
+    return this.reflector.status();
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopController.signal;
+    const nodeHasSynced = this.options.nodeHasSynced;
+    if (nodeHasSynced && !nodeHasSynced()) {
+      this.log.info('Waiting for node sync before watching apiserver pods');
+      while (!nodeHasSynced()) {
+        try {
+          await this.clock.sleep(WAIT_FOR_NODE_SYNC_PERIOD_MS, signal);
+        } catch {
+          return;
+        }
+        this.log.v(4, 'node sync has not completed yet');
+      }
+    }
+    this.log.info('Watching apiserver');
+    await this.reflector.run(signal);
+  }
+
+  // A list hands over each object, then the set: coalesce a burst of changes into one SET.
+  private scheduleSend(): void {
+    if (this.sendScheduled || !this.reflector.hasSynced()) return;
+    this.sendScheduled = true;
+    queueMicrotask(() => {
+      this.sendScheduled = false;
+      if (this.stopController.signal.aborted) return;
+      this.options.send({ op: 'SET', pods: this.reflector.list().map(markSource) });
+    });
+  }
+}
+
+/** A copy (as far as is changed) carrying the config.source annotation, as upstream sets on pods it takes in. */
+function markSource(pod: Pod): Pod {
+  return {
+    ...pod,
+    metadata: {
+      ...pod.metadata,
+      annotations: { ...pod.metadata.annotations, [CONFIG_SOURCE_ANNOTATION]: 'api' },
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { ApiSource } from '../../../src/config/api-source.js';
+import { PodConfig, type SourceUpdate } from '../../../src/config/pod-config.js';
+import type { PodUpdate } from '../../../src/config/types.js';
+import { RestClient } from '../../../src/k8s/rest-client.js';
+import { startTestApiServer, type TestApiServer } from '../../apiserver/test-api-server.js';
+import { waitFor } from '../../helpers/wait.js';
+
+const NODE = 'node-s';
+
+function podObject(name: string, nodeName = NODE): Record<string, unknown> {
+  return {
+    metadata: { name, namespace: 'default' },
+    spec: { nodeName, containers: [{ name: 'app', image: 'busybox:1.36' }] },
+  };
+}
+
+describe('ApiSource', () => {
+  let server: TestApiServer;
+  let client: RestClient;
+
+  before(async () => {
+    server = await startTestApiServer({ nodeName: NODE, plainHttp: true });
+    client = new RestClient({
+      config: { server: server.url, token: server.tokenFor(server.nodeUser) },
+      qps: -1,
+    });
+  });
+  after(async () => {
+    client.close();
+    await server.stop();
+  });
+
+  it("sends the node's pods as SETs through PodConfig's api channel, marked with their source", async () => {
+    server.store.create('pods', podObject('one'));
+    server.store.create('pods', podObject('not-mine', 'other'));
+    const config = new PodConfig();
+    const raw: SourceUpdate[] = [];
+    const channel = config.channel('api');
+    const merged: PodUpdate[] = [];
+    config.onUpdate((u) => merged.push(u));
+    const source = new ApiSource({
+      client,
+      nodeName: NODE,
+      send: (u) => {
+        raw.push(u);
+        channel(u);
+      },
+    });
+    assert.equal(config.seenAllSources(), false);
+    source.start();
+    try {
+      await waitFor('the first SET', () => raw.length >= 1, 5000, 20);
+      assert.equal(raw.length, 1, 'one SET for the whole first list');
+      assert.equal(raw[0]!.op, 'SET');
+      assert.deepEqual(
+        raw[0]!.pods.map((p) => p.metadata.name),
+        ['one'],
+      );
+      assert.equal(raw[0]!.pods[0]!.metadata.annotations?.['kubernetes.io/config.source'], 'api');
+      assert.equal(config.seenAllSources(), true);
+      assert.equal(merged[0]?.op, 'ADD');
+
+      server.store.create('pods', podObject('two'));
+      await waitFor(
+        'ADD two',
+        () => merged.some((u) => u.op === 'ADD' && u.pods.some((p) => p.metadata.name === 'two')),
+        5000,
+        20,
+      );
+      assert.deepEqual(
+        raw
+          .at(-1)!
+          .pods.map((p) => p.metadata.name)
+          .sort(),
+        ['one', 'two'],
+      );
+
+      // A graceful deletion reaches the loop as DELETE, the pod carrying its deletionTimestamp.
+      server.store.delete('pods', 'one', 'default', { gracePeriodSeconds: 30 });
+      await waitFor('DELETE one', () => merged.find((u) => u.op === 'DELETE'), 5000, 20);
+      const del = merged.find((u) => u.op === 'DELETE')!;
+      assert.equal(del.pods[0]!.metadata.name, 'one');
+      assert.ok(del.pods[0]!.metadata.deletionTimestamp);
+      assert.equal(del.pods[0]!.metadata.deletionGracePeriodSeconds, 30);
+
+      server.store.delete('pods', 'one', 'default', { gracePeriodSeconds: 0 });
+      await waitFor('REMOVE one', () => merged.find((u) => u.op === 'REMOVE'), 5000, 20);
+      assert.equal(source.getPod('default', 'two')?.metadata.name, 'two');
+      assert.equal(source.getPod('default', 'one'), undefined);
+    } finally {
+      await source.stop();
+    }
+  });
+
+  it('waits for the node to be registered before watching', async () => {
+    let registered = false;
+    const raw: SourceUpdate[] = [];
+    const source = new ApiSource({
+      client,
+      nodeName: 'later-node',
+      send: (u) => raw.push(u),
+      nodeHasSynced: () => registered,
+    });
+    source.start();
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(raw.length, 0);
+      assert.equal(server.requests.filter((r) => r.query.includes('later-node')).length, 0);
+      registered = true;
+      await waitFor('the first (empty) SET', () => raw.length === 1, 5000, 20);
+      assert.deepEqual(raw[0], { op: 'SET', pods: [] });
+    } finally {
+      await source.stop();
+    }
+  });
+});
