@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The benchmarks (see docs/benchmarks.md): builds, brings the private containerd up, runs relist,
+# status and density, prints a table and one JSON line per figure. Leaves the runtime stack as it
+# found it: if this script started containerd, it stops it again ('down').
+#
+# Usage: bench/run.sh [--quick]     (npm run bench)
+#   --quick    short windows and fewer repetitions: checks the benches run, figures are rougher
+# Env: BENCH_OUT (where the JSON lines go; default a temporary file), and each bench's own knobs
+#      (BENCH_STEADY_S, BENCH_DENSITY_SIZES, BENCH_RELIST_SIZES, …: see the head of bench/*.ts).
+# Needs root (containerd, mounts, network namespaces), as scripts/runtime-stack.sh does.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for arg in "$@"; do
+  case $arg in
+    --quick) export BENCH_QUICK=1 ;;
+    *)
+      sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
+      exit 2
+      ;;
+  esac
+done
+
+log() { echo "bench: $*" >&2; }
+started_at=$SECONDS
+out=${BENCH_OUT:-$(mktemp -t tskubelet-bench-XXXXXX.jsonl)}
+: >"$out"
+
+log "building"
+npm run --silent build
+
+started_stack=0
+cleanup() {
+  if ((started_stack)); then
+    log "stopping the runtime stack this run started"
+    bash scripts/runtime-stack.sh down || log "runtime-stack.sh down failed"
+  fi
+}
+trap cleanup EXIT
+if ! bash scripts/runtime-stack.sh status >/dev/null 2>&1; then
+  started_stack=1
+fi
+bash scripts/runtime-stack.sh images
+bash scripts/runtime-stack.sh up >/dev/null
+eval "$(bash scripts/runtime-stack.sh env)"
+export CONTAINER_RUNTIME_ENDPOINT
+
+# The machine, for the figures' context (docs/benchmarks.md states it with them).
+machine() {
+  echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.1f GiB", $2 / 1048576}' /proc/meminfo), kernel $(uname -r)"
+  echo "runtime: $(containerd --version 2>/dev/null | awk '{print $1, $3}'), node $(node --version)"
+  echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+machine >&2
+
+failed=()
+for bench in relist status density; do
+  log "running $bench"
+  if ! node "dist/bench/$bench.js" >>"$out"; then
+    failed+=("$bench")
+    log "$bench failed"
+  fi
+done
+
+echo
+machine
+echo "ran in $((SECONDS - started_at)) s${BENCH_QUICK:+ (quick mode)}; JSON lines in $out"
+echo
+node dist/bench/table.js "$out"
+echo
+cat "$out"
+
+if ((${#failed[@]})); then
+  log "failed: ${failed[*]}"
+  exit 1
+fi
