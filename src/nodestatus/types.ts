@@ -1,0 +1,122 @@
+/**
+ * The core/v1 Node and coordination.k8s.io/v1 Lease, as far as the kubelet writes or reads them, with
+ * the API's own field names. Like src/api/core-v1.ts these are open: fields the kubelet does not know
+ * are kept on objects read from the server and sent back untouched.
+ */
+import type { ConditionStatus, ObjectMeta } from '../api/core-v1.js';
+
+export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: TaintEffect;
+  timeAdded?: string;
+}
+
+export interface NodeSpec {
+  podCIDR?: string;
+  podCIDRs?: string[];
+  providerID?: string;
+  unschedulable?: boolean;
+  taints?: Taint[];
+  [field: string]: unknown;
+}
+
+export type NodeConditionType = 'Ready' | 'MemoryPressure' | 'DiskPressure' | 'PIDPressure' | string;
+
+export interface NodeCondition {
+  type: NodeConditionType;
+  status: ConditionStatus;
+  lastHeartbeatTime?: string;
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
+
+export type NodeAddressType = 'Hostname' | 'InternalIP' | 'ExternalIP' | 'InternalDNS' | 'ExternalDNS';
+
+export interface NodeAddress {
+  type: NodeAddressType;
+  address: string;
+}
+
+export interface NodeSystemInfo {
+  machineID: string;
+  systemUUID: string;
+  bootID: string;
+  kernelVersion: string;
+  osImage: string;
+  containerRuntimeVersion: string;
+  kubeletVersion: string;
+  kubeProxyVersion: string;
+  operatingSystem: string;
+  architecture: string;
+}
+
+export interface ContainerImage {
+  names?: string[];
+  sizeBytes?: number;
+}
+
+/** Resource name → quantity text, as the API serializes a ResourceList. */
+export type ResourceList = Record<string, string>;
+
+export interface NodeStatus {
+  capacity?: ResourceList;
+  allocatable?: ResourceList;
+  conditions?: NodeCondition[];
+  addresses?: NodeAddress[];
+  daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
+  nodeInfo?: NodeSystemInfo;
+  images?: ContainerImage[];
+  volumesInUse?: string[];
+  [field: string]: unknown;
+}
+
+export interface Node {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: NodeSpec;
+  status?: NodeStatus;
+}
+
+export interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  /** MicroTime: RFC 3339 with microseconds. */
+  renewTime?: string;
+  leaseTransitions?: number;
+  [field: string]: unknown;
+}
+
+export interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: LeaseSpec;
+}
+
+/** A reference to the object an event is about (core/v1 ObjectReference). */
+export interface ObjectReference {
+  kind: string;
+  name: string;
+  namespace?: string;
+  uid?: string;
+  apiVersion?: string;
+  fieldPath?: string;
+}
+
+export type EventType = 'Normal' | 'Warning';
+
+/** Where node events go (upstream: record.EventRecorder with the kubelet's nodeRef). */
+export interface NodeEventRecorder {
+  event(ref: ObjectReference, type: EventType, reason: string, message: string): void;
+}
+
+/** upstream's kl.nodeRef: the node's UID in events is its name, not the API object's UID. */
+export function nodeRef(nodeName: string): ObjectReference {
+  return { kind: 'Node', name: nodeName, uid: nodeName, namespace: '' };
+}
