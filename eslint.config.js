@@ -2,7 +2,21 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-const managers = ['config', 'pod', 'podworkers', 'pleg', 'prober', 'status', 'volume', 'nodestatus', 'eviction', 'images', 'stats', 'cm', 'server'];
+const managers = [
+  'config',
+  'pod',
+  'podworkers',
+  'pleg',
+  'prober',
+  'status',
+  'volume',
+  'nodestatus',
+  'eviction',
+  'images',
+  'stats',
+  'cm',
+  'server',
+];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.
 const mayImport = {
@@ -25,7 +39,12 @@ const layerRules = Object.entries(mayImport).map(([folder, allowed]) => {
         'error',
         {
           patterns: forbidden.length
-            ? [{ group: forbidden.map((f) => `**/${f}/*`), message: `src/${folder} may not import from a higher layer` }]
+            ? [
+                {
+                  group: forbidden.map((f) => `**/${f}/*`),
+                  message: `src/${folder} may not import from a higher layer`,
+                },
+              ]
             : [],
         },
       ],

@@ -143,7 +143,8 @@ export interface KeyValueEnv {
 }
 
 /** runtime.v1.MountPropagation: PROPAGATION_PRIVATE = 0, HOST_TO_CONTAINER = 1, BIDIRECTIONAL = 2. */
-export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+export type MountPropagation =
+  'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
 
 export interface Mount {
   containerPath: string;
@@ -213,7 +214,8 @@ export interface ContainerConfig {
 }
 
 /** runtime.v1.ContainerState: CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3. */
-export type ContainerState = 'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
+export type ContainerState =
+  'CONTAINER_CREATED' | 'CONTAINER_RUNNING' | 'CONTAINER_EXITED' | 'CONTAINER_UNKNOWN';
 
 export interface ContainerFilter {
   id?: string;
@@ -301,7 +303,12 @@ export interface UInt64Value {
 }
 
 export interface ContainerStats {
-  attributes: { id: string; metadata: ContainerMetadata; labels: Record<string, string>; annotations: Record<string, string> };
+  attributes: {
+    id: string;
+    metadata: ContainerMetadata;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+  };
   cpu?: { timestamp: number; usageCoreNanoSeconds?: UInt64Value; usageNanoCores?: UInt64Value };
   memory?: {
     timestamp: number;
@@ -312,7 +319,12 @@ export interface ContainerStats {
     pageFaults?: UInt64Value;
     majorPageFaults?: UInt64Value;
   };
-  writableLayer?: { timestamp: number; fsId?: { mountpoint: string }; usedBytes?: UInt64Value; inodesUsed?: UInt64Value };
+  writableLayer?: {
+    timestamp: number;
+    fsId?: { mountpoint: string };
+    usedBytes?: UInt64Value;
+    inodesUsed?: UInt64Value;
+  };
 }
 
 export interface Image {
@@ -354,7 +366,11 @@ export interface RuntimeService {
   runPodSandbox(config: PodSandboxConfig, runtimeHandler: string, opts?: CallOptions): Promise<string>;
   stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
   removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
-  podSandboxStatus(podSandboxId: string, verbose?: boolean, opts?: CallOptions): Promise<PodSandboxStatusResponse>;
+  podSandboxStatus(
+    podSandboxId: string,
+    verbose?: boolean,
+    opts?: CallOptions,
+  ): Promise<PodSandboxStatusResponse>;
   listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]>;
   createContainer(
     podSandboxId: string,
@@ -367,17 +383,36 @@ export interface RuntimeService {
   stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void>;
   removeContainer(containerId: string, opts?: CallOptions): Promise<void>;
   listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
-  containerStatus(containerId: string, verbose?: boolean, opts?: CallOptions): Promise<ContainerStatusResponse>;
-  updateContainerResources(containerId: string, linux: LinuxContainerResources, opts?: CallOptions): Promise<void>;
+  containerStatus(
+    containerId: string,
+    verbose?: boolean,
+    opts?: CallOptions,
+  ): Promise<ContainerStatusResponse>;
+  updateContainerResources(
+    containerId: string,
+    linux: LinuxContainerResources,
+    opts?: CallOptions,
+  ): Promise<void>;
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void>;
-  execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecSyncResponse>;
+  execSync(
+    containerId: string,
+    cmd: string[],
+    timeoutSeconds: number,
+    opts?: CallOptions,
+  ): Promise<ExecSyncResponse>;
   /** Returns the runtime's streaming URL. */
   exec(req: ExecRequest, opts?: CallOptions): Promise<string>;
   attach(req: AttachRequest, opts?: CallOptions): Promise<string>;
   portForward(req: PortForwardRequest, opts?: CallOptions): Promise<string>;
   containerStats(containerId: string, opts?: CallOptions): Promise<ContainerStats | undefined>;
-  listContainerStats(filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> }, opts?: CallOptions): Promise<ContainerStats[]>;
-  status(verbose?: boolean, opts?: CallOptions): Promise<{ status: RuntimeStatus; info: Record<string, string> }>;
+  listContainerStats(
+    filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> },
+    opts?: CallOptions,
+  ): Promise<ContainerStats[]>;
+  status(
+    verbose?: boolean,
+    opts?: CallOptions,
+  ): Promise<{ status: RuntimeStatus; info: Record<string, string> }>;
 }
 
 /** runtime.v1.ImageService, as the kubelet uses it. */
@@ -386,7 +421,12 @@ export interface ImageService {
   /** undefined when the image is not present. */
   imageStatus(image: ImageSpec, verbose?: boolean, opts?: CallOptions): Promise<Image | undefined>;
   /** Returns the image reference (the image ID the runtime resolved). */
-  pullImage(image: ImageSpec, auth: AuthConfig | undefined, sandboxConfig: PodSandboxConfig | undefined, opts?: CallOptions): Promise<string>;
+  pullImage(
+    image: ImageSpec,
+    auth: AuthConfig | undefined,
+    sandboxConfig: PodSandboxConfig | undefined,
+    opts?: CallOptions,
+  ): Promise<string>;
   removeImage(image: ImageSpec, opts?: CallOptions): Promise<void>;
   imageFsInfo(opts?: CallOptions): Promise<FilesystemUsage[]>;
 }

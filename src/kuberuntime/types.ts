@@ -79,7 +79,8 @@ export interface RunningPod {
 
 /** What SyncPod tried and what failed (upstream: kubecontainer.PodSyncResult). */
 export interface SyncResult {
-  action: 'StartContainer' | 'KillContainer' | 'CreatePodSandbox' | 'KillPodSandbox' | 'ConfigPodSandbox' | 'Init';
+  action:
+    'StartContainer' | 'KillContainer' | 'CreatePodSandbox' | 'KillPodSandbox' | 'ConfigPodSandbox' | 'Init';
   target: string;
   /** Upstream's reason when it failed: CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerConfigError, CreateContainerError, RunContainerError, … */
   reason?: string;

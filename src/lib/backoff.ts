@@ -48,7 +48,8 @@ export class Backoff {
   /** Drops entries that have been quiet for longer than resetAfterMs. */
   gc(): void {
     const now = this.clock.now();
-    for (const [key, e] of this.entries) if (now - e.lastFailureMs > this.resetAfterMs) this.entries.delete(key);
+    for (const [key, e] of this.entries)
+      if (now - e.lastFailureMs > this.resetAfterMs) this.entries.delete(key);
   }
 }
 

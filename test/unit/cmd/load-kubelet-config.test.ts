@@ -170,10 +170,15 @@ describe('loadKubeletConfig', () => {
   });
 
   test('--config-dir drop-ins apply in lexical order over the file; maps merge, lists replace', async () => {
-    const file = writeConfig(HEADER + 'maxPods: 50\nclusterDNS: [10.0.0.1, 10.0.0.2]\nkubeReserved: { cpu: 100m }\nport: 11000\n');
+    const file = writeConfig(
+      HEADER + 'maxPods: 50\nclusterDNS: [10.0.0.1, 10.0.0.2]\nkubeReserved: { cpu: 100m }\nport: 11000\n',
+    );
     mkdirSync(join(dir, 'kubelet.conf.d'));
     writeFileSync(join(dir, 'kubelet.conf.d', '20-late.conf'), HEADER + 'maxPods: 30\n');
-    writeFileSync(join(dir, 'kubelet.conf.d', '10-early.conf'), HEADER + 'maxPods: 20\nclusterDNS: [10.0.0.9]\nkubeReserved: { memory: 1Gi }\n');
+    writeFileSync(
+      join(dir, 'kubelet.conf.d', '10-early.conf'),
+      HEADER + 'maxPods: 20\nclusterDNS: [10.0.0.9]\nkubeReserved: { memory: 1Gi }\n',
+    );
     writeFileSync(join(dir, 'kubelet.conf.d', 'ignored.yaml'), 'not even yaml: [');
     const { config } = await run(['--config', file, '--config-dir', 'kubelet.conf.d']);
     assert.equal(config.maxPods, 30);
@@ -183,8 +188,14 @@ describe('loadKubeletConfig', () => {
     const withFlag = await run(['--config', file, '--config-dir', 'kubelet.conf.d', '--max-pods=5']);
     assert.equal(withFlag.config.maxPods, 5, 'flags still win');
     writeFileSync(join(dir, 'kubelet.conf.d', '30-bad.conf'), 'kind: KubeletConfiguration\n');
-    assert.match(await failure(['--config', file, '--config-dir', 'kubelet.conf.d']), /30-bad\.conf: expected kind/);
-    assert.match(await failure(['--config-dir', 'nope']), /failed to read drop-in directory .*nope \(--config-dir\)/);
+    assert.match(
+      await failure(['--config', file, '--config-dir', 'kubelet.conf.d']),
+      /30-bad\.conf: expected kind/,
+    );
+    assert.match(
+      await failure(['--config-dir', 'nope']),
+      /failed to read drop-in directory .*nope \(--config-dir\)/,
+    );
   });
 
   test('an explicit nodeStatusUpdateFrequency also sets the report frequency', async () => {
