@@ -1,0 +1,531 @@
+/**
+ * The kubelet API (upstream pkg/kubelet/server): HTTPS on address:port (10250) with authentication
+ * and authorization, or the unauthenticated read-only port. Endpoints, query parameters, answers and
+ * error texts follow upstream; docs/kubelet-api.md is the reference.
+ *
+ * Requests that switch protocols (exec, attach, port-forward over SPDY or WebSocket) arrive on the
+ * server's 'upgrade' event and go through the same pipeline: parse, authenticate, authorize, route.
+ */
+import http, { ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Pod, PodList } from '../api/core-v1.js';
+import type { RuntimeService } from '../cri/types.js';
+import { realClock, type Clock } from '../lib/clock.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import { MetricsRegistry, PROMETHEUS_TEXT_CONTENT_TYPE } from '../lib/metrics.js';
+import { serveContainerLogs } from './container-logs-handler.js';
+import {
+  alwaysAllowAuthorizer,
+  CachingTokenReviewer,
+  WebhookAuthorizer,
+  WebhookTokenReviewer,
+  type ApiPoster,
+  type Authorizer,
+  type TokenReviewer,
+} from './delegated-auth.js';
+import { serveHealthz, type HealthCheck } from './healthz.js';
+import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
+import { serveNodeLogs } from './node-logs.js';
+import {
+  methodNotAllowed,
+  notFound,
+  parseRequestTarget,
+  sendJson,
+  sendText,
+  type RequestContext,
+} from './request-context.js';
+import { resourceMetricsText } from './resource-metrics.js';
+import { servingTls } from './serving-tls.js';
+import { StreamRegistry } from './stream-proxy.js';
+import { serveAttach, serveExec, servePortForward, serveRun } from './streaming-handlers.js';
+
+const log = logger('server');
+
+/** What the kubelet API reads from the kubelet. Kubelet already has getPods, getRunningPods and healthChecks. */
+export interface KubeletServerHost {
+  /** The pods this kubelet manages, each with its latest status (upstream: GetPods). */
+  getPods(): Pod[];
+  /** Upstream GetPodByName; a search of getPods() when absent. */
+  getPodByName?(namespace: string, name: string): Pod | undefined;
+  /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
+  getRunningPods(): Promise<Pod[]>;
+  healthChecks(): readonly HealthCheck[];
+  /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
+  runtime: RuntimeService;
+  /** What /metrics exposes (the kubelet's own metrics); the server adds its HTTP metrics to it. */
+  metrics?: MetricsRegistry;
+  /** What /metrics/probes exposes (prober_probe_total, prober_probe_duration_seconds). */
+  probeMetrics?: MetricsRegistry;
+  /** The configuration in force, for /configz (served as {"kubeletconfig": …}). */
+  configz?(): unknown;
+  /** /stats/summary, when a stats provider exists (404 otherwise). */
+  statsSummary?(onlyCpuAndMemory: boolean, signal: AbortSignal): Promise<unknown>;
+}
+
+/** The fields of the kubelet configuration the server reads; ResolvedKubeletConfig fits it as is. */
+export interface KubeletServerConfig {
+  address: string;
+  port: number;
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  tlsMinVersion: string;
+  tlsCipherSuites: string[];
+  authentication: {
+    x509: { clientCAFile: string };
+    webhook: { enabled: boolean; cacheTTLMs: number };
+    anonymous: { enabled: boolean };
+  };
+  authorization: {
+    mode: 'AlwaysAllow' | 'Webhook';
+    webhook: { cacheAuthorizedTTLMs: number; cacheUnauthorizedTTLMs: number };
+  };
+  enableDebuggingHandlers: boolean;
+  enableSystemLogHandler: boolean;
+  streamingConnectionIdleTimeoutMs: number;
+  runtimeRequestTimeoutMs: number;
+  featureGates: Record<string, boolean>;
+}
+
+export interface KubeletServerOptions {
+  config: KubeletServerConfig;
+  nodeName: string;
+  /** --cert-dir: where the self-signed kubelet.crt/kubelet.key live when no certificate is configured. */
+  certDirectory: string;
+  /** For TokenReview and SubjectAccessReview (cluster mode); required by webhook authentication or authorization. */
+  apiPoster?: ApiPoster;
+  /** Replaces the TokenReview webhook (tests, or another token source). */
+  tokenReviewer?: TokenReviewer;
+  /** Replaces the authorizer the mode would build. */
+  authorizer?: Authorizer;
+  /** What /logs/ serves (upstream: /var/log). */
+  nodeLogsDir?: string;
+  /** Folders that symlinks under nodeLogsDir may point into (the pod log folder, when it is elsewhere). */
+  nodeLogsSymlinkRoots?: string[];
+  clock?: Clock;
+}
+
+export interface KubeletServer {
+  /** The port actually bound (useful with port 0). */
+  readonly port: number;
+  /** Stops listening and cuts every connection, streams included. */
+  close(): Promise<void>;
+}
+
+export interface ReadOnlyServerOptions {
+  address: string;
+  port: number;
+  nodeName: string;
+  clock?: Clock;
+}
+
+/** Requests other than streams must arrive whole within this (upstream: ReadTimeout bounds them). */
+const REQUEST_TIMEOUT_MS = 60_000;
+/** Upstream's IdleTimeout: a kept-alive connection with no request is closed after this. */
+const KEEP_ALIVE_TIMEOUT_MS = 90_000;
+const DEFAULT_NODE_LOGS_DIR = '/var/log';
+
+/** Paths upstream counts metrics under; anything else is "other". */
+const METRIC_PATH_BUCKETS = new Set([
+  'healthz', 'pods', 'stats', 'metrics', 'metrics/cadvisor', 'metrics/probes', 'metrics/resource', 'run', 'exec',
+  'attach', 'portForward', 'containerLogs', 'configz', 'runningpods', 'logs', 'checkpoint', 'debug', 'pprof',
+]); // prettier-ignore
+const METRIC_METHODS = new Set(['OPTIONS', 'GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'TRACE', 'CONNECT']);
+const LONG_RUNNING = new Set(['exec', 'attach', 'portforward', 'debug']);
+
+/** Everything a request handler may need, built once per server. */
+export interface ServerState {
+  host: KubeletServerHost;
+  nodeName: string;
+  readOnly: boolean;
+  debugging: boolean;
+  systemLogs: boolean;
+  nodeLogsDir: string;
+  nodeLogsSymlinkRoots: string[];
+  streamIdleTimeoutMs: number;
+  runtimeRequestTimeoutMs: number;
+  clock: Clock;
+  streams: StreamRegistry;
+  /** What /metrics exposes: the host's registry, with the server's HTTP metrics added. */
+  metrics: MetricsRegistry;
+  authenticator?: RequestAuthenticator;
+  authorizer?: Authorizer;
+  fineGrainedAuthz: boolean;
+  httpMetrics: HttpMetrics;
+}
+
+interface HttpMetrics {
+  requests: ReturnType<MetricsRegistry['counter']>;
+  inflight: ReturnType<MetricsRegistry['gauge']>;
+  duration: ReturnType<MetricsRegistry['histogram']>;
+}
+
+function httpMetrics(registry: MetricsRegistry): HttpMetrics {
+  const labels = ['method', 'path', 'server_type', 'long_running'];
+  return {
+    requests: registry.counter('kubelet_http_requests_total', 'Number of the http requests received since the server started', labels),
+    inflight: registry.gauge('kubelet_http_inflight_requests', 'Number of the inflight http requests', labels),
+    duration: registry.histogram('kubelet_http_requests_duration_seconds', 'Duration in seconds to serve http requests', labels),
+  }; // prettier-ignore
+}
+
+const withProcess = new WeakSet<MetricsRegistry>();
+
+/** The process_* metrics every Prometheus client exposes, added once per registry. */
+function withProcessMetrics(registry: MetricsRegistry): MetricsRegistry {
+  if (withProcess.has(registry)) return registry;
+  withProcess.add(registry);
+  const startSeconds = Math.floor(Date.now() / 1000 - process.uptime());
+  registry.addCollector(() => {
+    const cpu = process.cpuUsage();
+    const mem = process.memoryUsage();
+    return [
+      { name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.', type: 'gauge', samples: [{ value: startSeconds }] },
+      { name: 'process_cpu_seconds_total', help: 'Total user and system CPU time spent in seconds.', type: 'counter', samples: [{ value: (cpu.user + cpu.system) / 1e6 }] },
+      { name: 'process_resident_memory_bytes', help: 'Resident memory size in bytes.', type: 'gauge', samples: [{ value: mem.rss }] },
+    ];
+  }); // prettier-ignore
+  return registry;
+}
+
+/** Upstream's getURLRootPath: the first segment, or metrics/<second>. */
+function metricPath(segments: readonly string[]): string {
+  const root = segments[0] ?? '';
+  const bucket =
+    root === 'metrics' && segments.length > 1 && segments[1] !== '' ? `metrics/${segments[1]}` : root;
+  return METRIC_PATH_BUCKETS.has(bucket) ? bucket : 'other';
+}
+
+/**
+ * Starts the authenticated HTTPS kubelet API on config.address:config.port. Rejects (KubeletError
+ * INVALID_CONFIG) when the configuration cannot work: webhook authentication or authorization
+ * without an apiPoster, no authentication method at all, a bad TLS setting.
+ */
+export async function startKubeletServer(
+  host: KubeletServerHost,
+  opts: KubeletServerOptions,
+): Promise<KubeletServer> {
+  const { config } = opts;
+  const clock = opts.clock ?? realClock;
+  let tokenReviewer = opts.tokenReviewer;
+  if (!tokenReviewer && config.authentication.webhook.enabled) {
+    if (!opts.apiPoster)
+      throw new KubeletError('INVALID_CONFIG', 'no client provided, cannot use webhook authentication');
+    tokenReviewer = new WebhookTokenReviewer(opts.apiPoster, clock);
+  }
+  if (tokenReviewer && config.authentication.webhook.cacheTTLMs > 0)
+    tokenReviewer = new CachingTokenReviewer(tokenReviewer, clock, config.authentication.webhook.cacheTTLMs);
+  let authorizer = opts.authorizer;
+  if (!authorizer) {
+    if (config.authorization.mode === 'Webhook') {
+      if (!opts.apiPoster)
+        throw new KubeletError('INVALID_CONFIG', 'no client provided, cannot use webhook authorization');
+      const w = config.authorization.webhook;
+      authorizer = new WebhookAuthorizer(
+        opts.apiPoster,
+        clock,
+        w.cacheAuthorizedTTLMs,
+        w.cacheUnauthorizedTTLMs,
+      );
+    } else if (config.authorization.mode === 'AlwaysAllow') {
+      authorizer = alwaysAllowAuthorizer;
+    } else {
+      throw new KubeletError(
+        'INVALID_CONFIG',
+        `unknown authorization mode ${String(config.authorization.mode)}`,
+      );
+    }
+  }
+  const x509 = config.authentication.x509.clientCAFile !== '';
+  if (!x509 && !tokenReviewer && !config.authentication.anonymous.enabled)
+    throw new KubeletError('INVALID_CONFIG', 'No authentication method configured');
+  const tls = await servingTls(config, opts.certDirectory, opts.nodeName);
+  const registry = withProcessMetrics(host.metrics ?? new MetricsRegistry());
+  const state: ServerState = {
+    host,
+    nodeName: opts.nodeName,
+    readOnly: false,
+    debugging: config.enableDebuggingHandlers,
+    systemLogs: config.enableDebuggingHandlers && config.enableSystemLogHandler,
+    nodeLogsDir: opts.nodeLogsDir ?? DEFAULT_NODE_LOGS_DIR,
+    nodeLogsSymlinkRoots: opts.nodeLogsSymlinkRoots ?? [],
+    streamIdleTimeoutMs: config.streamingConnectionIdleTimeoutMs,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+    clock,
+    streams: new StreamRegistry(),
+    metrics: registry,
+    authenticator: new RequestAuthenticator({
+      x509,
+      ...(tokenReviewer ? { tokenReviewer } : {}),
+      anonymous: config.authentication.anonymous.enabled,
+    }),
+    authorizer,
+    // KubeletFineGrainedAuthz is beta and on by default since 1.33.
+    fineGrainedAuthz: config.featureGates.KubeletFineGrainedAuthz ?? true,
+    httpMetrics: httpMetrics(registry),
+  };
+  const server = https.createServer(tls.options);
+  return listen(server, state, config.address, config.port, 'readwrite');
+}
+
+/**
+ * The read-only port (upstream ListenAndServeKubeletReadOnlyServer): plain HTTP, no authentication,
+ * /healthz, /pods, /stats/ and /metrics*; the debugging endpoints answer 405.
+ */
+export function startKubeletReadOnlyServer(
+  host: KubeletServerHost,
+  opts: ReadOnlyServerOptions,
+): Promise<KubeletServer> {
+  const registry = withProcessMetrics(host.metrics ?? new MetricsRegistry());
+  const state: ServerState = {
+    host,
+    nodeName: opts.nodeName,
+    readOnly: true,
+    debugging: false,
+    systemLogs: false,
+    nodeLogsDir: DEFAULT_NODE_LOGS_DIR,
+    nodeLogsSymlinkRoots: [],
+    streamIdleTimeoutMs: 0,
+    runtimeRequestTimeoutMs: 120_000,
+    clock: opts.clock ?? realClock,
+    streams: new StreamRegistry(),
+    metrics: registry,
+    fineGrainedAuthz: false,
+    httpMetrics: httpMetrics(registry),
+  };
+  return listen(http.createServer(), state, opts.address, opts.port, 'readonly');
+}
+
+function listen(
+  server: http.Server | https.Server,
+  state: ServerState,
+  address: string,
+  port: number,
+  serverType: 'readwrite' | 'readonly',
+): Promise<KubeletServer> {
+  server.requestTimeout = REQUEST_TIMEOUT_MS;
+  server.headersTimeout = REQUEST_TIMEOUT_MS;
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
+  const closing = new AbortController();
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    void dispatch(state, serverType, req, res, undefined, closing.signal);
+  });
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    // A response object on the raw socket, so refusals (401, 404, 400) are written by the same handlers.
+    const res = new ServerResponse(req);
+    res.assignSocket(socket as Socket);
+    res.shouldKeepAlive = false;
+    res.on('finish', () => {
+      res.detachSocket(socket as Socket);
+      socket.end();
+    });
+    socket.on('error', () => socket.destroy());
+    void dispatch(state, serverType, req, res, { socket, head }, closing.signal);
+  });
+  server.on('clientError', (err: Error, socket: Duplex) => {
+    log.v(4, 'Bad client connection', { err: err.message });
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  if (server instanceof https.Server) {
+    server.on('tlsClientError', (err: Error) => log.v(4, 'TLS handshake failed', { err: err.message }));
+  }
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      server.on('error', (err: Error) => log.error('Kubelet server error', { err: err.message }));
+      const bound = (server.address() as AddressInfo).port;
+      log.info(serverType === 'readonly' ? 'Starting to listen read-only' : 'Starting to listen', {
+        address,
+        port: bound,
+      });
+      resolve({
+        port: bound,
+        close: () =>
+          new Promise<void>((done) => {
+            closing.abort(new Error('server closing'));
+            state.streams.closeAll();
+            server.close(() => done());
+            server.closeAllConnections();
+          }),
+      });
+    });
+  });
+}
+
+async function dispatch(
+  state: ServerState,
+  serverType: 'readwrite' | 'readonly',
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  upgrade: { socket: Duplex; head: Buffer } | undefined,
+  serverClosing: AbortSignal,
+): Promise<void> {
+  const parsed = parseRequestTarget(req.url ?? '/');
+  const method = req.method ?? 'GET';
+  const segments = 'error' in parsed ? [] : parsed.segments;
+  const bucket = metricPath(segments);
+  const labels = {
+    method: METRIC_METHODS.has(method) ? method : 'other',
+    path: bucket,
+    server_type: serverType,
+    long_running: String(LONG_RUNNING.has(bucket.toLowerCase())),
+  };
+  const m = state.httpMetrics;
+  m.requests.inc(labels);
+  m.inflight.inc(labels);
+  const stopTimer = m.duration.startTimer(labels, () => state.clock.now());
+  const clientGone = new AbortController();
+  const onClose = () => clientGone.abort(new Error('client went away'));
+  (upgrade?.socket ?? res).once('close', onClose);
+  const signal = AbortSignal.any([clientGone.signal, serverClosing]);
+  try {
+    if ('error' in parsed) return sendText(res, 400, parsed.error);
+    const ctx: RequestContext = { req, res, method, ...parsed, ...(upgrade ? { upgrade } : {}), signal };
+    if (!state.readOnly && !(await authenticateAndAuthorize(state, ctx))) return;
+    await route(state, ctx);
+  } catch (err) {
+    log.error('Request failed', { method, path: req.url, err: errorMessage(err) });
+    if (upgrade && !res.headersSent && !res.writableEnded) sendText(res, 500, 'internal server error');
+    else if (!res.headersSent) sendText(res, 500, 'internal server error');
+    else res.destroy();
+  } finally {
+    m.inflight.dec(labels);
+    stopTimer();
+  }
+}
+
+async function authenticateAndAuthorize(state: ServerState, ctx: RequestContext): Promise<boolean> {
+  const authn = await state.authenticator!.authenticate(ctx.req, ctx.signal);
+  if (!authn.authenticated) {
+    log.v(2, 'Unauthorized', { path: ctx.path, reason: authn.reason });
+    sendText(ctx.res, 401, `Unauthorized: ${authn.reason}`);
+    return false;
+  }
+  ctx.user = authn.user;
+  const attrs = nodeRequestAttributes(
+    authn.user,
+    ctx.method,
+    ctx.path,
+    state.nodeName,
+    state.fineGrainedAuthz,
+  );
+  const decision = await authorizeRequest(state.authorizer!, attrs, ctx.signal);
+  if (!decision.allowed) {
+    sendText(ctx.res, decision.status, decision.message);
+    return false;
+  }
+  return true;
+}
+
+function podList(items: Pod[]): PodList {
+  return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
+}
+
+/** Upstream's debugging-disabled answer for /run/, /exec/, … on the read-only port or without enableDebuggingHandlers. */
+const DEBUGGING_PATHS = new Set([
+  'run',
+  'exec',
+  'attach',
+  'portForward',
+  'containerLogs',
+  'runningpods',
+  'debug',
+  'logs',
+]);
+
+async function route(state: ServerState, ctx: RequestContext): Promise<void> {
+  const { res, segments, method } = ctx;
+  const root = segments[0] ?? '';
+  const isGet = method === 'GET' || method === 'HEAD';
+
+  if (root === 'healthz') {
+    const url = new URL(`http://kubelet${ctx.path}?${ctx.query.toString()}`);
+    if (await serveHealthz(state.host.healthChecks(), ctx.req, res, url)) return;
+    return notFound(res);
+  }
+  if (ctx.path === '/pods' || ctx.path === '/pods/') {
+    if (method !== 'GET') return methodNotAllowed(res);
+    return sendJson(res, 200, podList(state.host.getPods()));
+  }
+  if (root === 'stats') return serveStats(state, ctx);
+  if (root === 'metrics') return serveMetrics(state, ctx);
+
+  if (!state.debugging) {
+    if (DEBUGGING_PATHS.has(root) && segments.length > 1)
+      return sendText(res, 405, 'Debug endpoints are disabled.\n');
+    return notFound(res);
+  }
+  switch (root) {
+    case 'run':
+      return serveRun(state, ctx);
+    case 'exec':
+      return serveExec(state, ctx);
+    case 'attach':
+      return serveAttach(state, ctx);
+    case 'portForward':
+      return servePortForward(state, ctx);
+    case 'containerLogs':
+      return serveContainerLogs(state, ctx);
+    case 'configz':
+      if (ctx.path !== '/configz') return notFound(res);
+      if (!isGet) return methodNotAllowed(res);
+      return sendJson(res, 200, { kubeletconfig: state.host.configz?.() ?? {} });
+    case 'runningpods':
+      if (ctx.path !== '/runningpods/') return notFound(res);
+      if (method !== 'GET') return methodNotAllowed(res);
+      return sendJson(res, 200, podList(await state.host.getRunningPods()));
+    case 'logs':
+      if (!state.systemLogs) return sendText(res, 405, 'logs endpoint is disabled.\n');
+      return serveNodeLogs(state, ctx);
+    default:
+      return notFound(res);
+  }
+}
+
+async function serveStats(state: ServerState, ctx: RequestContext): Promise<void> {
+  if (ctx.path !== '/stats/summary' || !state.host.statsSummary) return notFound(ctx.res);
+  if (ctx.method !== 'GET') return methodNotAllowed(ctx.res);
+  const only = ctx.query.get('only_cpu_and_memory') === 'true';
+  const summary = await state.host.statsSummary(only, ctx.signal);
+  sendJson(ctx.res, 200, summary);
+}
+
+async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<void> {
+  const { res } = ctx;
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return methodNotAllowed(res);
+  let text: string;
+  switch (ctx.path) {
+    case '/metrics':
+      text = await state.metrics.expose();
+      break;
+    case '/metrics/probes':
+      text = await (state.host.probeMetrics ?? new MetricsRegistry()).expose();
+      break;
+    case '/metrics/resource':
+      text = await resourceMetricsText(
+        state.host.runtime,
+        state.clock,
+        ctx.signal,
+        state.runtimeRequestTimeoutMs,
+      );
+      break;
+    default:
+      // /metrics/cadvisor needs cAdvisor, which this kubelet does not embed.
+      return notFound(res);
+  }
+  res.writeHead(200, {
+    'Content-Type': PROMETHEUS_TEXT_CONTENT_TYPE,
+    'Content-Length': Buffer.byteLength(text),
+  });
+  res.end(ctx.method === 'HEAD' ? undefined : text);
+}
+
+/** The pod a request names (upstream GetPodByName), or undefined. */
+export function findPod(state: ServerState, namespace: string, name: string): Pod | undefined {
+  if (state.host.getPodByName) return state.host.getPodByName(namespace, name);
+  return state.host.getPods().find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
+}

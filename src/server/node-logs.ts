@@ -1,0 +1,174 @@
+/**
+ * /logs/: the node's log folder (upstream: http.FileServer over /var/log, behind StripPrefix).
+ * Directories are listed as Go lists them (a <pre> of links, sorted, folders with a trailing slash),
+ * files are served with Last-Modified and single byte ranges. Nothing outside the folder is reachable:
+ * dot segments never get here (the path parser refuses them), and every path is resolved with
+ * realpath and must stay under the folder, or under one of the allowed symlink targets.
+ */
+import { createReadStream } from 'node:fs';
+import { open, readdir, realpath, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import type { ServerState } from './kubelet-server.js';
+import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
+
+const TEXT_TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.htm': 'text/html; charset=utf-8',
+  '.txt': 'text/plain; charset=utf-8',
+  '.json': 'application/json',
+  '.xml': 'text/xml; charset=utf-8',
+  '.gz': 'application/gzip',
+};
+
+function within(child: string, root: string): boolean {
+  return child === root || child.startsWith(root.endsWith(path.sep) ? root : root + path.sep);
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&#34;', "'": '&#39;' })[c]!,
+  );
+}
+
+/** A link target that stays a path: '?', '#' and '%' would otherwise change what it means. */
+function escapeHref(name: string): string {
+  return encodeURI(name).replace(/[?#]/g, (c) => encodeURIComponent(c));
+}
+
+/** Go's DetectContentType, as far as logs go: text unless the first bytes look binary. */
+function sniff(head: Buffer): string {
+  for (const b of head)
+    if (b === 0 || (b < 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0c && b !== 0x0d && b !== 0x1b))
+      return 'application/octet-stream';
+  return 'text/plain; charset=utf-8';
+}
+
+export async function serveNodeLogs(state: ServerState, ctx: RequestContext): Promise<void> {
+  const { res } = ctx;
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return methodNotAllowed(res);
+  const rel = ctx.segments.slice(1);
+  const root = await realpath(state.nodeLogsDir).catch(() => undefined);
+  if (!root) return notFound(res);
+  const allowed = [root];
+  for (const r of state.nodeLogsSymlinkRoots) {
+    const real = await realpath(r).catch(() => undefined);
+    if (real) allowed.push(real);
+  }
+  let target: string;
+  try {
+    target = await realpath(path.join(root, ...rel));
+  } catch {
+    return notFound(res);
+  }
+  if (!allowed.some((a) => within(target, a))) return notFound(res);
+  let info;
+  try {
+    info = await stat(target);
+  } catch {
+    return notFound(res);
+  }
+  const urlPath = ctx.path;
+  const last = rel[rel.length - 1] ?? '';
+  if (info.isDirectory()) {
+    // Go redirects a folder asked for without its trailing slash, relative to where the client is.
+    if (!urlPath.endsWith('/')) return redirect(res, `${last}/`);
+    const index = path.join(target, 'index.html');
+    const indexInfo = await stat(index).catch(() => undefined);
+    if (indexInfo?.isFile() && allowed.some((a) => within(index, a)))
+      return serveFile(ctx, index, indexInfo.size, indexInfo.mtime);
+    return listDirectory(ctx, target);
+  }
+  if (urlPath.endsWith('/')) return redirect(res, `../${rel[rel.length - 2] ?? ''}`);
+  if (!info.isFile()) return notFound(res);
+  return serveFile(ctx, target, info.size, info.mtime);
+}
+
+function redirect(res: RequestContext['res'], location: string): void {
+  res.writeHead(301, { Location: location, 'Content-Type': 'text/html; charset=utf-8' });
+  res.end(`<a href="${escapeHtml(location)}">Moved Permanently</a>.\n\n`);
+}
+
+async function listDirectory(ctx: RequestContext, dir: string): Promise<void> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch {
+    return sendText(ctx.res, 500, 'Error reading directory\n');
+  }
+  const names = await Promise.all(
+    entries.map(async (e) => {
+      // A symlink to a folder lists as a folder, as Go's os.Stat-based listing does.
+      const isDir =
+        e.isDirectory() ||
+        (e.isSymbolicLink() && (await stat(path.join(dir, e.name)).catch(() => undefined))?.isDirectory());
+      return isDir ? `${e.name}/` : e.name;
+    }),
+  );
+  names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  const body =
+    '<!doctype html>\n<meta name="viewport" content="width=device-width">\n<pre>\n' +
+    names.map((n) => `<a href="${escapeHref(n)}">${escapeHtml(n)}</a>\n`).join('') +
+    '</pre>\n';
+  ctx.res.writeHead(200, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+  });
+  ctx.res.end(ctx.method === 'HEAD' ? undefined : body);
+}
+
+async function serveFile(ctx: RequestContext, file: string, size: number, mtime: Date): Promise<void> {
+  const { res } = ctx;
+  let type = TEXT_TYPES[path.extname(file).toLowerCase()];
+  if (!type) {
+    const fh = await open(file, 'r').catch(() => undefined);
+    if (!fh) return sendText(res, 403, '403 Forbidden\n');
+    try {
+      const head = Buffer.alloc(Math.min(512, size));
+      const { bytesRead } = await fh.read(head, 0, head.length, 0);
+      type = sniff(head.subarray(0, bytesRead));
+    } finally {
+      await fh.close();
+    }
+  }
+  let start = 0;
+  let end = size - 1;
+  let status = 200;
+  const headers: Record<string, string> = {
+    'Content-Type': type,
+    'Last-Modified': mtime.toUTCString(),
+    'Accept-Ranges': 'bytes',
+  };
+  const range = ctx.req.headers.range;
+  if (range !== undefined) {
+    const m = /^bytes=(\d*)-(\d*)$/.exec(range.trim());
+    const a = m?.[1] ?? '';
+    const b = m?.[2] ?? '';
+    if (!m || (a === '' && b === '')) {
+      return sendText(res, 416, 'invalid range\n', { 'Content-Range': `bytes */${size}` });
+    }
+    if (a === '') {
+      start = Math.max(0, size - Number(b));
+    } else {
+      start = Number(a);
+      if (b !== '') end = Math.min(Number(b), size - 1);
+    }
+    if (start >= size || start > end) {
+      return sendText(res, 416, 'invalid range: failed to overlap\n', { 'Content-Range': `bytes */${size}` });
+    }
+    status = 206;
+    headers['Content-Range'] = `bytes ${start}-${end}/${size}`;
+  }
+  headers['Content-Length'] = String(size === 0 ? 0 : end - start + 1);
+  if (ctx.method === 'HEAD' || size === 0) {
+    res.writeHead(status, headers);
+    res.end();
+    return;
+  }
+  res.writeHead(status, headers);
+  // pipeline gives backpressure and closes the file when the client goes away.
+  await pipeline(createReadStream(file, { start, end }), res, { signal: ctx.signal }).catch(() =>
+    res.destroy(),
+  );
+}

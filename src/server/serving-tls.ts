@@ -1,0 +1,221 @@
+/**
+ * The kubelet API's TLS settings, as upstream's InitializeTLS makes them: the configured certificate,
+ * or else a self-signed pair in the cert directory (`kubelet.crt`, `kubelet.key`) made once and
+ * reused across restarts; the minimum version and cipher suites given by their Go names, mapped to
+ * what OpenSSL calls them; client certificates requested (never required) when a client CA is set.
+ */
+import { execFile } from 'node:child_process';
+import { access, constants, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
+import path from 'node:path';
+import type { SecureVersion, TlsOptions } from 'node:tls';
+import { promisify } from 'node:util';
+import { KubeletError } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+
+const log = logger('server');
+const run = promisify(execFile);
+
+/** openssl makes an RSA key in well under a second; this bounds a wedged one. */
+const OPENSSL_TIMEOUT_MS = 30_000;
+/** Upstream's self-signed certificates last one year. */
+const SELF_SIGNED_DAYS = 365;
+
+/** tlsMinVersion values (Go's constant names) and what Node calls them. */
+const TLS_VERSIONS: Record<string, SecureVersion> = {
+  VersionTLS10: 'TLSv1',
+  VersionTLS11: 'TLSv1.1',
+  VersionTLS12: 'TLSv1.2',
+  VersionTLS13: 'TLSv1.3',
+};
+
+/** Go's TLS 1.3 suites: accepted in tlsCipherSuites, but never configurable (Go ignores them too). */
+const TLS13_SUITES = new Set([
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+]);
+const DEFAULT_TLS13_CIPHERS = 'TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256';
+
+/** The TLS 1.0–1.2 suites Go knows (secure and insecure lists), by their OpenSSL names. */
+const CIPHER_SUITES: Record<string, string> = {
+  TLS_RSA_WITH_RC4_128_SHA: 'RC4-SHA',
+  TLS_RSA_WITH_3DES_EDE_CBC_SHA: 'DES-CBC3-SHA',
+  TLS_RSA_WITH_AES_128_CBC_SHA: 'AES128-SHA',
+  TLS_RSA_WITH_AES_256_CBC_SHA: 'AES256-SHA',
+  TLS_RSA_WITH_AES_128_CBC_SHA256: 'AES128-SHA256',
+  TLS_RSA_WITH_AES_128_GCM_SHA256: 'AES128-GCM-SHA256',
+  TLS_RSA_WITH_AES_256_GCM_SHA384: 'AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_RC4_128_SHA: 'ECDHE-ECDSA-RC4-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA: 'ECDHE-ECDSA-AES128-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA: 'ECDHE-ECDSA-AES256-SHA',
+  TLS_ECDHE_RSA_WITH_RC4_128_SHA: 'ECDHE-RSA-RC4-SHA',
+  TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA: 'ECDHE-RSA-DES-CBC3-SHA',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA: 'ECDHE-RSA-AES128-SHA',
+  TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA: 'ECDHE-RSA-AES256-SHA',
+  TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256: 'ECDHE-ECDSA-AES128-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256: 'ECDHE-RSA-AES128-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256: 'ECDHE-RSA-AES128-GCM-SHA256',
+  TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256: 'ECDHE-ECDSA-AES128-GCM-SHA256',
+  TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384: 'ECDHE-RSA-AES256-GCM-SHA384',
+  TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384: 'ECDHE-ECDSA-AES256-GCM-SHA384',
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+  // The older names component-base still accepts.
+  TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305: 'ECDHE-RSA-CHACHA20-POLY1305',
+  TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305: 'ECDHE-ECDSA-CHACHA20-POLY1305',
+};
+
+/** tlsMinVersion to Node's name; '' is Go's server default, TLS 1.2. */
+export function tlsMinVersion(name: string): SecureVersion {
+  if (name === '') return 'TLSv1.2';
+  const v = TLS_VERSIONS[name];
+  if (!v) throw new KubeletError('INVALID_CONFIG', `unknown tls version "${name}"`);
+  return v;
+}
+
+/**
+ * tlsCipherSuites to an OpenSSL cipher string, or undefined for Node's defaults. TLS 1.3 suites stay
+ * at their defaults whatever the list says, as in Go.
+ */
+export function openSslCiphers(suites: readonly string[]): string | undefined {
+  if (suites.length === 0) return undefined;
+  const names: string[] = [];
+  for (const s of suites) {
+    if (TLS13_SUITES.has(s)) continue;
+    const mapped = CIPHER_SUITES[s];
+    if (!mapped) throw new KubeletError('INVALID_CONFIG', `Cipher suite ${s} not supported or doesn't exist`);
+    names.push(mapped);
+  }
+  if (names.length === 0) return undefined;
+  return [DEFAULT_TLS13_CIPHERS, ...names].join(':');
+}
+
+export interface ServingTlsConfig {
+  tlsCertFile: string;
+  tlsPrivateKeyFile: string;
+  tlsMinVersion: string;
+  tlsCipherSuites: string[];
+  authentication: { x509: { clientCAFile: string } };
+}
+
+export interface ServingTlsContext {
+  options: TlsOptions;
+  certFile: string;
+  keyFile: string;
+}
+
+/**
+ * The options for https.createServer. Without tlsCertFile and tlsPrivateKeyFile, uses (and makes on
+ * first start) `<certDirectory>/kubelet.crt|key` for hostName.
+ */
+export async function servingTls(
+  config: ServingTlsConfig,
+  certDirectory: string,
+  hostName: string,
+): Promise<ServingTlsContext> {
+  let certFile = config.tlsCertFile;
+  let keyFile = config.tlsPrivateKeyFile;
+  if (certFile === '' && keyFile === '') {
+    certFile = path.join(certDirectory, 'kubelet.crt');
+    keyFile = path.join(certDirectory, 'kubelet.key');
+    if (!(await readable(certFile)) || !(await readable(keyFile))) {
+      await writeSelfSignedCertificate(hostName, certFile, keyFile);
+      log.info('Using self-signed cert', { TLSCertFile: certFile, TLSPrivateKeyFile: keyFile });
+    }
+  } else if (certFile === '' || keyFile === '') {
+    throw new KubeletError('INVALID_CONFIG', 'tlsCertFile and tlsPrivateKeyFile must be given together');
+  }
+  const minVersion = tlsMinVersion(config.tlsMinVersion);
+  const ciphers = openSslCiphers(config.tlsCipherSuites);
+  if (minVersion === 'TLSv1.3' && config.tlsCipherSuites.length > 0)
+    log.warn('TLS 1.3 cipher suites are not configurable, ignoring', {
+      tlsCipherSuites: config.tlsCipherSuites,
+    });
+  const [cert, key] = await Promise.all([readFile(certFile), readFile(keyFile)]);
+  const options: TlsOptions = { cert, key, minVersion, ...(ciphers ? { ciphers } : {}) };
+  const caFile = config.authentication.x509.clientCAFile;
+  if (caFile !== '') {
+    // Ask for a client certificate but never refuse the handshake without one: the authenticator
+    // decides, so a bearer token or an anonymous request still gets through (upstream: RequestClientCert).
+    options.ca = await readFile(caFile);
+    options.requestCert = true;
+    options.rejectUnauthorized = false;
+  }
+  return { options, certFile, keyFile };
+}
+
+async function readable(file: string): Promise<boolean> {
+  try {
+    await access(file, constants.R_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function subjectValue(v: string): string {
+  if (v === '' || /[/\\+,=\n]/.test(v))
+    throw new KubeletError('INVALID_CONFIG', `cannot put ${JSON.stringify(v)} in a certificate subject`);
+  return v;
+}
+
+/**
+ * Upstream's GenerateSelfSignedCertKey: a throwaway CA `<host>-ca@<unix seconds>` signs a serving
+ * certificate `<host>@<unix seconds>` whose SAN is the host (an IP SAN when the host is an IP); the
+ * certificate file holds the certificate then the CA, so a client can pin either.
+ */
+export async function writeSelfSignedCertificate(
+  host: string,
+  certFile: string,
+  keyFile: string,
+): Promise<void> {
+  const dir = path.dirname(certFile);
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  await mkdir(path.dirname(keyFile), { recursive: true, mode: 0o755 });
+  const work = await mkdtemp(path.join(dir, '.kubelet-cert-'));
+  const nowSeconds = Math.floor(Date.now() / 1000);
+  const f = (name: string) => path.join(work, name);
+  const openssl = (args: string[]) => run('openssl', args, { timeout: OPENSSL_TIMEOUT_MS });
+  try {
+    await openssl([
+      'req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048',
+      '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', String(SELF_SIGNED_DAYS),
+      '-subj', `/CN=${subjectValue(host)}-ca@${nowSeconds}`,
+      '-addext', 'basicConstraints=critical,CA:TRUE',
+      '-addext', 'keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign',
+    ]); // prettier-ignore
+    await openssl([
+      'req', '-new', '-nodes', '-newkey', 'rsa:2048',
+      '-keyout', f('kubelet.key'), '-out', f('kubelet.csr'),
+      '-subj', `/CN=${subjectValue(host)}@${nowSeconds}`,
+    ]); // prettier-ignore
+    const san = isIP(host) ? `IP:${host}` : `DNS:${host}`;
+    await writeFile(
+      f('ext.cnf'),
+      [
+        'basicConstraints=critical,CA:FALSE',
+        'keyUsage=critical,digitalSignature,keyEncipherment',
+        'extendedKeyUsage=serverAuth',
+        `subjectAltName=${san}`,
+        '',
+      ].join('\n'),
+    );
+    await openssl([
+      'x509', '-req', '-in', f('kubelet.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'),
+      '-set_serial', '2', '-days', String(SELF_SIGNED_DAYS), '-extfile', f('ext.cnf'), '-out', f('kubelet.crt'),
+    ]); // prettier-ignore
+    const chain = (await readFile(f('kubelet.crt'), 'utf8')) + (await readFile(f('ca.crt'), 'utf8'));
+    await writeFile(f('chain.crt'), chain, { mode: 0o644 });
+    await writeFile(f('final.key'), await readFile(f('kubelet.key')), { mode: 0o600 });
+    // The key first: a crash between the renames leaves no certificate, so the next start makes both again.
+    await rename(f('final.key'), keyFile);
+    await rename(f('chain.crt'), certFile);
+  } catch (err) {
+    throw new KubeletError('INVALID_CONFIG', `unable to generate self signed cert: ${String(err)}`, {
+      cause: err,
+    });
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
