@@ -162,6 +162,35 @@ export function canonicalIP(ip: string): string {
   return ip;
 }
 
+/** How Go's net.IP.String() writes an address: dotted IPv4 (also for v4-mapped), RFC 5952 IPv6. */
+export function formatIP(ip: string): string {
+  const f = ipFamily(ip);
+  if (f === 4) return ipv4Octets(ip).join('.');
+  if (f !== 6) return ip;
+  const g = ipv6Groups(ip);
+  const v4 = mappedV4(g);
+  if (v4) return v4.join('.');
+  // The longest run of two or more zero groups (the first of equals) becomes "::".
+  let bestStart = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8;) {
+    if (g[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && g[j] === 0) j++;
+    if (j - i > bestLen) {
+      bestStart = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = (list: number[]) => list.map((x) => x.toString(16)).join(':');
+  if (bestStart < 0) return hex(g);
+  return `${hex(g.slice(0, bestStart))}::${hex(g.slice(bestStart + bestLen))}`;
+}
+
 /** Interfaces that carry a default route in a /proc/net/route (or ipv6_route) table, in table order. */
 export function defaultRouteInterfaces(table: string, family: IpFamily): string[] {
   const out: string[] = [];

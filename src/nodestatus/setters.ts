@@ -9,7 +9,7 @@
  */
 import type { Image } from '../cri/types.js';
 import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
-import { canonicalIP, ipFamily, isUnspecifiedIP } from './host-ip.js';
+import { formatIP, ipFamily, isUnspecifiedIP } from './host-ip.js';
 import type { MachineInfo } from './machine-info.js';
 import {
   formatQuantity,
@@ -113,8 +113,8 @@ export function nodeAddress(inputs: NodeAddressInputs): Setter {
     }
     if (nodeIPSpecified && secondarySpecified) {
       status(node).addresses = [
-        { type: 'InternalIP', address: canonicalIP(nodeIP) },
-        { type: 'InternalIP', address: canonicalIP(secondaryNodeIP) },
+        { type: 'InternalIP', address: formatIP(nodeIP) },
+        { type: 'InternalIP', address: formatIP(secondaryNodeIP) },
         { type: 'Hostname', address: inputs.hostname },
       ];
       return;
@@ -130,7 +130,7 @@ export function nodeAddress(inputs: NodeAddressInputs): Setter {
       ip = found.ip;
     }
     status(node).addresses = [
-      { type: 'InternalIP', address: canonicalIP(ip) },
+      { type: 'InternalIP', address: formatIP(ip) },
       { type: 'Hostname', address: inputs.hostname },
     ];
   };
@@ -507,6 +507,7 @@ function pressureCondition(
       condition.lastTransitionTime = now;
       recordEvent('Normal', spec.falseEvent);
     }
+    s.conditions[s.conditions.indexOf(condition)] = orderCondition(condition);
   };
 }
 
