@@ -89,7 +89,7 @@ export class ClusterNode {
   start(): void {
     if (this.state !== 'NEW') throw new Error(`cluster node cannot start from state ${this.state}`);
     this.state = 'RUNNING';
-    this.opts.recorder?.event(
+    this.opts.recorder?.eventFor(
       nodeRef(this.opts.nodeName),
       'Normal',
       NodeEventReason.StartingKubelet,

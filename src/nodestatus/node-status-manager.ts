@@ -542,7 +542,7 @@ export class NodeStatusManager {
 
   private recordNodeStatusEvent(type: EventType, reason: string): void {
     log.v(2, 'Recording event message for node', { node: this.nodeName, event: reason });
-    this.opts.recorder?.event(
+    this.opts.recorder?.eventFor(
       nodeRef(this.nodeName),
       type,
       reason,
@@ -551,7 +551,7 @@ export class NodeStatusManager {
   }
 
   private recordEvent(type: EventType, reason: string, message: string): void {
-    this.opts.recorder?.event(nodeRef(this.nodeName), type, reason, message);
+    this.opts.recorder?.eventFor(nodeRef(this.nodeName), type, reason, message);
   }
 
   /** Upstream's defaultNodeStatusFuncs, in its order: the Ready condition comes after the others. */

@@ -7,8 +7,18 @@ import { mustSucceed } from '../k8s/api-status.js';
 import type { CallOptions } from '../k8s/rest-client.js';
 import { nodeRefPath, type NodeApiClient } from './node-client.js';
 import { semanticEqual } from './node-status-changed.js';
-import { createTwoWayMergePatch, NODE_PATCH_SCHEMA, type JsonObject } from './strategic-merge-patch.js';
+import { createTwoWayMergePatch, type JsonObject, type PatchSchema } from '../k8s/strategic-merge-patch.js';
 import type { Node } from './types.js';
+
+/**
+ * The patch tags of core/v1 Node that a status patch can meet. (metadata.finalizers and
+ * spec.podCIDRs are merged scalar lists upstream; the kubelet never changes the one and leaves the
+ * spec out, so neither needs them here.)
+ */
+export const NODE_PATCH_SCHEMA: PatchSchema = {
+  metadata: { fields: { ownerReferences: { mergeKey: 'uid' } } },
+  status: { fields: { conditions: { mergeKey: 'type' }, addresses: { mergeKey: 'type' } } },
+};
 
 function toJson(node: Node): JsonObject {
   return JSON.parse(JSON.stringify(node)) as JsonObject;

@@ -111,9 +111,12 @@ export interface ObjectReference {
 
 export type EventType = 'Normal' | 'Warning';
 
-/** Where node events go (upstream: record.EventRecorder with the kubelet's nodeRef). */
+/**
+ * Where node events go (upstream: record.EventRecorder with the kubelet's nodeRef); the events
+ * package's ApiEventRecorder is one.
+ */
 export interface NodeEventRecorder {
-  event(ref: ObjectReference, type: EventType, reason: string, message: string): void;
+  eventFor(ref: ObjectReference, type: EventType, reason: string, message: string): void;
 }
 
 /** upstream's kl.nodeRef: the node's UID in events is its name, not the API object's UID. */

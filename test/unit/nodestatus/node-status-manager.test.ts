@@ -73,7 +73,7 @@ async function harness(
     runtimeState,
     updateRuntimeUp: () => runtimeState.updateRuntimeUp(status),
     recorder: {
-      event: (ref: ObjectReference, type, reason, message) =>
+      eventFor: (ref: ObjectReference, type, reason, message) =>
         events.push(`${ref.kind}/${ref.name} uid=${ref.uid} ${type} ${reason}: ${message}`),
     },
     machineHost: fakeMachineHost(),

@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { nodeStatusHasChanged } from '../../../src/nodestatus/node-status-changed.js';
+import type { JsonObject } from '../../../src/k8s/strategic-merge-patch.js';
 import { preparePatchForNodeStatus } from '../../../src/nodestatus/patch-node-status.js';
-import {
-  createTwoWayMergePatch,
-  NODE_PATCH_SCHEMA,
-  type JsonObject,
-} from '../../../src/nodestatus/strategic-merge-patch.js';
 import type { Node, NodeCondition } from '../../../src/nodestatus/types.js';
 import { strategicMergePatch } from '../../apiserver/patch.js';
 import { resourceByName } from '../../apiserver/resources.js';
@@ -134,21 +130,6 @@ describe('strategic merge patch of node status', () => {
 
   it('is empty when nothing changed', () => {
     assert.deepEqual(preparePatchForNodeStatus(baseNode(), baseNode()), {});
-  });
-
-  it('merges scalar lists as sets with their order', () => {
-    const patch = createTwoWayMergePatch(
-      { metadata: { finalizers: ['a', 'b'] } },
-      { metadata: { finalizers: ['b', 'c'] } },
-      NODE_PATCH_SCHEMA,
-    );
-    assert.deepEqual(patch, {
-      metadata: {
-        finalizers: ['c'],
-        '$deleteFromPrimitiveList/finalizers': ['a'],
-        '$setElementOrder/finalizers': ['b', 'c'],
-      },
-    });
   });
 });
 
