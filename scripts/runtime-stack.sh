@@ -14,6 +14,8 @@
 #
 # Overrides (rarely needed): TSKUBELET_STACK_DIR (default <repo>/.stack) and TSKUBELET_STACK_RUN_DIR
 # (default /run/tskubelet, where the sockets live: unix socket paths are limited to 108 bytes).
+# A second stack beside the first (so that two kubelets do not stop each other's pods) also needs
+# its own TSKUBELET_STACK_BRIDGE (default tskube0) and TSKUBELET_STACK_POD_SUBNET (default 10.244.77.0/24).
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -30,9 +32,9 @@ CNI_CONF_DIR=$STACK_DIR/cni/net.d
 CNI_IPAM_DIR=$STACK_DIR/cni/ipam
 CNI_BIN_DIR=/usr/lib/cni
 IMAGES_DIR=$STACK_DIR/images
-NETWORK_NAME=tskubelet
-BRIDGE=tskube0
-POD_SUBNET=10.244.77.0/24
+NETWORK_NAME=tskubelet${TSKUBELET_STACK_BRIDGE:+-$TSKUBELET_STACK_BRIDGE}
+BRIDGE=${TSKUBELET_STACK_BRIDGE:-tskube0}
+POD_SUBNET=${TSKUBELET_STACK_POD_SUBNET:-10.244.77.0/24}
 SANDBOX_IMAGE=registry.k8s.io/pause:3.9
 # containerd 1.6 puts every shim's socket in this compile-time folder, whatever its config says.
 SHIM_SOCKET_DIR=/run/containerd/s

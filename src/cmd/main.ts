@@ -23,11 +23,13 @@ import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { PodWorkersImpl, type PodWorkers } from '../podworkers/pod-workers.js';
 import { BasicWorkQueue } from '../podworkers/work-queue.js';
+import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
+import { ProberManager } from '../prober/prober-manager.js';
 import type { HealthCheck } from '../server/healthz.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
-import { KUBELET_VERSION } from './version.js';
+import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
 
 const log = logger('kubelet');
 
@@ -149,6 +151,13 @@ async function run(loaded: RunConfig): Promise<void> {
   await mkdir(config.podLogsDir, { recursive: true });
   await mkdir(LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
   const ips = nodeIPs(flags.nodeIP);
+  const podCache = new InMemoryPodCache();
+  const prober = new ProberManager({
+    runtimeService: runtimeConnection.runtime,
+    getContainerStatus: podCacheContainerStatus(podCache),
+    kubernetesVersion: KUBERNETES_VERSION,
+    clock,
+  });
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: runtimeConnection.runtime,
     imageService: runtimeConnection.images,
@@ -163,8 +172,8 @@ async function run(loaded: RunConfig): Promise<void> {
     clusterDomain: config.clusterDomain,
     cgroupParent: '',
     podInfraContainerImage: flags.podInfraContainerImage,
+    probeResults: prober.runtimeProbeResults,
   });
-  const podCache = new InMemoryPodCache();
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
   const workQueue = new BasicWorkQueue(clock);
   const podConfig = new PodConfig({ clock });
@@ -180,6 +189,7 @@ async function run(loaded: RunConfig): Promise<void> {
     pleg,
     workQueue,
     statusManager,
+    prober,
     podWorkers: (): PodWorkers =>
       new PodWorkersImpl({
         syncer: kl,

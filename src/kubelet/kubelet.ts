@@ -17,6 +17,7 @@ import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/gene
 import type { PodCache } from '../pleg/pod-cache.js';
 import { PodManager } from '../pod/pod-manager.js';
 import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
+import type { ProberManager, ProbeUpdate } from '../prober/prober-manager.js';
 import type { WorkQueue } from '../podworkers/work-queue.js';
 import { pingCheck, logCheck, type HealthCheck } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
@@ -59,6 +60,8 @@ export interface KubeletOptions {
    * has an API client, so standalone mode leaves this out.
    */
   statusHostIPs?: string[];
+  /** Liveness, readiness and startup probes; absent, containers are not probed. */
+  prober?: ProberManager;
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthCheck[];
 }
@@ -79,7 +82,7 @@ export class Kubelet implements ServerHost {
   private readonly sourcesSeen = new Set<PodSource>();
   private readonly stopController = new AbortController();
   private readonly timers: TimerHandle[] = [];
-  private unsubscribe: (() => void) | undefined;
+  private readonly unsubscribers: (() => void)[] = [];
   private plegLoop: Promise<void> | undefined;
   private housekeepingRunning = false;
   private lastContainerGcMs = 0;
@@ -100,9 +103,13 @@ export class Kubelet implements ServerHost {
     this.podWorkers = this.opts.podWorkers();
     this.lastLoopIterationMs = this.clock.now();
     this.opts.pleg.start();
-    this.unsubscribe = this.opts.podConfig.onUpdate((u) =>
-      this.loopIteration(() => this.handleConfigUpdate(u)),
+    this.unsubscribers.push(
+      this.opts.podConfig.onUpdate((u) => this.loopIteration(() => this.handleConfigUpdate(u))),
     );
+    const prober = this.opts.prober;
+    if (prober) {
+      this.unsubscribers.push(prober.onUpdate((u) => this.loopIteration(() => this.handleProbeUpdate(u))));
+    }
     this.plegLoop = this.consumePlegEvents();
     this.every(SYNC_TICK_MS, () => this.loopIteration(() => this.handleSyncTick()));
     this.every(HOUSEKEEPING_PERIOD_MS, () => this.loopIteration(() => this.housekeeping()));
@@ -116,7 +123,8 @@ export class Kubelet implements ServerHost {
   async stop(): Promise<void> {
     if (this.state !== 'RUNNING') return;
     this.state = 'STOPPING';
-    this.unsubscribe?.();
+    for (const unsubscribe of this.unsubscribers) unsubscribe();
+    this.opts.prober?.stop();
     for (const t of this.timers) this.clock.clearTimeout(t);
     this.stopController.abort(new Error('kubelet stopping'));
     await this.opts.pleg.stop();
@@ -201,6 +209,21 @@ export class Kubelet implements ServerHost {
     }
   }
 
+  /**
+   * A probe verdict changed (upstream: the liveness, readiness and startup channels of the loop).
+   * Readiness and startup go into the status; any change syncs the pod, so a failed liveness probe
+   * restarts its container at once.
+   */
+  private handleProbeUpdate(u: ProbeUpdate): void {
+    if (u.probeType === 'readiness') {
+      this.opts.statusManager.setContainerReadiness(u.podUid, u.containerID, u.result === 'Success');
+    } else if (u.probeType === 'startup') {
+      this.opts.statusManager.setContainerStartup(u.podUid, u.containerID, u.result === 'Success');
+    }
+    const pod = this.podManager.getPodByUid(u.podUid);
+    if (pod) this.dispatchWork(pod, 'sync');
+  }
+
   // ---- handlers (upstream: SyncHandler) ------------------------------------------------------------
 
   private handlePodAdditions(pods: Pod[]): void {
@@ -238,6 +261,7 @@ export class Kubelet implements ServerHost {
   private handlePodRemoves(pods: Pod[]): void {
     for (const pod of pods) {
       this.podManager.removePod(pod);
+      this.opts.prober?.removePod(pod);
       this.podWorkers.updatePod({ updateType: 'kill', pod, startTimeMs: this.clock.now() });
     }
   }
@@ -280,6 +304,8 @@ export class Kubelet implements ServerHost {
       return { isTerminal: true };
     }
     await this.makePodDataDirs(uid);
+    // Upstream adds the probes here, so an updated spec's new probes start too.
+    this.opts.prober?.addPod(pod);
     const result = await this.runtime.syncPod(pod, podStatus, this.backoff, signal);
     this.reasonCache.update(uid, result);
     if (result.failed) {
@@ -309,6 +335,8 @@ export class Kubelet implements ServerHost {
   ): Promise<void> {
     signal.throwIfAborted();
     log.v(2, 'Pod terminating', { pod: podRef(pod), gracePeriodSeconds });
+    // A probe must not restart a container the kubelet is stopping.
+    this.opts.prober?.stopLivenessAndStartup(pod);
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
     await this.runtime.killPod(pod, runningPodFromStatus(podStatus), gracePeriodSeconds);
     // Confirm with a fresh read: the pod counts as stopped only when the runtime says so.
@@ -342,6 +370,7 @@ export class Kubelet implements ServerHost {
     const uid = pod.metadata.uid ?? '';
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, true));
     this.opts.statusManager.terminatePod(pod);
+    this.opts.prober?.removePod(pod);
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
       this.reasonCache.remove(uid, c.name);
     this.inBackoff.delete(uid);
@@ -357,6 +386,7 @@ export class Kubelet implements ServerHost {
       podIsTerminal,
       nowMs: this.clock.now(),
       waitingReasons: this.reasonCache.forPod(uid),
+      probeResults: this.opts.prober?.statusProbeResults,
       hostIPs: this.opts.statusHostIPs,
     });
   }
@@ -379,6 +409,7 @@ export class Kubelet implements ServerHost {
       const desired = this.podManager.getPods().map((p) => p.metadata.uid ?? '');
       const workers = this.podWorkers.syncKnownPods(desired);
       this.opts.statusManager.removeOrphanedStatuses(new Set(desired));
+      this.opts.prober?.cleanupPods(desired);
 
       // Pods the runtime runs that no worker knows: left over from before a restart, or removed while we were down.
       const runningPods = await this.runtime.getPods(false);
