@@ -1,0 +1,96 @@
+/**
+ * The file system calls the cgroup code makes, behind a small interface: the real one bounds every
+ * call with a deadline, and tests give a temp folder that behaves like cgroupfs (see
+ * testing/temp-cgroup-fs.ts).
+ */
+import { constants } from 'node:fs';
+import { mkdir, readdir, readFile, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
+
+export interface CgroupDirEntry {
+  name: string;
+  /** A directory, or a symbolic link (v1 mounts like cpu → cpu,cpuacct). */
+  isDirectoryOrLink: boolean;
+}
+
+export interface CgroupFs {
+  readFile(file: string): Promise<string>;
+  /** Writes into an existing file: a cgroup's interface files are never created by writing. */
+  writeFile(file: string, data: string): Promise<void>;
+  /** Creates one directory level; resolves false when it was already there. */
+  mkdir(dir: string): Promise<boolean>;
+  rmdir(dir: string): Promise<void>;
+  readdir(dir: string): Promise<CgroupDirEntry[]>;
+  exists(p: string): Promise<boolean>;
+  realpath(p: string): Promise<string>;
+}
+
+/** Each call on cgroupfs answers in microseconds; one that takes this long is stuck, not slow. */
+export const DEFAULT_CGROUP_FS_TIMEOUT_MS = 10_000;
+
+export function errnoCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
+}
+
+/** Rejects after timeoutMs; the call itself runs on (fs calls cannot be cancelled), but nobody waits for it. */
+function bounded<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const err = new Error(`${what}: no answer within ${timeoutMs} ms`) as NodeJS.ErrnoException;
+      err.code = 'ETIMEDOUT';
+      reject(err);
+    }, timeoutMs);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+// O_TRUNC is a no-op on cgroupfs but makes a plain folder (the tests') hold exactly what was written.
+const WRITE_FLAGS = constants.O_WRONLY | constants.O_TRUNC;
+
+export function realCgroupFs(timeoutMs = DEFAULT_CGROUP_FS_TIMEOUT_MS): CgroupFs {
+  return {
+    readFile: (file) => readFile(file, { encoding: 'utf8', signal: AbortSignal.timeout(timeoutMs) }),
+    writeFile: (file, data) =>
+      writeFile(file, data, { flag: WRITE_FLAGS, signal: AbortSignal.timeout(timeoutMs) }),
+    mkdir: (dir) =>
+      bounded(
+        mkdir(dir, { mode: 0o755 }).then(
+          () => true,
+          (err: unknown) => {
+            if (errnoCode(err) === 'EEXIST') return false;
+            throw err;
+          },
+        ),
+        timeoutMs,
+        `mkdir ${dir}`,
+      ),
+    rmdir: (dir) => bounded(rmdir(dir), timeoutMs, `rmdir ${dir}`),
+    readdir: async (dir) => {
+      const entries = await bounded(readdir(dir, { withFileTypes: true }), timeoutMs, `readdir ${dir}`);
+      return entries.map((e) => ({ name: e.name, isDirectoryOrLink: e.isDirectory() || e.isSymbolicLink() }));
+    },
+    exists: (p) =>
+      bounded(
+        stat(p).then(
+          () => true,
+          (err: unknown) => {
+            if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return false;
+            throw err;
+          },
+        ),
+        timeoutMs,
+        `stat ${p}`,
+      ),
+    realpath: (p) => bounded(realpath(p), timeoutMs, `realpath ${p}`),
+  };
+}
