@@ -49,6 +49,12 @@ const BUSYBOX = 'docker.io/library/busybox:latest';
 const GRACE_PERIOD_S = 2;
 const CRI_TIMEOUT_MS = 120_000;
 const CLEANUP_PARALLELISM = 10;
+const benchStartMs = performance.now();
+
+/** Progress with the bench's elapsed time, so a slow phase shows where the minutes went. */
+function phase(message: string): void {
+  say(`density [${((performance.now() - benchStartMs) / 1000).toFixed(1)} s] ${message}`);
+}
 
 interface Settings {
   endpoint: string;
@@ -93,19 +99,24 @@ function benchPod(name: string, namespace: string): Pod {
 
 // ---- the runtime: quiet check, clean-up ----------------------------------------------------------
 
-/** Other kubelets on this machine (by their command line), which would stop our pods as strangers. */
-function otherKubelets(): number[] {
+/**
+ * Other kubelets on this machine that use our runtime (by their command line), which would stop our
+ * pods as strangers. One without --container-runtime-endpoint may name it in a config file: counted.
+ */
+function otherKubelets(endpoint: string): number[] {
+  const socket = endpoint.replace(/^unix:\/\//, '');
   const found: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    let cmdline = '';
+    let argv: string[];
     try {
-      cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
     } catch {
       continue;
     }
-    if (/bin\/tskubelet\0/.test(cmdline) || /dist\/src\/cmd\/main\.js/.test(cmdline))
-      found.push(Number(entry));
+    if (!argv.some((a) => a.endsWith('bin/tskubelet') || a.endsWith('dist/src/cmd/main.js'))) continue;
+    const flag = argv.find((a) => a.startsWith('--container-runtime-endpoint'));
+    if (flag === undefined || flag.includes(socket)) found.push(Number(entry));
   }
   return found;
 }
@@ -131,11 +142,15 @@ async function foreignPods(conn: RuntimeConnection): Promise<string[]> {
 }
 
 /** Waits (bounded) until the runtime is ours alone: a kubelet of ours would stop anyone else's pods. */
-async function waitForQuietRuntime(conn: RuntimeConnection, maxWaitMs: number): Promise<void> {
+async function waitForQuietRuntime(
+  conn: RuntimeConnection,
+  endpoint: string,
+  maxWaitMs: number,
+): Promise<void> {
   const deadline = Date.now() + maxWaitMs;
   let said = '';
   for (;;) {
-    const kubelets = otherKubelets();
+    const kubelets = otherKubelets(endpoint);
     // A runtime that is down (someone else's test run stopped the shared stack) may come back.
     const pods = await foreignPods(conn).catch((err: unknown) => err as Error);
     if (kubelets.length === 0 && Array.isArray(pods) && pods.length === 0) return;
@@ -281,6 +296,10 @@ async function floorRun(conn: RuntimeConnection, n: number, workDir: string): Pr
     }),
   );
   const stopAllMs = performance.now() - t1;
+  if (n > 1)
+    phase(
+      `n=${n}: floor started in ${Math.round(allMs)} ms, stopped in ${Math.round(stopAllMs)} ms; removing`,
+    );
   await removeNamespace(conn, FLOOR_NAMESPACE);
   await rm(podLogsDir, { recursive: true, force: true });
   await rm(rootDir, { recursive: true, force: true });
@@ -499,6 +518,7 @@ async function kubeletRun(
       const names = Array.from({ length: n }, (_, i) => `density-${r}-${i}`);
       starts.push(await startRound(conn, kubelet, names, s.pollMs));
       if (r === rounds - 1) {
+        phase(`n=${n}: steady window`);
         await sleep(2000);
         steady = await observe(pid, steadyMs);
         const pods = await kubelet.pods();
@@ -506,6 +526,7 @@ async function kubeletRun(
           pods.flatMap((p) => (p.status?.containerStatuses ?? []).map((c) => c.restartCount ?? 0)),
         );
       }
+      phase(`n=${n}: deleting the manifests`);
       stopsMs.push(await stopRound(conn, kubelet, names, s.pollMs));
       // Quiet between rounds, so that one round's clean-up is not the next one's load.
       if (r < rounds - 1) await sleep(1500);
@@ -534,7 +555,9 @@ async function kubeletRun(
     };
   } finally {
     if (failed) say(`density: the kubelet's log is kept in ${kubelet.logFile}`);
+    phase(`n=${n}: stopping the kubelet`);
     await kubelet.dispose(failed);
+    phase(`n=${n}: removing the sandboxes`);
     await removeNamespace(conn, KUBELET_NAMESPACE);
   }
 }
@@ -623,7 +646,7 @@ async function main(): Promise<void> {
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tskubelet-bench-floor-'));
   try {
     say(`density: runtime ${conn.version.runtimeName} ${conn.version.runtimeVersion}`);
-    await waitForQuietRuntime(conn, s.quietWaitMs);
+    await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
     // Left over by a run that was killed.
     await removeNamespace(conn, KUBELET_NAMESPACE);
     await removeNamespace(conn, FLOOR_NAMESPACE);
@@ -631,10 +654,13 @@ async function main(): Promise<void> {
     await floorRun(conn, 2, workDir);
 
     for (const [i, n] of s.sizes.entries()) {
-      await waitForQuietRuntime(conn, s.quietWaitMs);
+      await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
       const rounds = n === 1 ? s.singleRounds : 1;
+      phase(`n=${n}: floor, ${rounds} round(s)`);
       const floor = await floorRounds(conn, n, rounds, workDir);
+      phase(`n=${n}: kubelet, ${rounds} round(s)`);
       const { result, idle } = await kubeletRun(conn, n, rounds, s, i === 0);
+      phase(`n=${n}: done`);
       if (idle) {
         emit({
           bench: BENCH,

@@ -50,7 +50,14 @@ function benchPod(index: number, containersPerPod: number): Pod {
       labels: { app: 'relist-bench' },
       annotations: { 'kubernetes.io/config.source': 'file', 'kubernetes.io/config.hash': String(index) },
     },
-    spec: { containers, restartPolicy: 'Always', terminationGracePeriodSeconds: 2, nodeName: 'bench-node' },
+    spec: {
+      containers,
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 2,
+      nodeName: 'bench-node',
+      // ClusterFirst without a cluster DNS would log a warning per pod.
+      dnsPolicy: 'Default',
+    },
   };
 }
 
