@@ -96,6 +96,34 @@ describe('k8s RestClient against the test API server', () => {
     assert.deepEqual(users, ['admin', server.nodeUser]);
   });
 
+  it('trusts the server without a CA only when told to (insecure-skip-tls-verify)', async () => {
+    const text = (insecure: boolean) =>
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'current-context: x',
+        `clusters:\n- name: c\n  cluster:\n    server: ${server.url}${insecure ? '\n    insecure-skip-tls-verify: true' : ''}`,
+        `users:\n- name: u\n  user:\n    token: ${server.tokenFor(server.nodeUser)}`,
+        'contexts:\n- name: x\n  context:\n    cluster: c\n    user: u',
+        '',
+      ].join('\n');
+    const insecureFile = path.join(dir, 'insecure.kubeconfig');
+    const strictFile = path.join(dir, 'strict.kubeconfig');
+    await writeFile(insecureFile, text(true));
+    await writeFile(strictFile, text(false));
+    const insecure = await RestClient.fromKubeconfig(insecureFile, { qps: -1 });
+    const strict = await RestClient.fromKubeconfig(strictFile, { qps: -1 });
+    try {
+      assert.ok((await insecure.get({ resource: 'namespaces', name: 'default' })).ok);
+      await assert.rejects(strict.get({ resource: 'namespaces', name: 'default' }), (err: unknown) =>
+        isKubeApiError(err, 'Transport'),
+      );
+    } finally {
+      insecure.close();
+      strict.close();
+    }
+  });
+
   it('refuses a kubeconfig it cannot use, with INVALID_CONFIG', async () => {
     const file = path.join(dir, 'bad.kubeconfig');
     await writeFile(file, 'apiVersion: v1\nkind: Config\ncurrent-context: nope\ncontexts: []\n');
