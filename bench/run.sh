@@ -3,17 +3,20 @@
 # status and density, prints a table and one JSON line per figure. Leaves the runtime stack as it
 # found it: if this script started containerd, it stops it again ('down').
 #
-# Usage: bench/run.sh [--quick]     (npm run bench)
-#   --quick    short windows and fewer repetitions: checks the benches run, figures are rougher
+# Usage: bench/run.sh [--quick] [--no-build]     (npm run bench [-- --quick])
+#   --quick     short windows and fewer repetitions: checks the benches run, figures are rougher
+#   --no-build  use dist/ as it is (just built, or a tree whose tests do not type-check yet)
 # Env: BENCH_OUT (where the JSON lines go; default a temporary file), and each bench's own knobs
 #      (BENCH_STEADY_S, BENCH_DENSITY_SIZES, BENCH_RELIST_SIZES, …: see the head of bench/*.ts).
 # Needs root (containerd, mounts, network namespaces), as scripts/runtime-stack.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+no_build=0
 for arg in "$@"; do
   case $arg in
     --quick) export BENCH_QUICK=1 ;;
+    --no-build) no_build=1 ;;
     *)
       sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2
       exit 2
@@ -26,8 +29,12 @@ started_at=$SECONDS
 out=${BENCH_OUT:-$(mktemp -t tskubelet-bench-XXXXXX.jsonl)}
 : >"$out"
 
-log "building"
-npm run --silent build
+if ((no_build)); then
+  [[ -f dist/src/cmd/main.js && -f dist/bench/density.js ]] || { log "dist/ is not built: run without --no-build"; exit 1; }
+else
+  log "building"
+  npm run --silent build
+fi
 
 started_stack=0
 cleanup() {
