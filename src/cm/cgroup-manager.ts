@@ -270,8 +270,8 @@ export class CgroupManager {
       const dir = path.join(parent, part);
       if (this.version === 'v2') await this.enableControllers(parent);
       if (await this.fs.mkdir(dir)) created.push(dir);
-      // A new cpuset cgroup has no CPUs or memory nodes, and no task can join it until it has.
-      if (t.subsystems.includes('cpuset')) await this.inheritCpuset(parent, dir);
+      // A new v1 cpuset cgroup has no CPUs or memory nodes, and no task can join it until it has.
+      if (this.version === 'v1' && t.subsystems.includes('cpuset')) await this.inheritCpuset(parent, dir);
       parent = dir;
     }
     return created;

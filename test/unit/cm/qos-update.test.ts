@@ -1,0 +1,60 @@
+/** The Burstable tier follows its pods: at pod start and stop, and once a minute on the clock. */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { Pod } from '../../../src/api/core-v1.js';
+import { createContainerManager } from '../../../src/cm/container-manager.js';
+import { TempCgroupTree } from '../../../src/cm/testing/temp-cgroup-fs.js';
+import { FakeClock } from '../../../src/lib/clock.js';
+import { setLogSink } from '../../../src/lib/log.js';
+import { waitFor } from '../../helpers/wait.js';
+import { bestEffortPod, burstablePod, capacity, config, container, guaranteedPod, pod } from './fixtures.js';
+
+test('the Burstable tier is updated every minute from the active pods, and stops with the manager', async () => {
+  setLogSink(() => undefined);
+  const tree = await TempCgroupTree.create({ version: 'v1', mounts: ['cpu', 'cpuset', 'memory', 'pids'] });
+  const clock = new FakeClock();
+  let active: Pod[] = [guaranteedPod(), bestEffortPod()];
+  const cm = await createContainerManager({
+    config: config(),
+    fs: tree.fs,
+    cgroupMountRoot: tree.root,
+    capacity,
+    clock,
+  });
+  try {
+    await cm.start(() => active);
+    const shares = () => tree.read('cpu/kubepods/burstable/cpu.shares');
+    assert.equal(await shares(), '2'); // no Burstable pod: the minimum
+
+    // A pod whose init container asks for more than its app containers counts with the larger.
+    active = [
+      burstablePod('b-1'),
+      pod('b-2', [container('a', { cpu: '100m' })], [container('i', { cpu: '1' })]),
+    ];
+    const startedMs = clock.now();
+    clock.advance(59_999);
+    assert.equal(cm.status().lastQOSUpdate?.atMs, startedMs); // not due yet
+    clock.advance(1);
+    await waitFor('the periodic QoS update', () => cm.status().lastQOSUpdate?.atMs === clock.now(), 5000, 5);
+    assert.equal(await shares(), '1331'); // 300m + 1000m
+    assert.equal(cm.status().lastQOSUpdate?.burstableCpuShares, 1331);
+    assert.equal(cm.status().lastQOSUpdate?.atMs, clock.now());
+
+    active = [];
+    await cm.updateQOSCgroups();
+    assert.equal(await shares(), '2');
+
+    // The next round was scheduled once the last one finished; stop() cancels it.
+    await waitFor('the next round to be scheduled', () => clock.pendingTimers() === 1, 5000, 5);
+    cm.stop();
+    assert.equal(clock.pendingTimers(), 0);
+    active = [burstablePod('b-3')];
+    clock.advance(120_000);
+    assert.equal(await shares(), '2');
+    assert.equal(cm.status().state, 'STOPPED');
+  } finally {
+    cm.stop();
+    setLogSink((line) => process.stderr.write(line + '\n'));
+    await tree.cleanup();
+  }
+});
