@@ -98,6 +98,16 @@ export class CgroupManager {
     } else {
       this.v2Controllers = [];
       this.trees = s.hierarchies.map((h) => v1Tree(h));
+      // Made and removed like blkio or devices, never written to: limits live in the v1 hierarchies.
+      if (s.hybridUnified) {
+        this.trees.push({
+          key: 'unified',
+          mountPoint: s.hybridUnified,
+          subsystems: [],
+          managed: false,
+          state: 'ok',
+        });
+      }
       const mounted = new Set(s.hierarchies.flatMap((h) => h.subsystems));
       for (const c of [...REQUIRED_V1, 'hugetlb']) {
         if (!mounted.has(c)) this.missing.push(missingController(c, s.root));

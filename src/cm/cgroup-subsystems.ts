@@ -1,7 +1,9 @@
 /**
  * Which cgroup hierarchies the machine has (upstream: GetCgroupSubsystems). cgroup v2 when the root
  * holds cgroup.controllers (one unified tree); else v1, one mount per controller or group of
- * controllers, found by listing the root (a hybrid machine's cgroup2 mount, `unified`, is left out).
+ * controllers, found by listing the root. A hybrid machine's cgroup2 mount (`unified`) is noted
+ * apart: it limits nothing, but runc puts containers there too, so their parents must be removed
+ * from it as well.
  */
 import path from 'node:path';
 import { CgroupError } from './cgroup-error.js';
@@ -17,7 +19,7 @@ export interface CgroupV1Hierarchy {
 }
 
 export type CgroupSubsystems =
-  | { version: 'v1'; root: string; hierarchies: CgroupV1Hierarchy[] }
+  | { version: 'v1'; root: string; hierarchies: CgroupV1Hierarchy[]; hybridUnified?: string }
   | { version: 'v2'; root: string; controllers: string[] };
 
 export async function isCgroup2UnifiedMode(fs: CgroupFs, root = DEFAULT_CGROUP_MOUNT_ROOT): Promise<boolean> {
@@ -39,11 +41,15 @@ export async function detectCgroupSubsystems(
     throw new CgroupError(`cannot list the cgroup mounts under ${root}`, { cause: err });
   }
   const byRealPath = new Map<string, CgroupV1Hierarchy>();
+  let hybridUnified: string | undefined;
   for (const e of entries) {
     if (!e.isDirectoryOrLink) continue;
     const dir = path.join(root, e.name);
     if (!(await fs.exists(path.join(dir, 'cgroup.procs')))) continue;
-    if (await fs.exists(path.join(dir, 'cgroup.controllers'))) continue;
+    if (await fs.exists(path.join(dir, 'cgroup.controllers'))) {
+      hybridUnified = dir;
+      continue;
+    }
     const real = await fs.realpath(dir);
     const known = byRealPath.get(real);
     if (known) {
@@ -58,7 +64,7 @@ export async function detectCgroupSubsystems(
   }
   const hierarchies = [...byRealPath.values()].sort((a, b) => a.mountPoint.localeCompare(b.mountPoint));
   if (hierarchies.length === 0) throw new CgroupError(`no cgroup mounts found under ${root}`);
-  return { version: 'v1', root, hierarchies };
+  return { version: 'v1', root, hierarchies, ...(hybridUnified ? { hybridUnified } : {}) };
 }
 
 /** subsystem → mount point, for v1. */

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { detectCgroupSubsystems, v1MountPoints } from '../../../src/cm/cgroup-subsystems.js';
 import { TempCgroupTree } from '../../../src/cm/testing/temp-cgroup-fs.js';
 
-test('v1: one entry per hierarchy, combined mounts split, the shortest path kept, cgroup2 left out', async () => {
+test('v1: one entry per hierarchy, combined mounts split, the shortest path kept, hybrid cgroup2 noted apart', async () => {
   const tree = await TempCgroupTree.create({
     version: 'v1',
     mounts: ['cpu,cpuacct', 'net_cls,net_prio', 'memory', 'systemd'],
@@ -25,6 +25,7 @@ test('v1: one entry per hierarchy, combined mounts split, the shortest path kept
     assert.equal(mounts.get('cpuacct'), `${tree.root}/cpu`);
     assert.equal(mounts.get('name=systemd'), `${tree.root}/systemd`);
     assert.equal(mounts.has('unified'), false);
+    assert.equal(s.version === 'v1' && s.hybridUnified, `${tree.root}/unified`);
   } finally {
     await tree.cleanup();
   }

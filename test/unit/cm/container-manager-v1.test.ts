@@ -92,8 +92,9 @@ describe('container manager on cgroup v1', () => {
       for (const mount of ['blkio', 'devices', 'systemd', 'cpuset'])
         assert.ok(await tree.exists(`${mount}/kubepods/${tier}`));
     }
-    // The hybrid machine's cgroup2 mount is left alone.
-    assert.equal(await tree.exists('unified/kubepods'), false);
+    // The hybrid machine's cgroup2 mount gets the directories (runc puts containers there too) and no limits.
+    assert.ok(await tree.exists('unified/kubepods/burstable'));
+    assert.equal(await tree.exists('unified/kubepods/cpu.shares'), false);
 
     const status = cm.status();
     assert.equal(status.state, 'RUNNING');
@@ -201,6 +202,7 @@ describe('container manager on cgroup v1', () => {
     // The other hierarchies are already clean.
     assert.equal(await tree.exists(`memory/${dir}`), false);
     assert.equal(await tree.exists(`systemd/${dir}`), false);
+    assert.equal(await tree.exists(`unified/${dir}`), false);
 
     await tree.setProcs(`cpu,cpuacct/${dir}/ctr1`, []);
     assert.equal(await cm.removePodCgroup('burstable-0001'), true);
@@ -259,6 +261,7 @@ describe('container manager on cgroup v1', () => {
     assert.ok(await tree.exists('cpu,cpuacct/kubepods/besteffort/pode-keep'));
     assert.equal(await tree.exists('cpu,cpuacct/kubepods/podg-orphan'), false);
     assert.equal(await tree.exists('devices/kubepods/burstable/podb-orphan'), false);
+    assert.equal(await tree.exists('unified/kubepods/burstable/podb-orphan'), false);
     assert.ok(await tree.exists('memory/kubepods/not-a-pod'));
     assert.ok(await tree.exists('cpu,cpuacct/kubepods/burstable'));
   });
