@@ -7,7 +7,7 @@
  * runs standalone and this test skips itself rather than fail.
  */
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -40,19 +40,22 @@ describe('cluster mode: the node', () => {
   let kubelet: KubeletProcess;
   let cri: CriInspector;
   let wired = true;
+  let dir = '';
 
   before(async () => {
     server = await startTestApiServer({ nodeName: NODE_NAME });
     cri = await CriInspector.connect();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tskubelet-it-cluster-'));
+    const kubeconfig = path.join(dir, 'kubeconfig');
+    await server.writeKubeconfig(kubeconfig, server.nodeUser);
     kubelet = new KubeletProcess({
       nodeName: NODE_NAME,
       extraArgs: [
-        `--kubeconfig=${path.join(os.tmpdir(), `${NODE_NAME}.kubeconfig`)}`,
+        `--kubeconfig=${kubeconfig}`,
         '--node-labels=tskubelet.test/suite=cluster-node,node.kubernetes.io/pool=it',
         '--register-with-taints=tskubelet.test/dedicated=it:NoSchedule',
       ],
     });
-    await server.writeKubeconfig(path.join(os.tmpdir(), `${NODE_NAME}.kubeconfig`), server.nodeUser);
     await kubelet.start();
     wired = !(await kubelet.logs()).includes(NOT_WIRED);
   });
@@ -61,6 +64,7 @@ describe('cluster mode: the node', () => {
     await kubelet?.dispose();
     cri?.close();
     await server?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
   });
 
   const getNode = () => server.store.tryGet('nodes', NODE_NAME) as Node | undefined;
