@@ -14,7 +14,9 @@ import { PodConfig } from '../config/pod-config.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
 import { connectRuntime, type RuntimeConnection } from '../cri/connect-runtime.js';
+import { RestClient } from '../k8s/rest-client.js';
 import { Kubelet } from '../kubelet/kubelet.js';
+import { ClusterNode } from '../nodestatus/cluster-node.js';
 import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
 import { realClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -76,17 +78,12 @@ async function run(loaded: RunConfig): Promise<void> {
     nodeName,
     configFile: loaded.configFile || undefined,
   });
-  if (flags.kubeConfig !== '') {
-    log.warn('Cluster mode (--kubeconfig) is not built yet: running standalone', {
-      kubeconfig: flags.kubeConfig,
-    });
-  }
 
   const stopController = new AbortController();
   const clock = realClock;
   let runtimeConnection: RuntimeConnection | undefined;
   // Set once the runtime answers; the servers and the signal handler read it before then too.
-  const started: { kubelet?: Kubelet } = {};
+  const started: { kubelet?: Kubelet; clusterNode?: ClusterNode } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
 
@@ -120,6 +117,7 @@ async function run(loaded: RunConfig): Promise<void> {
     stopping = (async () => {
       stopController.abort(new Error(`received ${signal}`));
       sources.forEach((s) => s.stop());
+      await started.clusterNode?.stop();
       await started.kubelet?.stop();
       await Promise.all(servers.map((s) => s.close()));
       runtimeConnection?.close();
@@ -226,6 +224,25 @@ async function run(loaded: RunConfig): Promise<void> {
     log.warn('No pod sources configured: set staticPodPath (--pod-manifest-path) or staticPodURL');
 
   kl.start();
+
+  if (flags.kubeConfig !== '') {
+    // Heartbeats (status and Lease) get a client of their own without rate limiting, as upstream.
+    const heartbeatClient = await RestClient.fromKubeconfig(flags.kubeConfig, { qps: -1, clock });
+    started.clusterNode = new ClusterNode({
+      nodeName,
+      config,
+      flags,
+      client: heartbeatClient,
+      clock,
+      kubeletVersion: KUBELET_VERSION,
+      runtimeService: runtimeConnection.runtime,
+      imageService: runtimeConnection.images,
+      runtimeName: runtimeConnection.version.runtimeName,
+      plegHealth: () => pleg.healthy(),
+      onRepeatedHeartbeatFailure: () => heartbeatClient.close(),
+    });
+    started.clusterNode.start();
+  }
   for (const s of sources) s.start();
 
   if (config.readOnlyPort > 0) {

@@ -2,9 +2,6 @@
  * Cluster mode, the node's side, end to end: the built kubelet with --kubeconfig for the test API
  * server and the private containerd registers its Node (labels, addresses, nodeInfo, capacity),
  * reports it Ready, and holds and renews its Lease in kube-node-lease.
- *
- * Until the kubelet's main wires node status in (src/nodestatus ClusterNode), the kubelet says it
- * runs standalone and this test skips itself rather than fail.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -19,7 +16,6 @@ import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const NODE_NAME = `it-cluster-node-${process.pid}`;
-const NOT_WIRED = 'Cluster mode (--kubeconfig) is not built yet';
 
 function goArch(): string {
   return process.arch === 'x64' ? 'amd64' : process.arch;
@@ -39,7 +35,6 @@ describe('cluster mode: the node', () => {
   let server: TestApiServer;
   let kubelet: KubeletProcess;
   let cri: CriInspector;
-  let wired = true;
   let dir = '';
 
   before(async () => {
@@ -57,7 +52,6 @@ describe('cluster mode: the node', () => {
       ],
     });
     await kubelet.start();
-    wired = !(await kubelet.logs()).includes(NOT_WIRED);
   });
 
   after(async () => {
@@ -70,8 +64,7 @@ describe('cluster mode: the node', () => {
   const getNode = () => server.store.tryGet('nodes', NODE_NAME) as Node | undefined;
   const getLease = () => server.store.tryGet('leases', NODE_NAME, 'kube-node-lease') as Lease | undefined;
 
-  it('registers the Node with its labels, taints, addresses, nodeInfo and capacity', async (t) => {
-    if (!wired) return t.skip('node status is not wired into the kubelet yet');
+  it('registers the Node with its labels, taints, addresses, nodeInfo and capacity', async () => {
     const node = await waitFor('the Node to be registered', getNode, 30_000);
     const arch = goArch();
     assert.deepEqual(
@@ -137,8 +130,7 @@ describe('cluster mode: the node', () => {
     assert.equal(allocatable.pods, '110');
   });
 
-  it('becomes Ready, with the pressure conditions False', async (t) => {
-    if (!wired) return t.skip('node status is not wired into the kubelet yet');
+  it('becomes Ready, with the pressure conditions False', async () => {
     const node = await waitFor(
       'the Node to be Ready',
       () => {
@@ -165,8 +157,7 @@ describe('cluster mode: the node', () => {
     }
   });
 
-  it('holds its Lease, owned by the Node, and renews it', async (t) => {
-    if (!wired) return t.skip('node status is not wired into the kubelet yet');
+  it('holds its Lease, owned by the Node, and renews it', async () => {
     const lease = await waitFor('the Lease', getLease, 30_000);
     assert.equal(lease.spec?.holderIdentity, NODE_NAME);
     assert.equal(lease.spec?.leaseDurationSeconds, 40);
