@@ -31,7 +31,7 @@ const SUPPORTED_V2 = ['cpu', 'cpuset', 'memory', 'hugetlb', 'pids'];
 const RMDIR_ATTEMPTS = 5;
 const RMDIR_FIRST_DELAY_MS = 10;
 
-export type ControllerState = 'ok' | 'missing' | 'read-only' | 'failed';
+export type ControllerState = 'ok' | 'missing' | 'read-only';
 
 export interface ControllerStatus {
   /** 'cpu', 'cpu,cpuacct', 'name=systemd'; 'unified' for the v2 tree. */
