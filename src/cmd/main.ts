@@ -10,6 +10,7 @@
  */
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
+import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
 import { PodConfig } from '../config/pod-config.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
@@ -83,7 +84,7 @@ async function run(loaded: RunConfig): Promise<void> {
   const clock = realClock;
   let runtimeConnection: RuntimeConnection | undefined;
   // Set once the runtime answers; the servers and the signal handler read it before then too.
-  const started: { kubelet?: Kubelet; clusterNode?: ClusterNode } = {};
+  const started: { kubelet?: Kubelet; clusterNode?: ClusterNode; containerManager?: ContainerManager } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
 
@@ -119,6 +120,7 @@ async function run(loaded: RunConfig): Promise<void> {
       sources.forEach((s) => s.stop());
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
+      started.containerManager?.stop();
       await Promise.all(servers.map((s) => s.close()));
       runtimeConnection?.close();
     })();
@@ -149,6 +151,8 @@ async function run(loaded: RunConfig): Promise<void> {
   await mkdir(config.podLogsDir, { recursive: true });
   await mkdir(LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
   const ips = nodeIPs(flags.nodeIP);
+  const containerManager = await createContainerManager({ config, clock });
+  started.containerManager = containerManager;
   const podCache = new InMemoryPodCache();
   const prober = new ProberManager({
     runtimeService: runtimeConnection.runtime,
@@ -168,7 +172,9 @@ async function run(loaded: RunConfig): Promise<void> {
     resolvConf: config.resolvConf,
     clusterDNS: config.clusterDNS,
     clusterDomain: config.clusterDomain,
-    cgroupParent: '',
+    cgroupParent: (pod) => containerManager.podCgroupParent(pod),
+    cpuCFSQuota: config.cpuCFSQuota,
+    cpuCFSQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
     podInfraContainerImage: flags.podInfraContainerImage,
     probeResults: prober.runtimeProbeResults,
   });
@@ -187,6 +193,7 @@ async function run(loaded: RunConfig): Promise<void> {
     pleg,
     workQueue,
     statusManager,
+    containerManager,
     prober,
     podWorkers: (): PodWorkers =>
       new PodWorkersImpl({
@@ -223,6 +230,7 @@ async function run(loaded: RunConfig): Promise<void> {
   if (sources.length === 0)
     log.warn('No pod sources configured: set staticPodPath (--pod-manifest-path) or staticPodURL');
 
+  await containerManager.start(() => kl.getActivePods());
   kl.start();
 
   if (flags.kubeConfig !== '') {

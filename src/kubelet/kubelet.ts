@@ -6,6 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod, PodStatus } from '../api/core-v1.js';
+import type { ContainerManager } from '../cm/container-manager.js';
 import type { PodConfig } from '../config/pod-config.js';
 import type { PodSource, PodUpdate } from '../config/types.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
@@ -60,6 +61,8 @@ export interface KubeletOptions {
    * has an API client, so standalone mode leaves this out.
    */
   statusHostIPs?: string[];
+  /** The node's cgroup layout: kubepods, the QoS tiers and a cgroup per pod. */
+  containerManager: ContainerManager;
   /** Liveness, readiness and startup probes; absent, containers are not probed. */
   prober?: ProberManager;
   /** Extra health checks for /healthz (the runtime's, for one). */
@@ -304,6 +307,9 @@ export class Kubelet implements ServerHost {
       return { isTerminal: true };
     }
     await this.makePodDataDirs(uid);
+    // The pod cgroup holds the pod-level limits; containerd puts the sandbox and containers in it.
+    if (!this.podWorkers.isPodTerminationRequested(uid))
+      await this.opts.containerManager.ensurePodCgroup(pod);
     // Upstream adds the probes here, so an updated spec's new probes start too.
     this.opts.prober?.addPod(pod);
     const result = await this.runtime.syncPod(pod, podStatus, this.backoff, signal);
@@ -339,6 +345,10 @@ export class Kubelet implements ServerHost {
     this.opts.prober?.stopLivenessAndStartup(pod);
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
     await this.runtime.killPod(pod, runningPodFromStatus(podStatus), gracePeriodSeconds);
+    // The burstable tier's share shrinks with the pods in it.
+    await this.opts.containerManager
+      .updateQOSCgroups()
+      .catch((err: unknown) => log.v(2, 'Failed to update QoS cgroups', { err: errorMessage(err) }));
     // Confirm with a fresh read: the pod counts as stopped only when the runtime says so.
     const stopped = await this.runtime.getPodStatus(
       pod.metadata.uid ?? '',
@@ -374,6 +384,10 @@ export class Kubelet implements ServerHost {
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
       this.reasonCache.remove(uid, c.name);
     this.inBackoff.delete(uid);
+    // A cgroup that still has processes is left for housekeeping to retry.
+    if (!(await this.opts.containerManager.removePodCgroup(uid))) {
+      log.v(2, 'Pod cgroup is still busy; housekeeping will retry', { pod: podRef(pod) });
+    }
     log.v(2, 'Pod is terminated', { pod: podRef(pod) });
   }
 
@@ -426,6 +440,9 @@ export class Kubelet implements ServerHost {
       if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {
         this.lastContainerGcMs = now;
         const wanted = new Set(desired);
+        await this.opts.containerManager.cleanupOrphanedPodCgroups((uid) =>
+          this.podWorkers.couldHaveRunningContainers(uid),
+        );
         await this.runtime.garbageCollect(
           (uid) => wanted.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
         );
@@ -445,6 +462,15 @@ export class Kubelet implements ServerHost {
     return this.podManager.getPods().map((pod) => {
       const status = this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '');
       return status ? { ...pod, status } : pod;
+    });
+  }
+
+  /** Pods that hold or may yet hold resources: admitted, not terminal, and not finished terminating. */
+  getActivePods(): Pod[] {
+    return this.podManager.getPods().filter((pod) => {
+      const phase = this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '')?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') return false;
+      return !this.podWorkers.isPodKnownTerminated(pod.metadata.uid ?? '');
     });
   }
 

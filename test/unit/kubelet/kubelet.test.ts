@@ -11,6 +11,7 @@ import path from 'node:path';
 import type { Pod } from '../../../src/api/core-v1.js';
 import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
+import { FakeContainerManager } from '../../../src/cm/testing/fake-container-manager.js';
 import { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
 import { realClock } from '../../../src/lib/clock.js';
@@ -26,6 +27,7 @@ setLogSink(() => undefined);
 
 interface Node {
   kubelet: Kubelet;
+  containerManager: FakeContainerManager;
   send: SourceChannel;
   stop(): Promise<void>;
 }
@@ -59,6 +61,7 @@ function runtimeManager(fake: FakeRuntime, dir: string): KubeGenericRuntimeManag
 function startNode(fake: FakeRuntime, dir: string): Node {
   const clock = realClock;
   const runtime = runtimeManager(fake, dir);
+  const containerManager = new FakeContainerManager();
   const podCache = new InMemoryPodCache();
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock, relistPeriodMs: 50 });
   const workQueue = new BasicWorkQueue(clock);
@@ -75,6 +78,7 @@ function startNode(fake: FakeRuntime, dir: string): Node {
     pleg,
     workQueue,
     statusManager: new LocalStatusManager({ clock }),
+    containerManager,
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
   kubelet.start();
@@ -83,7 +87,7 @@ function startNode(fake: FakeRuntime, dir: string): Node {
     await kubelet.stop();
   };
   cleanups.push(stop);
-  return { kubelet, send, stop };
+  return { kubelet, containerManager, send, stop };
 }
 
 function pod(name: string, uid: string, script = 'sleep 3600'): Pod {
@@ -130,6 +134,7 @@ test('a pod from a source runs, shows Running in getPods, and stops when the sou
 
   node.send({ op: 'SET', pods: [pod('web', 'uid-web')] });
   await waitFor('the container to run', () => runningContainers(fake, 'uid-web').length === 1, 5000, 20);
+  assert.ok(node.containerManager.podCgroups.has('uid-web'), 'the pod cgroup was made before the sandbox');
   const shown = await waitFor(
     'Running in getPods',
     () => node.kubelet.getPods().find((p) => p.status?.phase === 'Running'),
@@ -144,6 +149,12 @@ test('a pod from a source runs, shows Running in getPods, and stops when the sou
   assert.equal(stops.length >= 1, true);
   assert.equal(stops[0]![1], 5, 'stopped with the pod terminationGracePeriodSeconds');
   await waitFor('the pod to leave getPods', () => node.kubelet.getPods().length === 0, 5000, 20);
+  await waitFor(
+    'the pod cgroup to be removed',
+    () => !node.containerManager.podCgroups.has('uid-web'),
+    5000,
+    20,
+  );
 });
 
 test('a pod beyond maxPods is rejected as OutOfpods and never started', async () => {
