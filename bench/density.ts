@@ -171,25 +171,52 @@ async function waitForQuietRuntime(
   }
 }
 
-/** Stops and removes every sandbox (with its containers) of namespace, a few at a time. */
+/** Kubelets of others seen on our runtime while a size was measured: its figures are then suspect. */
+const intruders = new Set<number>();
+
+function lookForIntruders(endpoint: string): void {
+  for (const pid of otherKubelets(endpoint)) {
+    if (!intruders.has(pid))
+      say(`density: another kubelet (pid ${pid}) uses the runtime: figures may be disturbed`);
+    intruders.add(pid);
+  }
+}
+
+/**
+ * Stops and removes every sandbox (with its containers) of namespace, a few at a time. A sandbox
+ * whose removal fails (CNI tear-down racing a kubelet that is still stopping it, say) is tried
+ * again; one still there after three passes is an error, with the runtime's reason.
+ */
 async function removeNamespace(conn: RuntimeConnection, namespace: string): Promise<void> {
-  const sandboxes = await conn.runtime.listPodSandbox(
-    { labelSelector: { [KUBERNETES_POD_NAMESPACE_LABEL]: namespace } },
-    { timeoutMs: CRI_TIMEOUT_MS },
-  );
-  const queue = [...sandboxes];
-  const worker = async () => {
-    for (let sb = queue.pop(); sb; sb = queue.pop()) {
-      await conn.runtime.stopPodSandbox(sb.id, { timeoutMs: CRI_TIMEOUT_MS }).catch(() => undefined);
-      await conn.runtime.removePodSandbox(sb.id, { timeoutMs: CRI_TIMEOUT_MS }).catch(() => undefined);
-    }
-  };
-  await Promise.all(Array.from({ length: CLEANUP_PARALLELISM }, worker));
-  const left = await conn.runtime.listPodSandbox(
-    { labelSelector: { [KUBERNETES_POD_NAMESPACE_LABEL]: namespace } },
-    { timeoutMs: CRI_TIMEOUT_MS },
-  );
-  if (left.length > 0) throw new Error(`${left.length} sandbox(es) of ${namespace} could not be removed`);
+  const list = () =>
+    conn.runtime.listPodSandbox(
+      { labelSelector: { [KUBERNETES_POD_NAMESPACE_LABEL]: namespace } },
+      { timeoutMs: CRI_TIMEOUT_MS },
+    );
+  const errors = new Map<string, string>();
+  for (let pass = 0; pass < 3; pass++) {
+    const queue = await list();
+    if (queue.length === 0) return;
+    if (pass > 0) await sleep(1000);
+    const worker = async () => {
+      for (let sb = queue.pop(); sb; sb = queue.pop()) {
+        try {
+          await conn.runtime.stopPodSandbox(sb.id, { timeoutMs: CRI_TIMEOUT_MS });
+          await conn.runtime.removePodSandbox(sb.id, { timeoutMs: CRI_TIMEOUT_MS });
+        } catch (err) {
+          errors.set(sb.id, err instanceof Error ? err.message : String(err));
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CLEANUP_PARALLELISM }, worker));
+  }
+  const left = await list();
+  if (left.length > 0) {
+    const reasons = left.map((sb) => `${sb.id.slice(0, 12)}: ${errors.get(sb.id) ?? 'no error given'}`);
+    throw new Error(
+      `${left.length} sandbox(es) of ${namespace} could not be removed (${reasons.join('; ')})`,
+    );
+  }
 }
 
 /** containerd's own pid, for its share of the work (the runtime-stack.sh daemon, found by its command line). */
@@ -517,6 +544,7 @@ async function kubeletRun(
     for (let r = 0; r < rounds; r++) {
       const names = Array.from({ length: n }, (_, i) => `density-${r}-${i}`);
       starts.push(await startRound(conn, kubelet, names, s.pollMs));
+      lookForIntruders(s.endpoint);
       if (r === rounds - 1) {
         phase(`n=${n}: steady window`);
         await sleep(2000);
@@ -525,6 +553,7 @@ async function kubeletRun(
         restarts = sum(
           pods.flatMap((p) => (p.status?.containerStatuses ?? []).map((c) => c.restartCount ?? 0)),
         );
+        lookForIntruders(s.endpoint);
       }
       phase(`n=${n}: deleting the manifests`);
       stopsMs.push(await stopRound(conn, kubelet, names, s.pollMs));
@@ -599,6 +628,13 @@ function reportSize(n: number, floor: FloorResult, k: KubeletResult, pollMs: num
     "containerd's CPU seconds while the kubelet started the pods",
   );
   f('restarts', k.restarts, 'container restarts seen during the steady window (should be 0)');
+  if (intruders.size > 0) {
+    f(
+      'intruders',
+      intruders.size,
+      'other kubelets used the runtime during this size: its figures are suspect',
+    );
+  }
   f(
     'floor_p50_ms',
     percentile(floor.latenciesMs, 50),
@@ -657,7 +693,9 @@ async function main(): Promise<void> {
       await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
       const rounds = n === 1 ? s.singleRounds : 1;
       phase(`n=${n}: floor, ${rounds} round(s)`);
+      intruders.clear();
       const floor = await floorRounds(conn, n, rounds, workDir);
+      lookForIntruders(s.endpoint);
       phase(`n=${n}: kubelet, ${rounds} round(s)`);
       const { result, idle } = await kubeletRun(conn, n, rounds, s, i === 0);
       phase(`n=${n}: done`);
