@@ -19,7 +19,8 @@
  * foreign pod is up, and refuses after BENCH_QUIET_WAIT_S.
  *
  * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_STEADY_S (30),
- * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 15), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
+ * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 15), BENCH_SETTLE_S (from the last pod running to the
+ * steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
  * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 5), BENCH_QUICK=1 (windows of 5 s,
  * 3 rounds).
  */
@@ -64,6 +65,8 @@ interface Settings {
   idleMs: number;
   pollMs: number;
   quietWaitMs: number;
+  /** Between the last pod seen running and the steady window. */
+  settleMs: number;
   /** How many times N = 1 is measured. */
   singleRounds: number;
 }
@@ -79,6 +82,7 @@ function settings(): Settings {
     idleMs: envNumber('BENCH_IDLE_S', quick ? 5 : 10) * 1000,
     pollMs: envNumber('BENCH_POLL_MS', 100),
     quietWaitMs: envNumber('BENCH_QUIET_WAIT_S', 120) * 1000,
+    settleMs: envNumber('BENCH_SETTLE_S', 5) * 1000,
     singleRounds: Math.max(1, envNumber('BENCH_SINGLE_ROUNDS', quick ? 3 : 5)),
   };
 }
@@ -384,6 +388,8 @@ interface KubeletResult {
   meanPollMs: number;
   steadyCores: number;
   steadyRssBytes: number;
+  /** The lowest sample: the RSS once the garbage of the start has been collected. */
+  steadyMinRssBytes: number;
   steadyMs: number;
   /** Median over the rounds. */
   stopAllMs: number;
@@ -396,7 +402,10 @@ interface Idle {
 }
 
 /** RSS samples once a second and the CPU used over windowMs. */
-async function observe(pid: number, windowMs: number): Promise<{ cores: number; rssBytes: number }> {
+async function observe(
+  pid: number,
+  windowMs: number,
+): Promise<{ cores: number; rssBytes: number; minRssBytes: number }> {
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
   const rss: number[] = [];
@@ -406,7 +415,11 @@ async function observe(pid: number, windowMs: number): Promise<{ cores: number; 
   }
   const elapsedS = (performance.now() - t0) / 1000;
   rss.push(rssBytes(pid));
-  return { cores: (cpuSeconds(pid) - cpu0) / elapsedS, rssBytes: sum(rss) / rss.length };
+  return {
+    cores: (cpuSeconds(pid) - cpu0) / elapsedS,
+    rssBytes: sum(rss) / rss.length,
+    minRssBytes: Math.min(...rss),
+  };
 }
 
 function isRunning(pod: Pod): boolean {
@@ -539,7 +552,7 @@ async function kubeletRun(
     const starts: StartRound[] = [];
     const stopsMs: number[] = [];
     const steadyMs = n >= 100 ? s.steadyLargeMs : s.steadyMs;
-    let steady = { cores: NaN, rssBytes: NaN };
+    let steady = { cores: NaN, rssBytes: NaN, minRssBytes: NaN };
     let restarts = 0;
     for (let r = 0; r < rounds; r++) {
       const names = Array.from({ length: n }, (_, i) => `density-${r}-${i}`);
@@ -547,7 +560,7 @@ async function kubeletRun(
       lookForIntruders(s.endpoint);
       if (r === rounds - 1) {
         phase(`n=${n}: steady window`);
-        await sleep(2000);
+        await sleep(s.settleMs);
         steady = await observe(pid, steadyMs);
         const pods = await kubelet.pods();
         restarts = sum(
@@ -577,6 +590,7 @@ async function kubeletRun(
         meanPollMs: sum(starts.map((r) => r.pollTotalMs)) / sum(starts.map((r) => r.polls)),
         steadyCores: steady.cores,
         steadyRssBytes: steady.rssBytes,
+        steadyMinRssBytes: steady.minRssBytes,
         steadyMs,
         stopAllMs: percentile(stopsMs, 50),
         restarts,
@@ -593,7 +607,7 @@ async function kubeletRun(
 
 // ---- reporting -----------------------------------------------------------------------------------
 
-function reportSize(n: number, floor: FloorResult, k: KubeletResult, pollMs: number): void {
+function reportSize(n: number, floor: FloorResult, k: KubeletResult, pollMs: number, settleS: number): void {
   const f = (metric: string, value: number, note?: string) => emit({ bench: BENCH, n, metric, value, note });
   const rounds = k.rounds > 1 ? `; over ${k.rounds} rounds of one pod (totals: median round)` : '';
   const pollNote =
@@ -615,8 +629,17 @@ function reportSize(n: number, floor: FloorResult, k: KubeletResult, pollMs: num
     "the kubelet's utime+stime from the first write to the last pod seen running",
   );
   f('start_peak_rss_mib', k.startPeakRssBytes / MIB, 'VmHWM over the start (reset before it)');
-  f('steady_cpu_cores', k.steadyCores, `over ${k.steadyMs / 1000} s with the ${n} pod(s) running`);
+  f(
+    'steady_cpu_cores',
+    k.steadyCores,
+    `over ${k.steadyMs / 1000} s with the ${n} pod(s) running, from ${settleS} s after the last was seen running`,
+  );
   f('steady_rss_mib', k.steadyRssBytes / MIB, `mean VmRSS over ${k.steadyMs / 1000} s`);
+  f(
+    'steady_rss_min_mib',
+    k.steadyMinRssBytes / MIB,
+    'lowest VmRSS sample of the window (start garbage collected)',
+  );
   f(
     'stop_all_ms',
     k.stopAllMs,
@@ -710,7 +733,7 @@ async function main(): Promise<void> {
         emit({ bench: BENCH, n: 0, metric: 'idle_cpu_cores', value: idle.cores });
         say(`density idle: RSS ${(idle.rssBytes / MIB).toFixed(1)} MiB, CPU ${idle.cores.toFixed(4)} cores`);
       }
-      reportSize(n, floor, result, s.pollMs);
+      reportSize(n, floor, result, s.pollMs, s.settleMs / 1000);
     }
   } finally {
     await removeNamespace(conn, KUBELET_NAMESPACE).catch(() => undefined);

@@ -47,6 +47,8 @@ export interface KubeletLaunchOptions {
   nodeName: string;
   /** Extra flags after the ones set here. */
   extraArgs?: string[];
+  /** Flags for node itself (`--cpu-prof`, `--trace-gc`), for looking into a figure. */
+  nodeArgs?: string[];
 }
 
 export class BenchKubelet {
@@ -88,6 +90,7 @@ export class BenchKubelet {
       ].join('\n'),
     );
     const args = [
+      ...(this.opts.nodeArgs ?? []),
       await findKubeletBin(),
       `--config=${configFile}`,
       `--pod-manifest-path=${this.manifestDir}`,
