@@ -16,6 +16,7 @@ const managers = [
   'stats',
   'cm',
   'server',
+  'events',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.

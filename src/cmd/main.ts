@@ -14,8 +14,8 @@ import { createContainerManager, type ContainerManager } from '../cm/container-m
 import { PodConfig } from '../config/pod-config.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
+import { ApiSource } from '../config/api-source.js';
 import { connectRuntime, type RuntimeConnection } from '../cri/connect-runtime.js';
-import { RestClient } from '../k8s/rest-client.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
 import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
@@ -31,6 +31,7 @@ import { ProberManager } from '../prober/prober-manager.js';
 import type { HealthCheck } from '../server/healthz.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { LocalStatusManager } from '../status/status-manager.js';
+import { createClusterClients } from './cluster-clients.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
 
@@ -88,6 +89,15 @@ async function run(loaded: RunConfig): Promise<void> {
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
 
+  // Cluster mode: the API clients and what rides on them. The API pod source comes later, with PodConfig.
+  let apiSource: ApiSource | undefined;
+  const cluster =
+    flags.kubeConfig !== ''
+      ? await createClusterClients(flags.kubeConfig, config, nodeName, clock, (ns, name) =>
+          apiSource?.getPod(ns, name),
+        )
+      : undefined;
+
   // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
   const runtimeCheck: HealthCheck = {
     name: 'runtime',
@@ -121,6 +131,7 @@ async function run(loaded: RunConfig): Promise<void> {
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
       started.containerManager?.stop();
+      await cluster?.close();
       await Promise.all(servers.map((s) => s.close()));
       runtimeConnection?.close();
     })();
@@ -177,11 +188,22 @@ async function run(loaded: RunConfig): Promise<void> {
     cpuCFSQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
     podInfraContainerImage: flags.podInfraContainerImage,
     probeResults: prober.runtimeProbeResults,
+    recorder: cluster?.recorder,
   });
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
   const workQueue = new BasicWorkQueue(clock);
   const podConfig = new PodConfig({ clock });
-  const statusManager = new LocalStatusManager({ clock });
+  if (cluster) {
+    apiSource = new ApiSource({
+      client: cluster.kubeClient,
+      nodeName,
+      send: podConfig.channel('api'),
+      clock,
+      nodeHasSynced: () => cluster.nodeReflector.hasSynced(),
+    });
+    sources.push(apiSource);
+  }
+  const statusManager = new LocalStatusManager({ clock, sink: cluster?.statusSink });
   const kl: Kubelet = new Kubelet({
     nodeName,
     rootDir: flags.rootDirectory,
@@ -193,6 +215,8 @@ async function run(loaded: RunConfig): Promise<void> {
     pleg,
     workQueue,
     statusManager,
+    // Upstream fills hostIP/hostIPs in pod status only when it has an API client.
+    statusHostIPs: cluster ? ips : undefined,
     containerManager,
     prober,
     podWorkers: (): PodWorkers =>
@@ -233,15 +257,18 @@ async function run(loaded: RunConfig): Promise<void> {
   await containerManager.start(() => kl.getActivePods());
   kl.start();
 
-  if (flags.kubeConfig !== '') {
-    // Heartbeats (status and Lease) get a client of their own without rate limiting, as upstream.
-    const heartbeatClient = await RestClient.fromKubeconfig(flags.kubeConfig, { qps: -1, clock });
+  if (cluster) {
+    cluster.statusSink.start();
+    void cluster.nodeReflector.run(stopController.signal);
+    const heartbeatClient = cluster.heartbeatClient;
     started.clusterNode = new ClusterNode({
       nodeName,
       config,
       flags,
       client: heartbeatClient,
       clock,
+      recorder: cluster.recorder,
+      nodeLister: () => cluster.nodeReflector.get(undefined, nodeName),
       kubeletVersion: KUBELET_VERSION,
       runtimeService: runtimeConnection.runtime,
       imageService: runtimeConnection.images,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { ContainerManager } from '../cm/container-manager.js';
 import type { PodConfig } from '../config/pod-config.js';
-import type { PodSource, PodUpdate } from '../config/types.js';
+import { CONFIG_MIRROR_ANNOTATION, type PodSource, type PodUpdate } from '../config/types.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
@@ -164,8 +164,13 @@ export class Kubelet implements ServerHost {
 
   // ---- inputs ------------------------------------------------------------------------------------
 
-  private handleConfigUpdate(u: PodUpdate): void {
-    this.sourcesSeen.add(u.source);
+  private handleConfigUpdate(update: PodUpdate): void {
+    this.sourcesSeen.add(update.source);
+    // Mirror pods are the API's view of static pods, never pods to run (upstream: handleMirrorPod).
+    const u = {
+      ...update,
+      pods: update.pods.filter((p) => p.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION] === undefined),
+    };
     log.v(2, 'SyncLoop', { op: u.op, source: u.source, pods: u.pods.map(podRef) });
     switch (u.op) {
       case 'ADD':

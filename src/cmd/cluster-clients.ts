@@ -1,0 +1,74 @@
+/**
+ * What cluster mode (--kubeconfig) adds to the wiring: the API clients, each with its own rate limit
+ * as upstream (the kubelet's calls, events, and heartbeats without a limit), the event recorder, the
+ * node informer, and the status manager's API half.
+ */
+import { ApiEventRecorder } from '../events/event-recorder.js';
+import { Reflector } from '../k8s/reflector.js';
+import { defaultUserAgent, RestClient } from '../k8s/rest-client.js';
+import type { Clock } from '../lib/clock.js';
+import type { Node } from '../nodestatus/types.js';
+import { ApiStatusSink } from '../status/api-status-sink.js';
+import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
+import { KUBERNETES_VERSION } from './version.js';
+
+export interface ClusterClients {
+  /** The kubelet's own calls (pods, status), limited to kubeAPIQPS/kubeAPIBurst. */
+  kubeClient: RestClient;
+  /** Node status and the Lease: never held back by the rate limit, so the node does not go NotReady under load. */
+  heartbeatClient: RestClient;
+  recorder: ApiEventRecorder;
+  /** Upstream's node informer: the pod watch waits for its first list, and node status reads it. */
+  nodeReflector: Reflector<Node>;
+  statusSink: ApiStatusSink;
+  close(): Promise<void>;
+}
+
+export async function createClusterClients(
+  kubeconfigPath: string,
+  config: ResolvedKubeletConfig,
+  nodeName: string,
+  clock: Clock,
+  getApiPod: (namespace: string, name: string) => ReturnType<ApiStatusSinkGetPod>,
+): Promise<ClusterClients> {
+  const userAgent = defaultUserAgent(KUBERNETES_VERSION);
+  const kubeClient = await RestClient.fromKubeconfig(kubeconfigPath, {
+    qps: config.kubeAPIQPS,
+    burst: config.kubeAPIBurst,
+    userAgent,
+    clock,
+  });
+  const eventClient = new RestClient({
+    config: kubeClient.config,
+    // eventRecordQPS 0 means no limit (KubeletConfiguration); client-go's 0 would mean 5.
+    qps: config.eventRecordQPS === 0 ? -1 : config.eventRecordQPS,
+    burst: config.eventBurst,
+    userAgent,
+    clock,
+  });
+  const heartbeatClient = new RestClient({ config: kubeClient.config, qps: -1, userAgent, clock });
+  const recorder = new ApiEventRecorder({ client: eventClient, nodeName, clock });
+  const nodeReflector = new Reflector<Node>({
+    client: kubeClient,
+    ref: { resource: 'nodes' },
+    fieldSelector: `metadata.name=${nodeName}`,
+    clock,
+  });
+  const statusSink = new ApiStatusSink({ client: kubeClient, clock, getApiPod });
+  return {
+    kubeClient,
+    heartbeatClient,
+    recorder,
+    nodeReflector,
+    statusSink,
+    async close() {
+      await statusSink.stop();
+      await recorder.stop();
+      kubeClient.close();
+      eventClient.close();
+      heartbeatClient.close();
+    },
+  };
+}
+
+type ApiStatusSinkGetPod = NonNullable<ConstructorParameters<typeof ApiStatusSink>[0]['getApiPod']>;
