@@ -105,7 +105,7 @@ describe('probes through the kubelet and containerd', () => {
       pod('live', [
         busybox(
           'web',
-          'mkdir -p /www && echo ok > /www/healthz && (sleep 5; rm /www/healthz) & exec httpd -f -p 8080 -h /www',
+          'mkdir -p /www; echo ok > /www/healthz; (sleep 5; rm /www/healthz) & exec httpd -f -p 8080 -h /www',
           {
             ports: [{ name: 'http', containerPort: 8080 }],
             livenessProbe: {
@@ -145,6 +145,38 @@ describe('probes through the kubelet and containerd', () => {
     const logs = await k.logs();
     assert.match(logs, /Unhealthy/);
     assert.match(logs, /Liveness probe failed: HTTP probe failed with statuscode: 404/);
+  });
+
+  test('an exec probe that outlives its timeout fails; a tcpSocket probe passes', async () => {
+    const k = await startKubelet();
+    await k.writeManifest(
+      'mixed.yaml',
+      pod('mixed', [
+        busybox('slow', 'exec sleep 3600', {
+          readinessProbe: { exec: { command: ['sh', '-c', 'sleep 5'] }, timeoutSeconds: 1, periodSeconds: 2 },
+        }),
+        busybox('tcp', 'mkdir -p /www; exec httpd -f -p 8081 -h /www', {
+          readinessProbe: { tcpSocket: { port: 8081 }, periodSeconds: 1 },
+        }),
+      ]),
+    );
+    const p = await waitFor(
+      'tcp to be ready while slow is not',
+      async () => {
+        const got = await k.pod('mixed');
+        const tcp = containerStatus(got, 'tcp');
+        const slow = containerStatus(got, 'slow');
+        return tcp?.ready === true && slow?.state?.running ? got : undefined;
+      },
+      60_000,
+    );
+    assert.equal(containerStatus(p, 'slow')?.ready, false);
+    assert.equal(condition(p, 'Ready')?.status, 'False');
+    await waitFor(
+      'the exec timeout to be reported',
+      async () => /Readiness probe failed: command \\"sh -c sleep 5\\" timed out/.test(await k.logs()),
+      30_000,
+    );
   });
 
   test('a startup probe holds the liveness probe back until it passes', async () => {
