@@ -1,0 +1,159 @@
+/**
+ * A real image registry on loopback for pull tests: Debian's docker-registry started by
+ * scripts/registry.sh on a folder and port of the test's own, and a pusher that copies an image
+ * from the offline OCI layouts (.stack/images/<name>/) into it with plain HTTP: blobs, then the
+ * manifest (the distribution API's monolithic upload), so no docker client is needed.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const REGISTRY_SCRIPT = path.join(repoRoot, 'scripts/registry.sh');
+const HTTP_TIMEOUT_MS = 30_000;
+
+/** Where the runtime stack keeps its images' OCI layouts. */
+export function stackImagesDir(): string {
+  return path.join(process.env.TSKUBELET_STACK_DIR ?? path.join(repoRoot, '.stack'), 'images');
+}
+
+interface Descriptor {
+  mediaType: string;
+  digest: string;
+  size: number;
+  annotations?: Record<string, string>;
+}
+
+interface OciManifest {
+  schemaVersion: 2;
+  mediaType: string;
+  config: Descriptor;
+  layers: Descriptor[];
+}
+
+/** Fields of the image config's `config` object (Entrypoint, Cmd, User, Env, …). */
+export type ImageConfigOverrides = Record<string, unknown>;
+
+export interface PushResult {
+  /** The manifest digest, as the runtime reports it in imageID. */
+  digest: string;
+  /** `127.0.0.1:<port>/<repo>:<tag>` */
+  ref: string;
+}
+
+export class TestRegistry {
+  private constructor(
+    readonly dir: string,
+    readonly port: number,
+    private readonly credentials: string | undefined,
+  ) {}
+
+  /** `127.0.0.1:<port>`: loopback registries are plain HTTP for containerd. */
+  get host(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Installs the package when missing and starts a registry; credentials `user:pass` turn on basic auth. */
+  static async start(port: number, credentials?: string): Promise<TestRegistry> {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'tskubelet-registry-'));
+    await run('bash', [REGISTRY_SCRIPT, 'install'], { timeout: 300_000 });
+    const args = [REGISTRY_SCRIPT, 'start', dir, String(port)];
+    if (credentials) args.push(credentials);
+    await run('bash', args, { timeout: 60_000 });
+    return new TestRegistry(dir, port, credentials);
+  }
+
+  async stop(): Promise<void> {
+    await run('bash', [REGISTRY_SCRIPT, 'stop', this.dir], { timeout: 30_000 }).catch(() => undefined);
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  /** The registry's own log (its access log names every request). */
+  async log(): Promise<string> {
+    return readFile(path.join(this.dir, 'registry.log'), 'utf8').catch(() => '');
+  }
+
+  /**
+   * Copies the image named `fromRef` in the layout `<stack images>/<layout>` to `<repo>:<tag>`, with
+   * its config's fields replaced by `overrides` (a new config blob, so a new image).
+   */
+  async push(
+    layout: string,
+    fromRef: string,
+    repo: string,
+    tag: string,
+    overrides?: ImageConfigOverrides,
+  ): Promise<PushResult> {
+    const layoutDir = path.join(stackImagesDir(), layout);
+    const index = JSON.parse(await readFile(path.join(layoutDir, 'index.json'), 'utf8')) as {
+      manifests: Descriptor[];
+    };
+    const entry = index.manifests.find((m) => m.annotations?.['io.containerd.image.name'] === fromRef);
+    if (!entry) throw new Error(`no ${fromRef} in ${layoutDir}/index.json`);
+    const blob = (digest: string) => readFile(path.join(layoutDir, 'blobs', ...digest.split(':')));
+    const manifest = JSON.parse((await blob(entry.digest)).toString('utf8')) as OciManifest;
+
+    for (const layer of manifest.layers) await this.putBlob(repo, await blob(layer.digest));
+    let config = await blob(manifest.config.digest);
+    if (overrides) {
+      const parsed = JSON.parse(config.toString('utf8')) as { config?: Record<string, unknown> };
+      parsed.config = { ...(parsed.config ?? {}), ...overrides };
+      config = Buffer.from(JSON.stringify(parsed));
+    }
+    const configDigest = await this.putBlob(repo, config);
+    const out: OciManifest = {
+      ...manifest,
+      config: { ...manifest.config, digest: configDigest, size: config.length },
+    };
+    const body = Buffer.from(JSON.stringify(out));
+    const res = await this.request('PUT', `/v2/${repo}/manifests/${tag}`, body, {
+      'Content-Type': out.mediaType,
+    });
+    if (res.status !== 201) throw new Error(`PUT manifest ${repo}:${tag}: ${res.status} ${await res.text()}`);
+    return { digest: sha256(body), ref: `${this.host}/${repo}:${tag}` };
+  }
+
+  /** Monolithic upload: POST for an upload URL, then one PUT with the digest. Existing blobs are skipped. */
+  private async putBlob(repo: string, data: Buffer): Promise<string> {
+    const digest = sha256(data);
+    const head = await this.request('HEAD', `/v2/${repo}/blobs/${digest}`);
+    if (head.status === 200) return digest;
+    const start = await this.request('POST', `/v2/${repo}/blobs/uploads/`);
+    await start.body?.cancel();
+    if (start.status !== 202) throw new Error(`POST blob upload for ${repo}: ${start.status}`);
+    const location = new URL(start.headers.get('location') ?? '', `http://${this.host}`);
+    location.searchParams.set('digest', digest);
+    const put = await this.request('PUT', location.pathname + location.search, data, {
+      'Content-Type': 'application/octet-stream',
+    });
+    if (put.status !== 201) throw new Error(`PUT blob ${digest}: ${put.status} ${await put.text()}`);
+    return digest;
+  }
+
+  private async request(
+    method: string,
+    pathAndQuery: string,
+    body?: Buffer,
+    headers: Record<string, string> = {},
+  ): Promise<Response> {
+    const h: Record<string, string> = { ...headers };
+    if (this.credentials) h.Authorization = `Basic ${Buffer.from(this.credentials).toString('base64')}`;
+    const res = await fetch(`http://${this.host}${pathAndQuery}`, {
+      method,
+      headers: h,
+      body: body ? new Uint8Array(body) : undefined,
+      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
+    });
+    if (method === 'HEAD') await res.body?.cancel();
+    return res;
+  }
+}
+
+function sha256(data: Buffer): string {
+  return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+}
