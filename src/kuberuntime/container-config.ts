@@ -10,6 +10,7 @@ import type { ContainerConfig, Image, Mount } from '../cri/types.js';
 import { hashContainer } from './container-hash.js';
 import { expandContainerCommandAndArgs, makeEnvironmentVariables, type EnvSources } from './container-env.js';
 import { generateLinuxContainerResources } from './container-resources.js';
+import type { EventRecorder } from './event-recorder.js';
 import { newContainerAnnotations, newContainerLabels } from './labels.js';
 import { buildContainerLogsDirectory } from './sandbox-config.js';
 import { generateLinuxContainerSecurityContext, verifyRunAsNonRoot } from './security-context.js';
@@ -30,6 +31,8 @@ export interface ContainerConfigOptions {
   cpuCFSQuotaPeriodUs: number;
   seccompDefault: boolean;
   envSources: EnvSources;
+  /** Where warnings about the spec go (skipped envFrom keys). */
+  recorder?: EventRecorder;
   /** The container's volume mounts (the volume manager's); the termination message mount is added here. */
   volumeMounts?: Mount[];
   /** A short random name for the termination message file; injectable for tests. */
@@ -79,6 +82,7 @@ export async function generateContainerConfig(
     nodeName: opts.nodeName,
     nodeAllocatable: opts.nodeAllocatable,
     sources: opts.envSources,
+    recorder: opts.recorder,
     signal: opts.signal,
   });
   const { command, args } = expandContainerCommandAndArgs(container, envs);

@@ -6,6 +6,7 @@
 import type { Container, EnvVar, Pod, Quantity } from '../api/core-v1.js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
+import type { EventRecorder } from './event-recorder.js';
 import { quantityMilliValue, quantityValue } from './quantity.js';
 
 const log = logger('kuberuntime');
@@ -63,9 +64,22 @@ export function expandContainerCommandAndArgs(
   };
 }
 
-/** Where configMap and secret references are resolved from; absent in standalone mode. */
+/** A service as far as its environment variables go (upstream envvars.FromServices reads these fields). */
+export interface ServiceForEnv {
+  metadata: { name?: string; namespace?: string };
+  spec?: {
+    clusterIP?: string;
+    ports?: { name?: string; port: number; protocol?: string }[];
+  };
+}
+
+/**
+ * Where configMap, secret and service references are resolved from (cluster mode's API client).
+ * Standalone mode has none: a configMap or secret reference then fails unless optional, and pods
+ * get no service variables, as upstream without a kubeClient.
+ */
 export interface EnvSources {
-  /** The configMap's data and binaryData (as text), or undefined when it does not exist. */
+  /** The configMap's data (upstream reads only data, never binaryData), or undefined when it does not exist. */
   getConfigMap?(
     namespace: string,
     name: string,
@@ -77,6 +91,8 @@ export interface EnvSources {
     name: string,
     signal?: AbortSignal,
   ): Promise<Record<string, string> | undefined>;
+  /** The services of a namespace. */
+  listServices?(namespace: string, signal?: AbortSignal): Promise<ServiceForEnv[]>;
 }
 
 export interface EnvContext {
@@ -88,19 +104,116 @@ export interface EnvContext {
   /** What resource limits default to when a container has none (the node's allocatable). */
   nodeAllocatable: { cpu: Quantity; memory: Quantity; 'ephemeral-storage'?: Quantity };
   sources: EnvSources;
+  /** For upstream's InvalidEnvironmentVariableNames warning about skipped envFrom keys. */
+  recorder?: EventRecorder;
   signal?: AbortSignal;
 }
 
 const ENV_VAR_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+/** The namespace of the master services every pod gets variables for (upstream masterServiceNamespace). */
+const MASTER_SERVICE_NAMESPACE = 'default';
+/** Upstream's masterServices: the API server's own service. */
+const MASTER_SERVICES: ReadonlySet<string> = new Set(['kubernetes']);
 
 function configError(message: string): KubeletError {
   return new KubeletError('CREATE_CONTAINER_CONFIG', message);
 }
 
+/** ClusterIP "None" (headless) or unset: no variables (upstream IsServiceIPSet). */
+function isServiceIPSet(service: ServiceForEnv): boolean {
+  const ip = service.spec?.clusterIP ?? '';
+  return ip !== '' && ip !== 'None';
+}
+
+/** `my-svc` → `MY_SVC` (upstream makeEnvVariableName). */
+function envVariableName(name: string): string {
+  return name.replaceAll('-', '_').toUpperCase();
+}
+
+function joinHostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 /**
- * The container's environment in declaration order: envFrom sources first (values as they are),
- * then env, each value expanded against what was defined before it. Errors are
- * CreateContainerConfigError material.
+ * The variables that tell a container where its services are (upstream envvars.FromServices): the
+ * `_SERVICE_HOST`/`_SERVICE_PORT` pair, one per named port, and docker-link style `_PORT_…` ones.
+ */
+export function serviceEnvVars(services: readonly ServiceForEnv[]): { name: string; value: string }[] {
+  const out: { name: string; value: string }[] = [];
+  for (const svc of services) {
+    const ports = svc.spec?.ports ?? [];
+    const first = ports[0];
+    // Validation gives every service with a cluster IP at least one port.
+    if (!isServiceIPSet(svc) || !first) continue;
+    const ip = svc.spec?.clusterIP ?? '';
+    const prefix = envVariableName(svc.metadata.name ?? '');
+    out.push({ name: `${prefix}_SERVICE_HOST`, value: ip });
+    out.push({ name: `${prefix}_SERVICE_PORT`, value: String(first.port) });
+    for (const p of ports) {
+      if (p.name)
+        out.push({ name: `${prefix}_SERVICE_PORT_${envVariableName(p.name)}`, value: String(p.port) });
+    }
+    ports.forEach((p, i) => {
+      const protocol = (p.protocol || 'TCP').toLowerCase();
+      const url = `${protocol}://${joinHostPort(ip, p.port)}`;
+      // Docker's links special-case the first port.
+      if (i === 0) out.push({ name: `${prefix}_PORT`, value: url });
+      const portPrefix = `${prefix}_PORT_${p.port}_${protocol.toUpperCase()}`;
+      out.push({ name: portPrefix, value: url });
+      out.push({ name: `${portPrefix}_PROTO`, value: protocol });
+      out.push({ name: `${portPrefix}_PORT`, value: String(p.port) });
+      out.push({ name: `${portPrefix}_ADDR`, value: ip });
+    });
+  }
+  return out;
+}
+
+/**
+ * The service variables of a pod in namespace (upstream getServiceEnvVarMap): the master service
+ * `kubernetes` of `default` always, the namespace's own services only with enableServiceLinks.
+ */
+export async function getServiceEnvVarMap(
+  namespace: string,
+  enableServiceLinks: boolean,
+  sources: EnvSources,
+  signal?: AbortSignal,
+): Promise<Map<string, string>> {
+  const env = new Map<string, string>();
+  // Without an API client there are no services to tell the pod about.
+  if (!sources.listServices) return env;
+  const byName = new Map<string, ServiceForEnv>();
+  try {
+    const namespaces =
+      enableServiceLinks && namespace !== MASTER_SERVICE_NAMESPACE
+        ? [MASTER_SERVICE_NAMESPACE, namespace]
+        : [MASTER_SERVICE_NAMESPACE];
+    for (const ns of namespaces) {
+      for (const svc of await sources.listServices(ns, signal)) {
+        if (!isServiceIPSet(svc)) continue;
+        const name = svc.metadata.name ?? '';
+        const svcNs = svc.metadata.namespace ?? ns;
+        // A master service of `default` comes first; a same-named service of the pod's namespace does not replace it.
+        if (svcNs === MASTER_SERVICE_NAMESPACE && MASTER_SERVICES.has(name)) {
+          if (!byName.has(name)) byName.set(name, svc);
+        } else if (svcNs === namespace && enableServiceLinks) {
+          byName.set(name, svc);
+        }
+      }
+    }
+  } catch (err) {
+    throw new KubeletError('CREATE_CONTAINER_CONFIG', 'failed to list services when setting up env vars', {
+      cause: err,
+    });
+  }
+  for (const e of serviceEnvVars([...byName.values()])) env.set(e.name, e.value);
+  return env;
+}
+
+/**
+ * The container's environment (upstream makeEnvironmentVariables): envFrom sources first (values as
+ * they are), then env in declaration order, each value expanded against what was defined before it
+ * and the service variables, then the service variables the container did not define itself.
+ * Errors are CreateContainerConfigError material.
  */
 export async function makeEnvironmentVariables(
   pod: Pod,
@@ -108,25 +221,28 @@ export async function makeEnvironmentVariables(
   ctx: EnvContext,
 ): Promise<{ name: string; value: string }[]> {
   const ns = pod.metadata.namespace ?? '';
+  const serviceEnv = await getServiceEnvVarMap(
+    ns,
+    pod.spec.enableServiceLinks !== false,
+    ctx.sources,
+    ctx.signal,
+  );
   const env = new Map<string, string>();
-  const mapping = mappingFuncFor(env);
+  const mapping = mappingFuncFor(env, serviceEnv);
 
   for (const from of container.envFrom ?? []) {
     const prefix = from.prefix ?? '';
     let data: Record<string, string> | undefined;
-    let kind: 'ConfigMap' | 'Secret';
+    let kind: 'configMap' | 'secret';
     let name: string;
-    let optional: boolean;
     if (from.configMapRef) {
-      kind = 'ConfigMap';
+      kind = 'configMap';
       name = from.configMapRef.name ?? '';
-      optional = from.configMapRef.optional === true;
-      data = await fetchSource(ctx, 'configMap', ns, name, optional);
+      data = await fetchSource(ctx, kind, ns, name, from.configMapRef.optional === true);
     } else if (from.secretRef) {
-      kind = 'Secret';
+      kind = 'secret';
       name = from.secretRef.name ?? '';
-      optional = from.secretRef.optional === true;
-      data = await fetchSource(ctx, 'secret', ns, name, optional);
+      data = await fetchSource(ctx, kind, ns, name, from.secretRef.optional === true);
     } else {
       continue;
     }
@@ -142,10 +258,9 @@ export async function makeEnvironmentVariables(
     }
     if (invalid.length > 0) {
       invalid.sort();
-      log.warn(
-        `Keys [${invalid.join(', ')}] from the EnvFrom ${kind.toLowerCase()} ${ns}/${name} were skipped since they are considered invalid environment variable names.`,
-        { pod: `${ns}/${pod.metadata.name ?? ''}` },
-      );
+      const message = `Keys [${invalid.join(', ')}] from the EnvFrom ${kind} ${ns}/${name} were skipped since they are considered invalid environment variable names.`;
+      log.warn(message, { pod: `${ns}/${pod.metadata.name ?? ''}` });
+      ctx.recorder?.event(pod, '', 'Warning', 'InvalidEnvironmentVariableNames', message);
     }
   }
 
@@ -153,7 +268,9 @@ export async function makeEnvironmentVariables(
     const value = await envVarValue(pod, container, v, ctx, mapping);
     if (value !== undefined) env.set(v.name, value);
   }
-  return [...env].map(([name, value]) => ({ name, value }));
+  const out = [...env].map(([name, value]) => ({ name, value }));
+  for (const [name, value] of serviceEnv) if (!env.has(name)) out.push({ name, value });
+  return out;
 }
 
 async function envVarValue(

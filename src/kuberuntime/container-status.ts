@@ -117,8 +117,10 @@ async function readTail(path: string, maxBytes: number): Promise<Buffer> {
 }
 
 /**
- * The last 80 lines of a CRI log (`<time> <stream> <P|F> <content>`), at most 2048 bytes of them,
- * for FallbackToLogsOnError.
+ * The end of a CRI log (`<time> <stream> <P|F> <content>`) for FallbackToLogsOnError, as upstream
+ * reads it: the last 80 records of the file (each a line of the file, a partial one counting as
+ * one), a full record's content with its newline and a partial one's without, and of that text the
+ * last 2048 bytes.
  */
 export async function readLastStringFromContainerLogs(logPath: string): Promise<string> {
   let raw: Buffer;
@@ -127,24 +129,18 @@ export async function readLastStringFromContainerLogs(logPath: string): Promise<
   } catch (err) {
     return `Error on reading termination message from logs: ${errorMessage(err)}`;
   }
-  const lines: string[] = [];
-  let partial = '';
-  const text = raw.toString('utf8');
-  const records = text.split('\n');
-  // The first record may be cut by the tail read; the last is empty after the final newline.
-  for (const [i, record] of records.entries()) {
-    if (record === '' || (i === 0 && raw.length === LOG_TAIL_READ_BYTES)) continue;
-    const m =
-      /^\S+ (?:stdout|stderr) ([PF]) (.*)$/.exec(record) ?? /^\S+ (?:stdout|stderr) ([PF])$/.exec(record);
+  const records = raw.toString('utf8').split('\n');
+  // The last is empty after the final newline; the first may be cut by the tail read.
+  if (records[records.length - 1] === '') records.pop();
+  if (raw.length === LOG_TAIL_READ_BYTES) records.shift();
+  let text = '';
+  for (const record of records.slice(-MAX_TERMINATION_MESSAGE_LOG_LINES)) {
+    const m = /^\S+ (?:stdout|stderr) ([PF])(?: (.*))?$/s.exec(record);
     if (!m) continue;
-    partial += m[2] ?? '';
-    if (m[1] === 'F') {
-      lines.push(`${partial}\n`);
-      partial = '';
-    }
+    text += m[1] === 'F' ? `${m[2] ?? ''}\n` : (m[2] ?? '');
   }
-  const joined = Buffer.from(lines.slice(-MAX_TERMINATION_MESSAGE_LOG_LINES).join(''), 'utf8');
-  return joined.subarray(Math.max(0, joined.length - MAX_TERMINATION_MESSAGE_LOG_BYTES)).toString('utf8');
+  const bytes = Buffer.from(text, 'utf8');
+  return bytes.subarray(Math.max(0, bytes.length - MAX_TERMINATION_MESSAGE_LOG_BYTES)).toString('utf8');
 }
 
 /** The sandbox's IPs, primary first; none when the runtime reports one that does not parse. */

@@ -10,11 +10,13 @@ import type { Mount } from '../cri/types.js';
 
 export const ETC_HOSTS_PATH = '/etc/hosts';
 
-/** Whether the kubelet mounts its hosts file: the pod has an IP and no container mounts its own /etc/hosts. */
-export function shouldMountHostsFile(pod: Pod, podIPs: string[]): boolean {
+/**
+ * Whether the kubelet mounts its hosts file into this container (upstream makeMounts): the pod has
+ * an IP and the container does not mount something of its own at /etc/hosts.
+ */
+export function shouldMountHostsFile(container: Container, podIPs: string[]): boolean {
   if (podIPs.length === 0) return false;
-  const all: Container[] = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
-  return !all.some((c) => c.volumeMounts?.some((m) => m.mountPath === ETC_HOSTS_PATH));
+  return !(container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS_PATH);
 }
 
 export function managedHostsFileContent(

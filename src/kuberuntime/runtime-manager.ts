@@ -507,6 +507,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           cpuCFSQuotaPeriodUs: this.opts.cpuCFSQuotaPeriodUs ?? DEFAULT_QUOTA_PERIOD_US,
           seccompDefault: this.opts.seccompDefault ?? false,
           envSources: this.opts.envSources ?? {},
+          recorder: this.recorder,
           volumeMounts: await this.containerMounts(pod, container, podIPs),
           signal,
         },
@@ -606,7 +607,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   /** The volume manager's mounts, then the kubelet-managed /etc/hosts. */
   private async containerMounts(pod: Pod, container: Container, podIPs: string[]): Promise<Mount[]> {
     const mounts = this.opts.volumeMounts ? [...(await this.opts.volumeMounts(pod, container))] : [];
-    if (shouldMountHostsFile(pod, podIPs)) {
+    if (shouldMountHostsFile(container, podIPs)) {
       const { hostname, hostDomain } = generatePodHostNameAndDomain(pod, this.opts.clusterDomain ?? '');
       mounts.push(
         await makeHostsMount(pod, {

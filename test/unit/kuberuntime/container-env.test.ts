@@ -7,6 +7,7 @@ import {
   makeEnvironmentVariables,
   mappingFuncFor,
   type EnvContext,
+  type ServiceForEnv,
 } from '../../../src/kuberuntime/container-env.js';
 import { isKubeletError } from '../../../src/lib/errors.js';
 
@@ -185,4 +186,112 @@ test('configMap and secret refs: resolved through the sources, optional ones ski
     env: [{ name: 'K', valueFrom: { fieldRef: { fieldPath: 'spec.bogus' } } }],
   };
   await assert.rejects(makeEnvironmentVariables(pod, badField, ctx()), /unsupported fieldPath: spec.bogus/);
+});
+
+const services: Record<string, ServiceForEnv[]> = {
+  default: [
+    {
+      metadata: { name: 'kubernetes', namespace: 'default' },
+      spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP' }] },
+    },
+    {
+      metadata: { name: 'other', namespace: 'default' },
+      spec: { clusterIP: '10.96.0.2', ports: [{ port: 1 }] },
+    },
+  ],
+  prod: [
+    {
+      metadata: { name: 'my-db', namespace: 'prod' },
+      spec: {
+        clusterIP: '10.96.0.7',
+        ports: [
+          { port: 5432, protocol: 'TCP' },
+          { name: 'metrics', port: 9187, protocol: 'UDP' },
+        ],
+      },
+    },
+    { metadata: { name: 'headless', namespace: 'prod' }, spec: { clusterIP: 'None', ports: [{ port: 80 }] } },
+  ],
+};
+const serviceSources = {
+  listServices: async (ns: string) => services[ns] ?? [],
+};
+
+test('service variables: the master service always, the namespace services with enableServiceLinks, as upstream names them', async () => {
+  const c: Container = {
+    name: 'app',
+    env: [{ name: 'DB', value: 'tcp://$(MY_DB_SERVICE_HOST):$(MY_DB_SERVICE_PORT)' }],
+  };
+  const env = Object.fromEntries(
+    (await makeEnvironmentVariables(pod, c, ctx({ sources: serviceSources }))).map((e) => [e.name, e.value]),
+  );
+  assert.deepEqual(env, {
+    DB: 'tcp://10.96.0.7:5432',
+    KUBERNETES_SERVICE_HOST: '10.96.0.1',
+    KUBERNETES_SERVICE_PORT: '443',
+    KUBERNETES_SERVICE_PORT_HTTPS: '443',
+    KUBERNETES_PORT: 'tcp://10.96.0.1:443',
+    KUBERNETES_PORT_443_TCP: 'tcp://10.96.0.1:443',
+    KUBERNETES_PORT_443_TCP_PROTO: 'tcp',
+    KUBERNETES_PORT_443_TCP_PORT: '443',
+    KUBERNETES_PORT_443_TCP_ADDR: '10.96.0.1',
+    MY_DB_SERVICE_HOST: '10.96.0.7',
+    MY_DB_SERVICE_PORT: '5432',
+    MY_DB_SERVICE_PORT_METRICS: '9187',
+    MY_DB_PORT: 'tcp://10.96.0.7:5432',
+    MY_DB_PORT_5432_TCP: 'tcp://10.96.0.7:5432',
+    MY_DB_PORT_5432_TCP_PROTO: 'tcp',
+    MY_DB_PORT_5432_TCP_PORT: '5432',
+    MY_DB_PORT_5432_TCP_ADDR: '10.96.0.7',
+    MY_DB_PORT_9187_UDP: 'udp://10.96.0.7:9187',
+    MY_DB_PORT_9187_UDP_PROTO: 'udp',
+    MY_DB_PORT_9187_UDP_PORT: '9187',
+    MY_DB_PORT_9187_UDP_ADDR: '10.96.0.7',
+  });
+
+  const unlinked: Pod = { ...pod, spec: { ...pod.spec, enableServiceLinks: false } };
+  const names = (
+    await makeEnvironmentVariables(unlinked, { name: 'app' }, ctx({ sources: serviceSources }))
+  ).map((e) => e.name);
+  assert.ok(names.includes('KUBERNETES_SERVICE_HOST'));
+  assert.ok(!names.some((n) => n.startsWith('MY_DB_')));
+
+  // The container's own variable wins over a service variable of the same name.
+  const own: Container = { name: 'app', env: [{ name: 'KUBERNETES_SERVICE_HOST', value: 'mine' }] };
+  const mine = (await makeEnvironmentVariables(pod, own, ctx({ sources: serviceSources }))).filter(
+    (e) => e.name === 'KUBERNETES_SERVICE_HOST',
+  );
+  assert.deepEqual(mine, [{ name: 'KUBERNETES_SERVICE_HOST', value: 'mine' }]);
+
+  // Standalone: no API, no services.
+  assert.deepEqual(await makeEnvironmentVariables(pod, { name: 'app' }, ctx()), []);
+  await assert.rejects(
+    makeEnvironmentVariables(
+      pod,
+      { name: 'app' },
+      ctx({ sources: { listServices: () => Promise.reject(new Error('down')) } }),
+    ),
+    /failed to list services when setting up env vars/,
+  );
+});
+
+test('envFrom keys that are not variable names are skipped with upstream warning event', async () => {
+  const events: string[] = [];
+  const c: Container = { name: 'app', envFrom: [{ configMapRef: { name: 'cfg' }, prefix: 'P_' }] };
+  const env = await makeEnvironmentVariables(
+    pod,
+    c,
+    ctx({
+      sources: { getConfigMap: async () => ({ ok: '1', 'bad key': '2', '1x': '3' }) },
+      recorder: { event: (_p, _f, type, reason, message) => events.push(`${type} ${reason} ${message}`) },
+    }),
+  );
+  // With the prefix, `1x` becomes the valid `P_1x`.
+  assert.deepEqual(env, [
+    { name: 'P_ok', value: '1' },
+    { name: 'P_1x', value: '3' },
+  ]);
+  assert.deepEqual(events, [
+    'Warning InvalidEnvironmentVariableNames Keys [P_bad key] from the EnvFrom configMap prod/cfg were skipped since they are considered invalid environment variable names.',
+  ]);
 });

@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import type { Pod } from '../../../src/api/core-v1.js';
+import type { Container, Pod } from '../../../src/api/core-v1.js';
 import {
   makeHostsMount,
   managedHostsFileContent,
@@ -33,14 +33,12 @@ test('managed content: the pod hostname on each IP, with the domain when there i
   );
 });
 
-test('mounted only with a pod IP and when no container mounts its own /etc/hosts', () => {
-  const pod: Pod = { metadata: { name: 'p' }, spec: { containers: [{ name: 'a' }] } };
-  assert.equal(shouldMountHostsFile(pod, ['10.0.0.5']), true);
-  assert.equal(shouldMountHostsFile(pod, []), false);
-  const own: Pod = {
-    metadata: { name: 'p' },
-    spec: { containers: [{ name: 'a', volumeMounts: [{ name: 'h', mountPath: '/etc/hosts' }] }] },
-  };
+test('mounted only with a pod IP and when the container does not mount its own /etc/hosts', () => {
+  const plain: Container = { name: 'b' };
+  assert.equal(shouldMountHostsFile(plain, ['10.0.0.5']), true);
+  assert.equal(shouldMountHostsFile(plain, []), false);
+  // Only the container that mounts its own /etc/hosts goes without the kubelet's (upstream decides per container).
+  const own: Container = { name: 'a', volumeMounts: [{ name: 'h', mountPath: '/etc/hosts' }] };
   assert.equal(shouldMountHostsFile(own, ['10.0.0.5']), false);
 });
 
