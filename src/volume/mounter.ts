@@ -1,0 +1,234 @@
+/**
+ * Mounting and unmounting through mount(8) and umount(8), and the mount table read from
+ * /proc/self/mountinfo (upstream: k8s.io/mount-utils). Every command runs with a deadline; the
+ * table is read asynchronously, never on a hot path more than once per operation.
+ */
+import { execFile } from 'node:child_process';
+import { lstat, readFile, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
+import path from 'node:path';
+import { logger } from '../lib/log.js';
+
+const log = logger('volume');
+
+/** How long a mount or unmount may take before the kubelet gives up on it. */
+export const MOUNT_COMMAND_TIMEOUT_MS = 60_000;
+
+/** One line of /proc/self/mountinfo. */
+export interface MountInfo {
+  id: number;
+  parentId: number;
+  /** `major:minor` of the filesystem. */
+  device: string;
+  /** The path inside the filesystem that is mounted (a bind mount's source). */
+  root: string;
+  mountPoint: string;
+  options: string[];
+  /** `shared:N`, `master:N`, `propagate_from:N`, `unbindable`. */
+  optionalFields: string[];
+  fsType: string;
+  source: string;
+  superOptions: string[];
+}
+
+export interface Mounter {
+  /** mount -t fstype -o options source target (plus mount(8) flags such as --no-canonicalize). */
+  mount(source: string, target: string, fsType: string, options: string[], flags?: string[]): Promise<void>;
+  unmount(target: string): Promise<void>;
+  /** The mount table of the kubelet's mount namespace. */
+  list(): Promise<MountInfo[]>;
+}
+
+/** Decodes mountinfo's octal escapes (`\040` for a space). */
+function unescapeOctal(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
+}
+
+export function parseMountInfo(text: string): MountInfo[] {
+  const out: MountInfo[] = [];
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const fields = line.split(' ');
+    const sep = fields.indexOf('-', 6);
+    if (sep < 0 || fields.length < sep + 3) continue;
+    out.push({
+      id: Number(fields[0]),
+      parentId: Number(fields[1]),
+      device: fields[2] ?? '',
+      root: unescapeOctal(fields[3] ?? ''),
+      mountPoint: unescapeOctal(fields[4] ?? ''),
+      options: (fields[5] ?? '').split(','),
+      optionalFields: fields.slice(6, sep),
+      fsType: fields[sep + 1] ?? '',
+      source: unescapeOctal(fields[sep + 2] ?? ''),
+      superOptions: (fields[sep + 3] ?? '').split(','),
+    });
+  }
+  return out;
+}
+
+function run(command: string, args: string[], timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+      const output = `${stdout}${stderr}`;
+      if (err) reject(Object.assign(err, { output }));
+      else resolve(output);
+    });
+  });
+}
+
+/** The real thing: mount(8) and umount(8) from util-linux. */
+export class SystemMounter implements Mounter {
+  constructor(
+    private readonly timeoutMs = MOUNT_COMMAND_TIMEOUT_MS,
+    private readonly mountInfoPath = '/proc/self/mountinfo',
+  ) {}
+
+  async mount(
+    source: string,
+    target: string,
+    fsType: string,
+    options: string[],
+    flags: string[] = [],
+  ): Promise<void> {
+    const args = [...flags];
+    if (fsType !== '') args.push('-t', fsType);
+    if (options.length > 0) args.push('-o', options.join(','));
+    // An empty source is for propagation changes (mount --make-rshared target), which take none.
+    if (source !== '') args.push(source);
+    args.push(target);
+    log.v(4, 'Mounting', { command: 'mount', args });
+    try {
+      await run('mount', args, this.timeoutMs);
+    } catch (err) {
+      // Upstream's wording, so the event reads the same.
+      const e = err as Error & { output?: string; code?: number | string };
+      throw new Error(
+        `mount failed: ${describeExit(e)}\nMounting command: mount\nMounting arguments: ${args.join(' ')}\nOutput: ${e.output ?? ''}`,
+      );
+    }
+  }
+
+  async unmount(target: string): Promise<void> {
+    log.v(4, 'Unmounting', { target });
+    try {
+      await run('umount', [target], this.timeoutMs);
+    } catch (err) {
+      const e = err as Error & { output?: string };
+      throw new Error(
+        `unmount failed: ${describeExit(e)}\nUnmounting arguments: ${target}\nOutput: ${e.output ?? ''}`,
+      );
+    }
+  }
+
+  async list(): Promise<MountInfo[]> {
+    return parseMountInfo(await readFile(this.mountInfoPath, 'utf8'));
+  }
+}
+
+function describeExit(e: Error & { code?: number | string; killed?: boolean }): string {
+  if (e.killed) return 'timed out';
+  return typeof e.code === 'number' ? `exit status ${e.code}` : e.message;
+}
+
+/** The canonical form of p as the mount table spells it; p itself when it does not exist. */
+async function canonical(p: string): Promise<string> {
+  try {
+    return await realpath(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+/**
+ * True when p is a mount point. The table is the only reliable answer: a bind mount from the same
+ * filesystem has the same device as its parent, so comparing st_dev (upstream's "likely") misses it.
+ */
+export async function isMountPoint(mounter: Mounter, p: string, table?: MountInfo[]): Promise<boolean> {
+  const target = await canonical(p);
+  return (table ?? (await mounter.list())).some((m) => m.mountPoint === target);
+}
+
+/** The mount that p lives on: the longest mount point that is p or one of its parents. */
+export function mountOf(table: MountInfo[], canonicalPath: string): MountInfo | undefined {
+  let best: MountInfo | undefined;
+  for (const m of table) {
+    if (!isWithin(canonicalPath, m.mountPoint)) continue;
+    // The last of equal mount points is the one on top.
+    if (!best || m.mountPoint.length >= best.mountPoint.length) best = m;
+  }
+  return best;
+}
+
+/** The fsType of the mount at exactly p, or undefined when p is not a mount point. */
+export async function mountTypeAt(mounter: Mounter, p: string): Promise<string | undefined> {
+  const target = await canonical(p);
+  let found: MountInfo | undefined;
+  for (const m of await mounter.list()) if (m.mountPoint === target) found = m;
+  return found?.fsType;
+}
+
+/** True when child is base or lies under it (upstream: PathWithinBase, on cleaned absolute paths). */
+export function isWithin(child: string, base: string): boolean {
+  const rel = path.relative(base, child);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+/**
+ * Makes the kubelet's root directory a shared mount (mount --bind dir dir; mount --make-rshared dir),
+ * so mounts under it can propagate to containers that ask for HostToContainer or Bidirectional
+ * (upstream: MakeRShared at start). Does nothing when it already is on a shared mount.
+ */
+export async function makeRShared(mounter: Mounter, dir: string): Promise<void> {
+  const target = await canonical(dir);
+  const table = await mounter.list();
+  const m = mountOf(table, target);
+  if (m && m.optionalFields.some((f) => f.startsWith('shared:'))) {
+    log.v(4, 'Directory is already on a shared mount', { path: target });
+    return;
+  }
+  log.v(2, 'Bind-mounting with shared mount propagation', { path: target });
+  await mounter.mount(target, target, '', ['bind']);
+  await mounter.mount('', target, '', [], ['--make-rshared']);
+}
+
+/**
+ * Removes p and everything under it, but never anything that is, or is under, a mount point other
+ * than p's own filesystem: a forgotten bind mount must not cost a host its data (upstream:
+ * RemoveAllOneFilesystem, which only catches mounts of other devices; the table catches bind mounts too).
+ */
+export async function removeAllOneFilesystem(mounter: Mounter, p: string): Promise<void> {
+  let target: string;
+  try {
+    target = await realpath(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  const nested = (await mounter.list()).filter((m) => isWithin(m.mountPoint, target));
+  if (nested.length > 0) {
+    throw new Error(
+      `cannot remove ${p}: ${nested.map((m) => m.mountPoint).join(', ')} ${nested.length === 1 ? 'is' : 'are'} still mounted`,
+    );
+  }
+  await removeTree(target);
+}
+
+async function removeTree(p: string): Promise<void> {
+  let st;
+  try {
+    st = await lstat(p);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw err;
+  }
+  if (!st.isDirectory()) {
+    await unlink(p).catch(ignoreENOENT);
+    return;
+  }
+  for (const name of await readdir(p)) await removeTree(path.join(p, name));
+  await rmdir(p).catch(ignoreENOENT);
+}
+
+function ignoreENOENT(err: unknown): void {
+  if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+}

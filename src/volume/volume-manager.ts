@@ -1,0 +1,839 @@
+/**
+ * The volume manager (upstream: pkg/kubelet/volumemanager): what each pod's volumes should be
+ * (desired state), what is set up on disk (actual state), and the reconciler that makes the one
+ * the other, one operation per volume at a time with exponential back-off.
+ *
+ * - syncPod awaits waitForAttachAndMount(pod) before the containers start: it adds the pod to the
+ *   desired state (resolving claims to their PersistentVolumes), asks the API data volumes to be
+ *   refreshed (configMaps, secrets, tokens: upstream's remount on each sync), and waits, bounded,
+ *   until every volume a container mounts is set up.
+ * - The runtime manager's volumeMounts option is getMounts(pod, container): the CRI mounts, with
+ *   subPaths resolved safely and bind-mounted under the pod's `volume-subpaths`.
+ * - syncTerminatedPod calls unmountAndCleanup(uid); housekeeping calls cleanupOrphanedPodDirs.
+ * - After a restart, start() reads back from disk what is set up, so cleanup finds it; a pod's
+ *   volumes are set up again (idempotently: an emptyDir keeps its content) on its first sync.
+ *
+ * Failures read as upstream's: a `FailedMount` event `MountVolume.SetUp failed for volume "x" : …`
+ * per failed attempt, and from syncPod `unmounted volumes=[…], unattached volumes=[…], failed to
+ * process volumes=[…]: …`.
+ */
+import { readdir, realpath, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Container, Pod, VolumeMount } from '../api/core-v1.js';
+import type { Mount, MountPropagation } from '../cri/types.js';
+import type { RestClient } from '../k8s/rest-client.js';
+import { expand, makeEnvironmentVariables, type EnvSources } from '../kuberuntime/container-env.js';
+import { discardEvents, type EventRecorder } from '../kuberuntime/event-recorder.js';
+import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import { ConfigMapPlugin } from './configmap.js';
+import { DownwardAPIPlugin } from './downward-api.js';
+import { EmptyDirPlugin } from './empty-dir.js';
+import { HostPathPlugin, validatePathNoBacksteps } from './host-path.js';
+import { LocalVolumePlugin } from './local-volume.js';
+import { isWithin, makeRShared, removeAllOneFilesystem, SystemMounter, type Mounter } from './mounter.js';
+import { checkNodeAffinity } from './node-affinity.js';
+import { ProjectedPlugin } from './projected.js';
+import { SecretPlugin } from './secret.js';
+import { cleanSubPaths, prepareSafeSubpath, safeMakeDir } from './subpath.js';
+import { TokenManager } from './token-manager.js';
+import {
+  ApiVolumeObjectSource,
+  standaloneObjectSource,
+  type VolumeObjectSource,
+} from './volume-object-source.js';
+import { fsUserFrom } from './volume-ownership.js';
+import {
+  podDir,
+  podSubpathsDir,
+  podVolumesDir,
+  PODS_DIR_NAME,
+  subpathBindTarget,
+  unescapeQualifiedName,
+} from './volume-paths.js';
+import type {
+  NodeAllocatable,
+  VolumeAttributes,
+  VolumeHost,
+  VolumePlugin,
+  VolumeSpec,
+} from './volume-plugin.js';
+import type { PodVolume } from './volume-types.js';
+
+const log = logger('volume');
+
+/** upstream: podAttachAndMountTimeout, 2 min 3 s. */
+export const DEFAULT_MOUNT_TIMEOUT_MS = 123_000;
+/** upstream's operation back-off: 500 ms doubling to 2 min 2 s. */
+const INITIAL_RETRY_MS = 500;
+const MAX_RETRY_MS = 122_000;
+/** How stale a configMap or secret may be when a volume is refreshed (upstream re-reads on the pod's sync). */
+export const DEFAULT_OBJECT_CACHE_TTL_MS = 60_000;
+
+/** The event reasons of pkg/kubelet/events that the volume manager emits. */
+export const VolumeEventReason = {
+  FailedMountVolume: 'FailedMount',
+  FailedUnmountVolume: 'FailedUnMount',
+} as const;
+
+/** A syncPod that cannot go on because the pod's volumes are not ready. */
+export class VolumeMountError extends Error {
+  readonly code = 'VOLUME_MOUNT_FAILED';
+  constructor(
+    message: string,
+    /** True when it only timed out or was cancelled: upstream records no event for those. */
+    readonly interrupted: boolean,
+  ) {
+    super(message);
+    this.name = 'VolumeMountError';
+  }
+}
+
+export interface VolumeManager {
+  /** Reads back from disk what an earlier run set up. */
+  start(): Promise<void>;
+  /** Cancels the operations under way and waits for them. */
+  stop(): Promise<void>;
+  /** Until every volume the pod's containers mount is set up; throws VolumeMountError. */
+  waitForAttachAndMount(pod: Pod, signal?: AbortSignal): Promise<void>;
+  /** The CRI mounts for one container (the runtime manager's volumeMounts option). */
+  getMounts(pod: Pod, container: Container, podIPs?: string[]): Promise<Mount[]>;
+  /** Tears down every volume of a terminated pod; throws while some remain. */
+  unmountAndCleanup(podUid: string, signal?: AbortSignal): Promise<void>;
+  /** Removes the folders of pods that are gone (keep says which are not). */
+  cleanupOrphanedPodDirs(keep: ReadonlySet<string> | ((podUid: string) => boolean)): Promise<void>;
+  /** True while something of the pod's volumes may still be set up (upstream: podVolumesExist). */
+  podHasMountedVolumes(podUid: string): boolean;
+}
+
+export interface VolumeManagerOptions {
+  /** --root-dir. */
+  rootDir: string;
+  nodeName: string;
+  clock?: Clock;
+  mounter?: Mounter;
+  /** Cluster mode: configMaps, secrets, claims and tokens come from here. */
+  client?: RestClient;
+  /** Instead of client (tests). Neither: standalone mode. */
+  objects?: VolumeObjectSource;
+  recorder?: EventRecorder;
+  /** The node's labels, for PersistentVolume node affinity. */
+  nodeLabels?: () => Record<string, string> | undefined;
+  /** What downward-API limits default to and what bounds a memory emptyDir; default the machine's. */
+  nodeAllocatable?: NodeAllocatable;
+  objectCacheTtlMs?: number;
+  /** How long waitForAttachAndMount waits (default 2 min 3 s, as upstream). */
+  mountTimeoutMs?: number;
+  /** For subPathExpr: the node's IPs and the env's configMap and secret lookups. */
+  hostIPs?: string[];
+  envSources?: EnvSources;
+  /** SELinux relabelling of managed volumes; default: whether the host has SELinux. */
+  selinuxEnabled?: boolean;
+  tokenManager?: TokenManager;
+}
+
+interface DesiredVolume {
+  /** The pod's name for it (upstream: OuterVolumeSpecName). */
+  outerName: string;
+  spec: VolumeSpec;
+  plugin: VolumePlugin;
+}
+
+interface DesiredPod {
+  pod: Pod;
+  volumes: Map<string, DesiredVolume>;
+  /** Volumes that could not be resolved (a claim not bound, no plugin), by name. */
+  errors: Map<string, string>;
+  /** Cancels this pod's operations when it goes. */
+  abort: AbortController;
+}
+
+interface MountedVolume {
+  outerName: string;
+  pluginName: string;
+  path: string;
+  attributes: VolumeAttributes;
+  /** Set up (or checked) by this run of the kubelet; false for what start() found on disk. */
+  setUpThisRun: boolean;
+  remountRequired: boolean;
+}
+
+interface RetryState {
+  delayMs: number;
+  retryAtMs: number;
+  timer?: TimerHandle;
+}
+
+function podRef(pod: Pod): string {
+  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+}
+
+/** Go's %v of a []string: `[a b]`. */
+function goList(items: string[]): string {
+  return `[${items.join(' ')}]`;
+}
+
+/** The volumes the pod's containers mount (upstream: GetPodVolumeNames): the ones worth waiting for. */
+export function expectedVolumes(pod: Pod): string[] {
+  const names = new Set<string>();
+  const containers = [
+    ...(pod.spec.initContainers ?? []),
+    ...pod.spec.containers,
+    ...((pod.spec.ephemeralContainers ?? []) as Container[]),
+  ];
+  for (const c of containers) for (const m of c.volumeMounts ?? []) names.add(m.name);
+  return [...names];
+}
+
+function translateMountPropagation(
+  mode: VolumeMount['mountPropagation'] | string | undefined,
+): MountPropagation {
+  switch (mode) {
+    case undefined:
+    case 'None':
+      return 'PROPAGATION_PRIVATE';
+    case 'HostToContainer':
+      return 'PROPAGATION_HOST_TO_CONTAINER';
+    case 'Bidirectional':
+      return 'PROPAGATION_BIDIRECTIONAL';
+    default:
+      throw new KubeletError('CREATE_CONTAINER_CONFIG', `invalid MountPropagation mode: "${String(mode)}"`);
+  }
+}
+
+function configError(message: string): KubeletError {
+  return new KubeletError('CREATE_CONTAINER_CONFIG', message);
+}
+
+export class VolumeManagerImpl implements VolumeManager {
+  private readonly rootDir: string;
+  private readonly clock: Clock;
+  private readonly mounter: Mounter;
+  private readonly recorder: EventRecorder;
+  private readonly host: VolumeHost;
+  private readonly plugins: VolumePlugin[];
+  private readonly mountTimeoutMs: number;
+  private readonly desired = new Map<string, DesiredPod>();
+  private readonly actual = new Map<string, Map<string, MountedVolume>>();
+  /** The operation under way per `<uid>/<volume>`. */
+  private readonly operations = new Map<string, Promise<void>>();
+  private readonly retries = new Map<string, RetryState>();
+  private readonly listeners = new Set<() => void>();
+  private readonly stopController = new AbortController();
+  /** Orphans whose cleanup failed once: later failures are logged quietly. */
+  private readonly orphanWarned = new Set<string>();
+  private sharedRootDir: Promise<void> | undefined;
+  private selinuxEnabled: boolean | undefined;
+
+  constructor(private readonly opts: VolumeManagerOptions) {
+    this.rootDir = opts.rootDir;
+    this.clock = opts.clock ?? realClock;
+    this.mounter = opts.mounter ?? new SystemMounter();
+    this.recorder = opts.recorder ?? discardEvents;
+    this.mountTimeoutMs = opts.mountTimeoutMs ?? DEFAULT_MOUNT_TIMEOUT_MS;
+    this.selinuxEnabled = opts.selinuxEnabled;
+    const objects =
+      opts.objects ??
+      (opts.client
+        ? new ApiVolumeObjectSource({ client: opts.client, clock: this.clock })
+        : standaloneObjectSource);
+    this.host = {
+      rootDir: this.rootDir,
+      nodeName: opts.nodeName,
+      clock: this.clock,
+      mounter: this.mounter,
+      objects,
+      tokens:
+        opts.tokenManager ??
+        new TokenManager({
+          clock: this.clock,
+          getToken: (ns, name, tr, signal) => objects.createToken(ns, name, tr, { signal }),
+        }),
+      nodeAllocatable: opts.nodeAllocatable ?? {
+        cpu: String(os.cpus().length),
+        memory: String(os.totalmem()),
+      },
+      objectCacheTtlMs: opts.objectCacheTtlMs ?? DEFAULT_OBJECT_CACHE_TTL_MS,
+    };
+    this.plugins = [
+      new EmptyDirPlugin(this.host),
+      new HostPathPlugin(this.host),
+      new ConfigMapPlugin(this.host),
+      new SecretPlugin(this.host),
+      new DownwardAPIPlugin(this.host),
+      new ProjectedPlugin(this.host),
+      new LocalVolumePlugin(this.host),
+    ];
+  }
+
+  // ---- start and stop ------------------------------------------------------------------------------
+
+  async start(): Promise<void> {
+    if (this.selinuxEnabled === undefined) {
+      this.selinuxEnabled = await stat('/sys/fs/selinux/enforce').then(
+        () => true,
+        () => false,
+      );
+    }
+    let count = 0;
+    for (const uid of await this.podUidsOnDisk()) {
+      for (const v of await this.volumesOnDisk(uid)) {
+        this.setActual(uid, {
+          outerName: v.name,
+          pluginName: v.plugin.name,
+          path: v.path,
+          attributes: { readOnly: false, managed: true, selinuxRelabel: false },
+          setUpThisRun: false,
+          remountRequired: false,
+        });
+        count++;
+      }
+    }
+    if (count > 0) log.info('Reconstructed volumes from disk', { volumes: count, pods: this.actual.size });
+  }
+
+  async stop(): Promise<void> {
+    this.stopController.abort(new Error('volume manager stopping'));
+    for (const r of this.retries.values()) if (r.timer) this.clock.clearTimeout(r.timer);
+    await Promise.allSettled([...this.operations.values()]);
+  }
+
+  // ---- desired state -------------------------------------------------------------------------------
+
+  /**
+   * Adds the pod (or refreshes its object, for the downward API) and resolves what is not resolved
+   * yet: claims to their volumes, volumes to their plugins (upstream: processPodVolumes).
+   */
+  private async processPod(pod: Pod, signal: AbortSignal | undefined): Promise<DesiredPod> {
+    const uid = pod.metadata.uid ?? '';
+    let dp = this.desired.get(uid);
+    if (!dp) {
+      dp = { pod, volumes: new Map(), errors: new Map(), abort: new AbortController() };
+      this.desired.set(uid, dp);
+    } else {
+      dp.pod = pod;
+    }
+    const used = new Set(expectedVolumes(pod));
+    for (const v of (pod.spec.volumes ?? []) as PodVolume[]) {
+      // A volume no container mounts is not set up at all, as upstream.
+      if (!used.has(v.name)) continue;
+      if (dp.volumes.has(v.name)) continue;
+      try {
+        const spec = await this.createVolumeSpec(pod, v, signal);
+        const plugin = this.plugins.find((p) => p.canSupport(spec));
+        if (!plugin) {
+          throw new Error(
+            `failed to get Plugin from volumeSpec for volume "${spec.name}" err=no volume plugin matched`,
+          );
+        }
+        dp.volumes.set(v.name, { outerName: v.name, spec, plugin });
+        dp.errors.delete(v.name);
+      } catch (err) {
+        dp.errors.set(v.name, errorMessage(err));
+      }
+    }
+    for (const name of used) {
+      if (!(pod.spec.volumes ?? []).some((v) => v.name === name)) {
+        dp.errors.set(
+          name,
+          `volume "${name}" is mounted by a container but not defined in the pod's volumes`,
+        );
+      }
+    }
+    return dp;
+  }
+
+  /** A pod's volume as a spec; a claim becomes the PersistentVolume bound to it (upstream: createVolumeSpec). */
+  private async createVolumeSpec(
+    pod: Pod,
+    v: PodVolume,
+    signal: AbortSignal | undefined,
+  ): Promise<VolumeSpec> {
+    const claim = v.persistentVolumeClaim;
+    if (!claim) return { name: v.name, volume: v, readOnly: false };
+    const ns = pod.metadata.namespace ?? '';
+    const fail = (msg: string) => new Error(`error processing PVC ${ns}/${claim.claimName}: ${msg}`);
+    let pvc;
+    try {
+      pvc = await this.host.objects.getPersistentVolumeClaim(ns, claim.claimName, { signal });
+    } catch (err) {
+      throw fail(`failed to fetch PVC from API server: ${errorMessage(err)}`);
+    }
+    if (!pvc) {
+      throw fail(
+        `failed to fetch PVC from API server: persistentvolumeclaims "${claim.claimName}" not found`,
+      );
+    }
+    if (pvc.metadata.deletionTimestamp) throw fail('PVC is being deleted');
+    if (pvc.status?.phase !== 'Bound') throw fail('PVC is not bound');
+    const pvName = pvc.spec.volumeName ?? '';
+    if (pvName === '') throw fail('PVC has empty pvc.Spec.VolumeName');
+    let pv;
+    try {
+      pv = await this.host.objects.getPersistentVolume(pvName, { signal });
+    } catch (err) {
+      throw fail(`failed to fetch PV ${pvName} from API server: ${errorMessage(err)}`);
+    }
+    if (!pv)
+      throw fail(`failed to fetch PV ${pvName} from API server: persistentvolumes "${pvName}" not found`);
+    if (!pv.spec.claimRef) {
+      throw fail(
+        `found PV object ${pvName} but it has a nil pv.Spec.ClaimRef indicating it is not yet bound to the claim`,
+      );
+    }
+    if (pv.spec.claimRef.uid !== pvc.metadata.uid) {
+      throw fail(
+        `found PV object ${pvName} but its pv.Spec.ClaimRef.UID ${pv.spec.claimRef.uid ?? ''} does not point to claim.UID ${pvc.metadata.uid ?? ''}`,
+      );
+    }
+    return { name: pv.metadata.name ?? pvName, persistentVolume: pv, readOnly: claim.readOnly === true };
+  }
+
+  // ---- waiting for mounts --------------------------------------------------------------------------
+
+  async waitForAttachAndMount(pod: Pod, signal?: AbortSignal): Promise<void> {
+    const expected = expectedVolumes(pod);
+    if (expected.length === 0) return;
+    const uid = pod.metadata.uid ?? '';
+    log.v(3, 'Waiting for volumes to attach and mount for pod', { pod: podRef(pod) });
+    const dp = await this.processPod(pod, signal);
+    // Volumes that carry API data are refreshed on every sync of the pod (upstream: ReprocessPod).
+    for (const v of dp.volumes.values()) {
+      const m = this.actual.get(uid)?.get(v.outerName);
+      if (m?.setUpThisRun && v.plugin.requiresRemount) m.remountRequired = true;
+    }
+    this.reconcile();
+
+    const deadlineMs = this.clock.now() + this.mountTimeoutMs;
+    let reason: string | undefined;
+    let interrupted = true;
+    for (;;) {
+      if (dp.errors.size > 0) {
+        reason = [...dp.errors.values()].join('; ');
+        interrupted = false;
+        break;
+      }
+      if (this.unmountedVolumes(uid, expected).length === 0) {
+        log.v(3, 'All volumes are attached and mounted for pod', { pod: podRef(pod) });
+        return;
+      }
+      if (signal?.aborted) {
+        reason = 'context canceled';
+        break;
+      }
+      if (this.clock.now() >= deadlineMs) {
+        reason = 'context deadline exceeded';
+        break;
+      }
+      await this.changed(deadlineMs, signal);
+    }
+    const unmounted = this.unmountedVolumes(uid, expected);
+    if (unmounted.length === 0) return;
+    const notProcessed = expected.filter((n) => !dp.volumes.has(n)).sort();
+    const err = new VolumeMountError(
+      `unmounted volumes=${goList(unmounted)}, unattached volumes=${goList([])}, failed to process volumes=${goList(notProcessed)}: ${reason}`,
+      interrupted,
+    );
+    if (!interrupted) {
+      // upstream's syncPod records this one; here the manager does, so syncPod only has to await.
+      this.recorder.event(
+        pod,
+        '',
+        'Warning',
+        VolumeEventReason.FailedMountVolume,
+        `Unable to attach or mount volumes: ${err.message}`,
+      );
+    }
+    log.error('Unable to attach or mount volumes for pod; skipping pod', {
+      pod: podRef(pod),
+      err: err.message,
+    });
+    throw err;
+  }
+
+  private unmountedVolumes(uid: string, expected: string[]): string[] {
+    const mounted = this.actual.get(uid);
+    return expected.filter((n) => !mounted?.get(n)?.setUpThisRun).sort();
+  }
+
+  /** Resolves on the next change of the actual state, at deadlineMs, or when signal aborts. */
+  private changed(deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.listeners.delete(done);
+        this.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = this.clock.setTimeout(done, Math.max(0, deadlineMs - this.clock.now()));
+      this.listeners.add(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  private notify(): void {
+    for (const l of [...this.listeners]) l();
+  }
+
+  // ---- the reconciler ------------------------------------------------------------------------------
+
+  /** Starts a mount for every desired volume not set up (or due a refresh) and not backing off. */
+  private reconcile(): void {
+    if (this.stopController.signal.aborted) return;
+    const now = this.clock.now();
+    for (const [uid, dp] of this.desired) {
+      for (const v of dp.volumes.values()) {
+        const m = this.actual.get(uid)?.get(v.outerName);
+        if (m?.setUpThisRun && !m.remountRequired) continue;
+        const key = `${uid}/${v.outerName}`;
+        if (this.operations.has(key)) continue;
+        const retry = this.retries.get(key);
+        if (retry && now < retry.retryAtMs) continue;
+        if (m) m.remountRequired = false;
+        const op = this.mountVolume(uid, dp, v, m?.setUpThisRun === true).finally(() => {
+          this.operations.delete(key);
+          this.notify();
+        });
+        this.operations.set(key, op);
+      }
+    }
+  }
+
+  private async mountVolume(uid: string, dp: DesiredPod, v: DesiredVolume, remount: boolean): Promise<void> {
+    const pod = dp.pod;
+    const key = `${uid}/${v.outerName}`;
+    const signal = AbortSignal.any([dp.abort.signal, this.stopController.signal]);
+    let stage = 'MountVolume.SetUp failed';
+    try {
+      const mounter = v.plugin.newMounter(v.spec, pod);
+      if (v.spec.persistentVolume) {
+        stage = 'MountVolume.NodeAffinity check failed';
+        checkNodeAffinity(v.spec.persistentVolume, this.opts.nodeLabels?.() ?? {}, this.opts.nodeName);
+        stage = 'MountVolume.SetUp failed';
+      }
+      const sc = pod.spec.securityContext;
+      await mounter.setUp({
+        fsGroup: sc?.fsGroup,
+        fsGroupChangePolicy: sc?.fsGroupChangePolicy,
+        fsUser: fsUserFrom(pod),
+        remount,
+        signal,
+      });
+      if (signal.aborted) return;
+      this.setActual(uid, {
+        outerName: v.outerName,
+        pluginName: v.plugin.name,
+        path: mounter.getPath(),
+        attributes: mounter.getAttributes(),
+        setUpThisRun: true,
+        remountRequired: this.actual.get(uid)?.get(v.outerName)?.remountRequired ?? false,
+      });
+      const retry = this.retries.get(key);
+      if (retry?.timer) this.clock.clearTimeout(retry.timer);
+      this.retries.delete(key);
+      if (!remount) {
+        log.v(2, 'MountVolume.SetUp succeeded for volume', {
+          volume: v.spec.name,
+          pod: podRef(pod),
+          podUID: uid,
+        });
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      // upstream's GenerateMsgSimple: `<stage> for volume "<name>" ` then ` : <error>`.
+      const message = `${stage} for volume "${v.spec.name}" : ${errorMessage(err)}`;
+      log.error('Operation for volume failed', { pod: podRef(pod), podUID: uid, err: message });
+      this.recorder.event(pod, '', 'Warning', VolumeEventReason.FailedMountVolume, message);
+      this.backOff(key);
+    }
+  }
+
+  private backOff(key: string): void {
+    const prev = this.retries.get(key);
+    const delayMs = prev ? Math.min(prev.delayMs * 2, MAX_RETRY_MS) : INITIAL_RETRY_MS;
+    if (prev?.timer) this.clock.clearTimeout(prev.timer);
+    const state: RetryState = { delayMs, retryAtMs: this.clock.now() + delayMs };
+    state.timer = this.clock.setTimeout(() => {
+      state.timer = undefined;
+      this.reconcile();
+    }, delayMs);
+    this.retries.set(key, state);
+  }
+
+  private setActual(uid: string, m: MountedVolume): void {
+    let vols = this.actual.get(uid);
+    if (!vols) {
+      vols = new Map();
+      this.actual.set(uid, vols);
+    }
+    vols.set(m.outerName, m);
+  }
+
+  // ---- mounts for the runtime ----------------------------------------------------------------------
+
+  async getMounts(pod: Pod, container: Container, podIPs: string[] = []): Promise<Mount[]> {
+    const uid = pod.metadata.uid ?? '';
+    const mounts: Mount[] = [];
+    let envs: Map<string, string> | undefined;
+    const volumeMounts = container.volumeMounts ?? [];
+    for (let i = 0; i < volumeMounts.length; i++) {
+      const vm = volumeMounts[i]!;
+      const vol = this.actual.get(uid)?.get(vm.name);
+      if (!vol?.setUpThisRun) {
+        throw configError(`cannot find volume "${vm.name}" to mount into container "${container.name}"`);
+      }
+      let hostPath = vol.path;
+      let subPath = vm.subPath ?? '';
+      if (vm.subPathExpr) {
+        envs ??= await this.containerEnv(pod, container, podIPs);
+        subPath = expandSubPathExpr(vm.subPathExpr, envs);
+      }
+      if (subPath !== '') {
+        hostPath = await this.prepareSubPath(uid, container, vm, i, vol.path, subPath);
+      }
+      const propagation = translateMountPropagation(vm.mountPropagation);
+      if (propagation === 'PROPAGATION_BIDIRECTIONAL' && container.securityContext?.privileged !== true) {
+        throw configError('Bidirectional mount propagation is available only to privileged containers');
+      }
+      if (propagation !== 'PROPAGATION_PRIVATE') await this.ensureRootDirShared(hostPath);
+      mounts.push({
+        containerPath: vm.mountPath,
+        hostPath,
+        readonly: vm.readOnly === true || vol.attributes.readOnly,
+        selinuxRelabel:
+          this.selinuxEnabled === true && vol.attributes.managed && vol.attributes.selinuxRelabel,
+        propagation,
+      });
+    }
+    return mounts;
+  }
+
+  /** The container's environment, for subPathExpr (upstream expands it against the same env). */
+  private async containerEnv(pod: Pod, container: Container, podIPs: string[]): Promise<Map<string, string>> {
+    const envs = await makeEnvironmentVariables(pod, container, {
+      podIP: podIPs[0] ?? '',
+      podIPs,
+      hostIPs: this.opts.hostIPs ?? [],
+      nodeName: this.opts.nodeName,
+      nodeAllocatable: this.host.nodeAllocatable,
+      sources: this.opts.envSources ?? {},
+    });
+    return new Map(envs.map((e) => [e.name, e.value]));
+  }
+
+  /** upstream makeMounts' subPath half: validate, create if missing, bind safely. */
+  private async prepareSubPath(
+    uid: string,
+    container: Container,
+    vm: VolumeMount,
+    index: number,
+    volumePath: string,
+    subPath: string,
+  ): Promise<string> {
+    if (path.posix.isAbsolute(subPath)) {
+      throw configError(`error SubPath \`${subPath}\` must not be an absolute path`);
+    }
+    try {
+      validatePathNoBacksteps(subPath);
+    } catch (err) {
+      throw configError(`unable to provision SubPath \`${subPath}\`: ${errorMessage(err)}`);
+    }
+    const full = path.join(volumePath, subPath);
+    const exists = await stat(full).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) {
+      try {
+        // The volume's own mode, so a folder made for a subPath is as usable as the volume.
+        const mode = (await stat(volumePath)).mode & 0o777;
+        await safeMakeDir(subPath, await realpath(volumePath), mode);
+      } catch (err) {
+        // The detail stays in the log: it could tell a container about the host's filesystem.
+        log.error('Failed to create subPath directory for volumeMount of the container', {
+          containerName: container.name,
+          volumeMountName: vm.name,
+          err: errorMessage(err),
+        });
+        throw configError(
+          `failed to create subPath directory for volumeMount "${vm.name}" of container "${container.name}"`,
+        );
+      }
+    }
+    try {
+      return await prepareSafeSubpath(
+        this.mounter,
+        {
+          volumeMountIndex: index,
+          path: full,
+          volumeName: vm.name,
+          volumePath,
+          podDir: podDir(this.rootDir, uid),
+          containerName: container.name,
+        },
+        subpathBindTarget(this.rootDir, uid, vm.name, container.name, index),
+      );
+    } catch (err) {
+      log.error('Failed to prepare subPath for volumeMount of the container', {
+        containerName: container.name,
+        volumeMountName: vm.name,
+        err: errorMessage(err),
+      });
+      throw configError(
+        `failed to prepare subPath for volumeMount "${vm.name}" of container "${container.name}"`,
+      );
+    }
+  }
+
+  /**
+   * HostToContainer and Bidirectional need the volume on a shared mount. Upstream makes the root
+   * dir rshared at start; here it happens on the first mount that needs it, so a kubelet whose pods
+   * never ask leaves the host's mount table alone.
+   */
+  private async ensureRootDirShared(hostPath: string): Promise<void> {
+    const root = await realpath(this.rootDir).catch(() => this.rootDir);
+    const target = await realpath(hostPath).catch(() => hostPath);
+    if (!isWithin(target, root)) return;
+    this.sharedRootDir ??= makeRShared(this.mounter, this.rootDir).catch((err: unknown) => {
+      this.sharedRootDir = undefined;
+      log.error('Failed to make the root directory a shared mount', {
+        path: this.rootDir,
+        err: errorMessage(err),
+      });
+    });
+    await this.sharedRootDir;
+  }
+
+  // ---- teardown ------------------------------------------------------------------------------------
+
+  async unmountAndCleanup(podUid: string, signal?: AbortSignal): Promise<void> {
+    const dp = this.desired.get(podUid);
+    this.desired.delete(podUid);
+    dp?.abort.abort(new Error('pod terminated'));
+    await this.awaitOperations(podUid);
+    signal?.throwIfAborted();
+    const errors = await this.tearDownPodVolumes(podUid);
+    if (errors.length > 0) {
+      if (dp) {
+        for (const e of errors)
+          this.recorder.event(dp.pod, '', 'Warning', VolumeEventReason.FailedUnmountVolume, e);
+      }
+      throw new Error(`mounted volumes remain for pod ${podUid}: ${errors.join('; ')}`);
+    }
+    log.v(3, 'Pod termination unmounted volumes', { podUID: podUid });
+  }
+
+  private async awaitOperations(podUid: string): Promise<void> {
+    const prefix = `${podUid}/`;
+    const ops = [...this.operations].filter(([k]) => k.startsWith(prefix)).map(([, p]) => p);
+    await Promise.allSettled(ops);
+    for (const [k, r] of this.retries) {
+      if (!k.startsWith(prefix)) continue;
+      if (r.timer) this.clock.clearTimeout(r.timer);
+      this.retries.delete(k);
+    }
+  }
+
+  /** Tears down every volume of the pod found in memory or on disk, and its subPath mounts; returns the failures. */
+  private async tearDownPodVolumes(podUid: string): Promise<string[]> {
+    const errors: string[] = [];
+    const subpaths = podSubpathsDir(this.rootDir, podUid);
+    // subPath mounts first: they hold the volumes (and hostPath volumes have nothing else).
+    for (const name of await readdir(subpaths).catch(() => [] as string[])) {
+      try {
+        await cleanSubPaths(this.mounter, subpaths, name);
+      } catch (err) {
+        errors.push(`UnmountVolume.TearDown failed for subPaths of volume "${name}" : ${errorMessage(err)}`);
+      }
+    }
+    const volumes = new Map<string, { name: string; plugin: VolumePlugin }>();
+    for (const m of this.actual.get(podUid)?.values() ?? []) {
+      const plugin = this.plugins.find((p) => p.name === m.pluginName);
+      if (plugin) volumes.set(`${plugin.name}/${m.outerName}`, { name: m.outerName, plugin });
+    }
+    for (const v of await this.volumesOnDisk(podUid)) volumes.set(`${v.plugin.name}/${v.name}`, v);
+    for (const v of volumes.values()) {
+      try {
+        await v.plugin.newUnmounter(v.name, podUid).tearDown();
+        this.actual.get(podUid)?.delete(v.name);
+        log.v(2, 'UnmountVolume.TearDown succeeded for volume', {
+          volume: v.name,
+          podUID: podUid,
+          plugin: v.plugin.name,
+        });
+      } catch (err) {
+        errors.push(`UnmountVolume.TearDown failed for volume "${v.name}" : ${errorMessage(err)}`);
+      }
+    }
+    this.host.tokens.deleteServiceAccountToken(podUid);
+    if (errors.length === 0) {
+      this.actual.delete(podUid);
+      await removeAllOneFilesystem(this.mounter, subpaths).catch(() => undefined);
+    }
+    this.notify();
+    return errors;
+  }
+
+  async cleanupOrphanedPodDirs(keep: ReadonlySet<string> | ((podUid: string) => boolean)): Promise<void> {
+    const wanted = typeof keep === 'function' ? keep : (uid: string) => keep.has(uid);
+    for (const uid of await this.podUidsOnDisk()) {
+      if (wanted(uid) || this.desired.has(uid)) continue;
+      if ([...this.operations.keys()].some((k) => k.startsWith(`${uid}/`))) continue;
+      const errors = await this.tearDownPodVolumes(uid);
+      try {
+        if (errors.length > 0) throw new Error(errors.join('; '));
+        await removeAllOneFilesystem(this.mounter, podDir(this.rootDir, uid));
+        this.orphanWarned.delete(uid);
+        log.v(2, 'Removed orphaned pod directory', { podUID: uid });
+      } catch (err) {
+        const kv = { podUID: uid, err: errorMessage(err) };
+        if (this.orphanWarned.has(uid)) log.v(4, 'Orphaned pod found, but volumes are not cleaned up', kv);
+        else log.warn('Orphaned pod found, but volumes are not cleaned up', kv);
+        this.orphanWarned.add(uid);
+      }
+    }
+  }
+
+  podHasMountedVolumes(podUid: string): boolean {
+    return (this.actual.get(podUid)?.size ?? 0) > 0;
+  }
+
+  // ---- what is on disk -----------------------------------------------------------------------------
+
+  private async podUidsOnDisk(): Promise<string[]> {
+    return readdir(path.join(this.rootDir, PODS_DIR_NAME)).catch(() => [] as string[]);
+  }
+
+  /** `<pod>/volumes/<plugin>/<name>` for the plugins known here; others are left alone, and logged. */
+  private async volumesOnDisk(
+    podUid: string,
+  ): Promise<{ name: string; plugin: VolumePlugin; path: string }[]> {
+    const base = podVolumesDir(this.rootDir, podUid);
+    const out: { name: string; plugin: VolumePlugin; path: string }[] = [];
+    for (const pluginDir of await readdir(base).catch(() => [] as string[])) {
+      const plugin = this.plugins.find((p) => p.name === unescapeQualifiedName(pluginDir));
+      const names = await readdir(path.join(base, pluginDir)).catch(() => [] as string[]);
+      if (!plugin) {
+        if (names.length > 0)
+          log.warn('Volumes of an unknown plugin found on disk', { podUID: podUid, plugin: pluginDir });
+        continue;
+      }
+      for (const name of names) out.push({ name, plugin, path: path.join(base, pluginDir, name) });
+    }
+    return out;
+  }
+}
+
+/** upstream: ExpandContainerVolumeMounts; every reference must have a non-empty value. */
+export function expandSubPathExpr(expr: string, envs: ReadonlyMap<string, string>): string {
+  const missing = new Set<string>();
+  const expanded = expand(expr, (name) => {
+    const v = envs.get(name);
+    if (v === undefined || v === '') missing.add(name);
+    return v ?? '';
+  });
+  if (missing.size > 0) throw configError(`missing value for ${[...missing].sort().join(', ')}`);
+  return expanded;
+}

@@ -1,0 +1,191 @@
+/**
+ * Where the volume plugins read API objects from: configMaps, secrets, claims, volumes, and service
+ * account tokens (TokenRequest). In cluster mode it is the API server, with configMaps and secrets
+ * cached so that re-reading them on every pod sync costs at most one GET per object per TTL
+ * (upstream's TTL cache strategy); in standalone mode there is no server to ask.
+ */
+import { isKubeApiError } from '../k8s/api-status.js';
+import { resourcePath, type RestClient } from '../k8s/rest-client.js';
+import { realClock, type Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import type {
+  ConfigMap,
+  PersistentVolume,
+  PersistentVolumeClaim,
+  Secret,
+  TokenRequest,
+} from './volume-types.js';
+
+export interface ObjectGetOptions {
+  signal?: AbortSignal;
+  /** A cached copy at most this old will do; 0 or absent asks the server. */
+  maxAgeMs?: number;
+}
+
+export interface VolumeObjectSource {
+  /** undefined when it does not exist. */
+  getConfigMap(namespace: string, name: string, opts?: ObjectGetOptions): Promise<ConfigMap | undefined>;
+  getSecret(namespace: string, name: string, opts?: ObjectGetOptions): Promise<Secret | undefined>;
+  getPersistentVolumeClaim(
+    namespace: string,
+    name: string,
+    opts?: ObjectGetOptions,
+  ): Promise<PersistentVolumeClaim | undefined>;
+  getPersistentVolume(name: string, opts?: ObjectGetOptions): Promise<PersistentVolume | undefined>;
+  /** POST serviceaccounts/<name>/token; throws on any failure. */
+  createToken(
+    namespace: string,
+    serviceAccountName: string,
+    request: TokenRequest,
+    opts?: ObjectGetOptions,
+  ): Promise<TokenRequest>;
+}
+
+/** Standalone mode: nothing exists, and there is no one to ask for a token (upstream's wording). */
+export const standaloneObjectSource: VolumeObjectSource = {
+  getConfigMap: () => Promise.resolve(undefined),
+  getSecret: () => Promise.resolve(undefined),
+  getPersistentVolumeClaim: () =>
+    Promise.reject(new Error('cannot get persistent volume claims when kubelet is in standalone mode')),
+  getPersistentVolume: () =>
+    Promise.reject(new Error('cannot get persistent volumes when kubelet is in standalone mode')),
+  createToken: () => Promise.reject(new Error('cannot use TokenManager when kubelet is in standalone mode')),
+};
+
+/** Each API call's deadline: a mount waits on it, and a mount must not hang a pod's sync. */
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+interface CacheEntry<T> {
+  object: T | undefined;
+  fetchedAtMs: number;
+}
+
+export interface ApiVolumeObjectSourceOptions {
+  client: RestClient;
+  clock?: Clock;
+  callTimeoutMs?: number;
+}
+
+export class ApiVolumeObjectSource implements VolumeObjectSource {
+  private readonly client: RestClient;
+  private readonly clock: Clock;
+  private readonly callTimeoutMs: number;
+  private readonly cache = new Map<string, CacheEntry<unknown>>();
+  /** One GET per object at a time: the pods that share a configMap share its fetch. */
+  private readonly inFlight = new Map<string, Promise<unknown>>();
+
+  constructor(opts: ApiVolumeObjectSourceOptions) {
+    this.client = opts.client;
+    this.clock = opts.clock ?? realClock;
+    this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  }
+
+  getConfigMap(namespace: string, name: string, opts: ObjectGetOptions = {}): Promise<ConfigMap | undefined> {
+    return this.cachedGet<ConfigMap>('configmaps', namespace, name, opts);
+  }
+
+  getSecret(namespace: string, name: string, opts: ObjectGetOptions = {}): Promise<Secret | undefined> {
+    return this.cachedGet<Secret>('secrets', namespace, name, opts);
+  }
+
+  getPersistentVolumeClaim(
+    namespace: string,
+    name: string,
+    opts: ObjectGetOptions = {},
+  ): Promise<PersistentVolumeClaim | undefined> {
+    return this.fetch<PersistentVolumeClaim>('persistentvolumeclaims', namespace, name, opts.signal);
+  }
+
+  getPersistentVolume(name: string, opts: ObjectGetOptions = {}): Promise<PersistentVolume | undefined> {
+    return this.fetch<PersistentVolume>('persistentvolumes', undefined, name, opts.signal);
+  }
+
+  async createToken(
+    namespace: string,
+    serviceAccountName: string,
+    request: TokenRequest,
+    opts: ObjectGetOptions = {},
+  ): Promise<TokenRequest> {
+    const body = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', ...request };
+    let result;
+    try {
+      result = await this.client.call<TokenRequest>(
+        {
+          method: 'POST',
+          path: resourcePath({
+            resource: 'serviceaccounts',
+            namespace,
+            name: serviceAccountName,
+            subresource: 'token',
+          }),
+          body,
+        },
+        { signal: opts.signal, timeoutMs: this.callTimeoutMs },
+      );
+    } catch (err) {
+      throw new Error(apiMessage(err), { cause: err });
+    }
+    if (!result.ok) throw new Error(result.status.message ?? result.reason);
+    return result.object;
+  }
+
+  /** Forgets cached objects: a pod that starts sees what the server has now. */
+  invalidate(namespace: string, names: { configMaps?: string[]; secrets?: string[] }): void {
+    for (const n of names.configMaps ?? []) this.cache.delete(key('configmaps', namespace, n));
+    for (const n of names.secrets ?? []) this.cache.delete(key('secrets', namespace, n));
+  }
+
+  private async cachedGet<T>(
+    resource: string,
+    namespace: string,
+    name: string,
+    opts: ObjectGetOptions,
+  ): Promise<T | undefined> {
+    const k = key(resource, namespace, name);
+    const hit = this.cache.get(k) as CacheEntry<T> | undefined;
+    const maxAgeMs = opts.maxAgeMs ?? 0;
+    if (hit && maxAgeMs > 0 && this.clock.now() - hit.fetchedAtMs <= maxAgeMs) return hit.object;
+    let p = this.inFlight.get(k) as Promise<T | undefined> | undefined;
+    if (!p) {
+      const fetchedAtMs = this.clock.now();
+      // Shared by every caller, so no one caller's signal may cut it; the call's deadline bounds it.
+      p = this.fetch<T>(resource, namespace, name, undefined).then((object) => {
+        this.cache.set(k, { object, fetchedAtMs });
+        return object;
+      });
+      this.inFlight.set(k, p);
+      void p.finally(() => this.inFlight.delete(k)).catch(() => undefined);
+    }
+    return p;
+  }
+
+  private async fetch<T>(
+    resource: string,
+    namespace: string | undefined,
+    name: string,
+    signal: AbortSignal | undefined,
+  ): Promise<T | undefined> {
+    let result;
+    try {
+      result = await this.client.get<T & { metadata?: object }>(
+        { resource, namespace, name },
+        { signal, timeoutMs: this.callTimeoutMs },
+      );
+    } catch (err) {
+      throw new Error(apiMessage(err), { cause: err });
+    }
+    if (result.ok) return result.object;
+    if (result.reason === 'NotFound') return undefined;
+    throw new Error(result.status.message ?? result.reason);
+  }
+}
+
+function key(resource: string, namespace: string, name: string): string {
+  return `${resource}/${namespace}/${name}`;
+}
+
+/** What client-go would say: the server's Status message when there is one. */
+function apiMessage(err: unknown): string {
+  if (isKubeApiError(err)) return err.status?.message ?? err.message;
+  return errorMessage(err);
+}
