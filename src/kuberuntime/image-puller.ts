@@ -4,12 +4,13 @@
  * EnsureImageExists, applyDefaultImageTag, shouldPullImage, evalCRIPullErr).
  */
 import type { Container, Pod, PullPolicy } from '../api/core-v1.js';
-import type { ImageService, ImageSpec, PodSandboxConfig } from '../cri/types.js';
+import type { AuthConfig, ImageService, ImageSpec, PodSandboxConfig } from '../cri/types.js';
 import type { Backoff } from '../lib/backoff.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { containerFieldPath, EventReason, type EventRecorder, type EventType } from './event-recorder.js';
+import { makeDockerKeyring, repositoryToPull, type PullSecret } from './docker-keyring.js';
 import { formatGoDuration } from './format.js';
 
 const log = logger('kuberuntime');
@@ -125,19 +126,113 @@ export interface ImagePullerOptions {
   recorder?: EventRecorder;
   /** The runtime handler of the pod's RuntimeClass, passed with image calls. */
   runtimeHandler?: string;
+  /** serializeImagePulls (default true): one pull at a time on the node, in the order asked. */
+  serializeImagePulls?: boolean;
+  /** maxParallelImagePulls: with serializeImagePulls off, at most this many at once (undefined: no limit). */
+  maxParallelImagePulls?: number;
+  /** registryPullQPS (upstream default 5; 0 no limit) and registryBurst (default 10): a pull over the rate fails at once. */
+  registryPullQPS?: number;
+  registryBurst?: number;
+}
+
+/**
+ * At most `limit` holders at once, the others waiting in the order they came (upstream's serial
+ * puller is a one-worker queue; its parallel one a semaphore of maxParallelImagePulls tokens).
+ */
+export class PullSlots {
+  private active = 0;
+  private readonly waiting: { grant: () => void }[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  /** Resolves with a release function once a slot is free; rejects if signal aborts first. */
+  acquire(signal?: AbortSignal): Promise<() => void> {
+    const release = (): void => {
+      const next = this.waiting.shift();
+      if (next) next.grant();
+      else this.active--;
+    };
+    if (this.active < this.limit) {
+      this.active++;
+      return Promise.resolve(once(release));
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve(once(release));
+        },
+      };
+      const onAbort = (): void => {
+        const i = this.waiting.indexOf(waiter);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(waiter);
+    });
+  }
+}
+
+function once(fn: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    fn();
+  };
+}
+
+/** client-go's token bucket TryAccept: qps tokens a second, up to burst saved. */
+class PullRateLimiter {
+  private tokens: number;
+  private lastMs: number;
+
+  constructor(
+    private readonly qps: number,
+    private readonly burst: number,
+    private readonly clock: Clock,
+  ) {
+    this.tokens = burst;
+    this.lastMs = clock.now();
+  }
+
+  tryAccept(): boolean {
+    const now = this.clock.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.lastMs) / 1000) * this.qps);
+    this.lastMs = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
 }
 
 export class ImagePuller {
   // The Backoff keeps delays; the time of each key's last failure is what back-off is measured from.
   private readonly lastFailureMs = new Map<string, number>();
+  private readonly slots: PullSlots | undefined;
+  private readonly rateLimiter: PullRateLimiter | undefined;
 
-  constructor(private readonly opts: ImagePullerOptions) {}
+  constructor(private readonly opts: ImagePullerOptions) {
+    const serialize = opts.serializeImagePulls ?? true;
+    const limit = serialize ? 1 : opts.maxParallelImagePulls;
+    this.slots = limit !== undefined && limit > 0 ? new PullSlots(limit) : undefined;
+    const qps = opts.registryPullQPS ?? 0;
+    this.rateLimiter =
+      qps > 0 ? new PullRateLimiter(qps, Math.max(1, opts.registryBurst ?? 10), opts.clock) : undefined;
+  }
 
+  /**
+   * Makes sure the container's image is on the node (upstream imageManager.EnsureImageExists). The
+   * pull secrets are asked for only when a pull is about to happen.
+   */
   async ensureImageExists(
     pod: Pod,
     container: Container,
     sandboxConfig: PodSandboxConfig | undefined,
     signal?: AbortSignal,
+    pullSecrets?: () => Promise<PullSecret[]>,
   ): Promise<EnsureImageResult> {
     const requested = container.image ?? '';
     const fieldPath = containerFieldPath(pod, container.name);
@@ -164,7 +259,7 @@ export class ImagePuller {
     try {
       imageRef = (await this.opts.imageService.imageStatus(spec, false, { signal }))?.id ?? '';
     } catch (err) {
-      const message = `Failed to inspect image "${image}": ${runtimeErrorMessage(err)}`;
+      const message = `Failed to inspect image "${requested}": ${runtimeErrorMessage(err)}`;
       emit('Warning', EventReason.FailedToInspectImage, message, 'warn');
       return { ok: false, reason: 'ImageInspectError', message };
     }
@@ -176,56 +271,100 @@ export class ImagePuller {
         emit(
           'Normal',
           EventReason.PulledImage,
-          `Container image "${image}" already present on machine`,
+          `Container image "${requested}" already present on machine`,
           'info',
         );
         return { ok: true, imageRef };
       }
-      const message = `Container image "${image}" is not present with pull policy of Never`;
+      const message = `Container image "${requested}" is not present with pull policy of Never`;
       emit('Warning', EventReason.ErrImageNeverPullPolicy, message, 'warn');
       return { ok: false, reason: 'ErrImageNeverPull', message };
     }
 
-    const key = `${pod.metadata.uid ?? ''}_${image}`;
+    const key = `${pod.metadata.uid ?? ''}_${requested}`;
     const last = this.lastFailureMs.get(key);
     if (last !== undefined && this.opts.backoff.isInBackoffSince(key, last)) {
-      const message = `Back-off pulling image "${image}"`;
+      const message = `Back-off pulling image "${requested}"`;
       emit('Normal', EventReason.BackOffPullImage, message, 'info');
       return { ok: false, reason: 'ImagePullBackOff', message };
     }
 
-    emit('Normal', EventReason.PullingImage, `Pulling image "${image}"`, 'info');
+    emit('Normal', EventReason.PullingImage, `Pulling image "${requested}"`, 'info');
     const startMs = this.opts.clock.now();
+    let pullMs = 0;
     try {
-      imageRef = await this.opts.imageService.pullImage(spec, undefined, sandboxConfig, { signal });
+      const secrets = pullSecrets ? await pullSecrets() : [];
+      const release = await this.slots?.acquire(signal);
+      const pullStartMs = this.opts.clock.now();
+      try {
+        imageRef = await this.pullWithCredentials(spec, secrets, sandboxConfig, signal);
+      } finally {
+        release?.();
+        pullMs = this.opts.clock.now() - pullStartMs;
+      }
     } catch (err) {
       const raw = runtimeErrorMessage(err);
-      emit('Warning', EventReason.FailedToPullImage, `Failed to pull image "${image}": ${raw}`, 'warn');
+      emit('Warning', EventReason.FailedToPullImage, `Failed to pull image "${requested}": ${raw}`, 'warn');
       this.opts.backoff.next(key);
       this.lastFailureMs.set(key, this.opts.clock.now());
       return { ok: false, ...evalPullError(image, raw) };
     }
     const tookMs = this.opts.clock.now() - startMs;
-    let size = '';
+    let size = 0;
     try {
       const status = await this.opts.imageService.imageStatus({ ...spec, image: imageRef }, false, {
         signal,
       });
-      if (status) size = ` Image size: ${status.size} bytes.`;
+      size = status?.size ?? 0;
     } catch {
       // The size is only for the event.
     }
-    const took = formatGoDuration(tookMs);
     emit(
       'Normal',
       EventReason.PulledImage,
-      `Successfully pulled image "${image}" in ${took} (${took} including waiting).${size}`,
+      `Successfully pulled image "${requested}" in ${formatGoDuration(pullMs)} (${formatGoDuration(tookMs)} including waiting). Image size: ${size} bytes.`,
       'info',
     );
     this.opts.backoff.gc();
     for (const k of this.lastFailureMs.keys())
       if (this.opts.backoff.get(k) === 0) this.lastFailureMs.delete(k);
     return { ok: true, imageRef };
+  }
+
+  /**
+   * Without matching credentials one anonymous pull; with them, each in turn until one works, and
+   * every error when none does (upstream kubeGenericRuntimeManager.PullImage).
+   */
+  private async pullWithCredentials(
+    spec: ImageSpec,
+    secrets: PullSecret[],
+    sandboxConfig: PodSandboxConfig | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const creds = secrets.length > 0 ? makeDockerKeyring(secrets).lookup(repositoryToPull(spec.image)) : [];
+    if (creds.length === 0) return this.throttledPull(spec, undefined, sandboxConfig, signal);
+    const errors: unknown[] = [];
+    for (const auth of creds) {
+      try {
+        return await this.throttledPull(spec, auth, sandboxConfig, signal);
+      } catch (err) {
+        errors.push(err);
+      }
+    }
+    if (errors.length === 1) throw errors[0];
+    // utilerrors.NewAggregate's text for several errors.
+    throw new Error(`[${errors.map((e) => runtimeErrorMessage(e)).join(', ')}]`);
+  }
+
+  private throttledPull(
+    spec: ImageSpec,
+    auth: AuthConfig | undefined,
+    sandboxConfig: PodSandboxConfig | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    if (this.rateLimiter && !this.rateLimiter.tryAccept())
+      return Promise.reject(new Error('pull QPS exceeded'));
+    return this.opts.imageService.pullImage(spec, auth, sandboxConfig, { signal });
   }
 }
 

@@ -39,6 +39,7 @@ import {
 } from './container-status.js';
 import { containerFieldPath, discardEvents, EventReason, type EventRecorder } from './event-recorder.js';
 import { formatPod } from './format.js';
+import type { PullSecret } from './docker-keyring.js';
 import { ImagePuller } from './image-puller.js';
 import {
   getContainerInfoFromAnnotations,
@@ -114,8 +115,15 @@ export interface KubeGenericRuntimeManagerOptions {
   /** Where the legacy `<pod>_<ns>_<container>-<id>.log` symlinks go; default /var/log/containers, '' for none. */
   legacyContainerLogsDir?: string;
   recorder?: EventRecorder;
-  /** configMap and secret lookups for env; without them such references fail as upstream's do without a client. */
+  /** configMap, secret and service lookups for env; without them such references fail as upstream's do without a client. */
   envSources?: EnvSources;
+  /** The pod's image pull secrets (cluster mode); without it pulls go without credentials. */
+  pullSecrets?: PullSecretSource;
+  /** serializeImagePulls (default true), maxParallelImagePulls, registryPullQPS (default 0 here: no limit) and registryBurst. */
+  serializeImagePulls?: boolean;
+  maxParallelImagePulls?: number;
+  registryPullQPS?: number;
+  registryBurst?: number;
   /** Liveness and startup verdicts from the prober. */
   probeResults?: ProbeResults;
   /** The container's volume mounts, from the volume manager. */
@@ -131,6 +139,15 @@ export interface KubeGenericRuntimeManagerOptions {
 }
 
 type StartFailure = { reason: string; message: string };
+
+/** Where a pod's image pull secrets come from: the secret's type and decoded data, undefined when it does not exist. */
+export interface PullSecretSource {
+  getSecret(
+    namespace: string,
+    name: string,
+    signal?: AbortSignal,
+  ): Promise<{ type?: string; data: Record<string, string> } | undefined>;
+}
 
 export class KubeGenericRuntimeManager implements Runtime {
   readonly type: string;
@@ -181,6 +198,10 @@ export class KubeGenericRuntimeManager implements Runtime {
       clock: this.clock,
       recorder: this.recorder,
       runtimeHandler: this.runtimeHandler,
+      serializeImagePulls: opts.serializeImagePulls,
+      maxParallelImagePulls: opts.maxParallelImagePulls,
+      registryPullQPS: opts.registryPullQPS,
+      registryBurst: opts.registryBurst,
     });
     this.handlerRunner =
       opts.handlerRunner ??
@@ -356,6 +377,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       return done();
     }
 
+    // Read once per sync, and only when an image is to be pulled (upstream reads them on every sync).
+    let pullSecrets: Promise<PullSecret[]> | undefined;
+    const getPullSecrets = (): Promise<PullSecret[]> =>
+      (pullSecrets ??= this.getPullSecretsForPod(pod, signal));
+
     const start = async (container: Container): Promise<boolean> => {
       const r: SyncResult = { action: 'StartContainer', target: container.name };
       results.push(r);
@@ -382,6 +408,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         podIP,
         podIPs,
         signal,
+        getPullSecrets,
       );
       if (failure) {
         r.reason = failure.reason;
@@ -414,6 +441,42 @@ export class KubeGenericRuntimeManager implements Runtime {
       if (container) await start(container);
     }
     return done();
+  }
+
+  /**
+   * The pod's image pull secrets that can be read; the others are named in one warning, and the pull
+   * goes on without them (upstream getPullSecretsForPod).
+   */
+  private async getPullSecretsForPod(pod: Pod, signal: AbortSignal | undefined): Promise<PullSecret[]> {
+    const source = this.opts.pullSecrets;
+    const refs = (pod.spec.imagePullSecrets ?? []).filter((r) => r.name !== '');
+    if (!source || refs.length === 0) return [];
+    const secrets: PullSecret[] = [];
+    const failed: string[] = [];
+    for (const ref of refs) {
+      try {
+        const secret = await source.getSecret(pod.metadata.namespace ?? '', ref.name, signal);
+        if (secret) secrets.push({ name: ref.name, ...secret });
+        else failed.push(ref.name);
+      } catch (err) {
+        log.info('Unable to retrieve pull secret, the image pull may not succeed.', {
+          pod: formatPod(pod),
+          secret: ref.name,
+          err: errorMessage(err),
+        });
+        failed.push(ref.name);
+      }
+    }
+    if (failed.length > 0) {
+      this.recorder.event(
+        pod,
+        '',
+        'Warning',
+        'FailedToRetrieveImagePullSecret',
+        `Unable to retrieve some image pull secrets (${failed.join(', ')}); attempting to pull the image may not succeed.`,
+      );
+    }
+    return secrets;
   }
 
   private cgroupParentFor(pod: Pod): string {
@@ -471,13 +534,20 @@ export class KubeGenericRuntimeManager implements Runtime {
     podIP: string,
     podIPs: string[],
     signal: AbortSignal | undefined,
+    pullSecrets?: () => Promise<PullSecret[]>,
   ): Promise<StartFailure | undefined> {
     const container = withContainerDefaults(rawContainer);
     const fieldPath = containerFieldPath(pod, container.name);
     const warn = (message: string): void =>
       this.recorder.event(pod, fieldPath, 'Warning', EventReason.FailedToCreateContainer, message);
 
-    const pulled = await this.imagePuller.ensureImageExists(pod, container, sandboxConfig, signal);
+    const pulled = await this.imagePuller.ensureImageExists(
+      pod,
+      container,
+      sandboxConfig,
+      signal,
+      pullSecrets,
+    );
     if (!pulled.ok) {
       warn(`Error: ${pulled.reason}`);
       return { reason: pulled.reason, message: pulled.message };

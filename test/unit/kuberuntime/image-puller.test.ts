@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
+import type { AuthConfig, ImageService } from '../../../src/cri/types.js';
+import { makeDockerKeyring, repositoryToPull } from '../../../src/kuberuntime/docker-keyring.js';
 import {
   applyDefaultImageTag,
   defaultPullPolicy,
@@ -71,10 +73,11 @@ test('Always pulls every time, with the tag applied and the pod annotations pass
   const pulls = fake.callsOf('pullImage');
   assert.equal(pulls.length, 2);
   assert.deepEqual(pulls[0]![0], { image: 'busybox:latest', annotations: { a: 'b' } });
-  assert.equal(events[0], 'spec.containers{app} Normal Pulling Pulling image "busybox:latest"');
+  // Events name the image as the spec wrote it, as upstream's do.
+  assert.equal(events[0], 'spec.containers{app} Normal Pulling Pulling image "busybox"');
   assert.match(
     events[1]!,
-    /^spec.containers\{app\} Normal Pulled Successfully pulled image "busybox:latest" in 0s \(0s including waiting\). Image size: \d+ bytes.$/,
+    /^spec.containers\{app\} Normal Pulled Successfully pulled image "busybox" in 0s \(0s including waiting\). Image size: \d+ bytes.$/,
   );
 });
 
@@ -139,7 +142,7 @@ test('invalid names and inspect failures', async () => {
   assert.deepEqual(r2, {
     ok: false,
     reason: 'ImageInspectError',
-    message: 'Failed to inspect image "busybox:latest": boom',
+    message: 'Failed to inspect image "busybox": boom',
   });
 });
 
@@ -170,4 +173,145 @@ test('runtime errors are shown as Go gRPC clients print them; registry-unavailab
     message:
       'image pull failed for busybox:latest because the registry is unavailable: dial tcp: i/o timeout',
   });
+});
+
+/** An image service whose pulls wait until released, counting how many run at once. */
+function gatedImageService(fake: FakeRuntime) {
+  let running = 0;
+  let maxRunning = 0;
+  const gates: (() => void)[] = [];
+  const auths: (AuthConfig | undefined)[] = [];
+  const service: ImageService = {
+    ...fake,
+    imageStatus: (spec, verbose, opts) => fake.imageStatus(spec, verbose, opts),
+    listImages: (filter, opts) => fake.listImages(filter, opts),
+    removeImage: (spec, opts) => fake.removeImage(spec, opts),
+    imageFsInfo: (opts) => fake.imageFsInfo(opts),
+    pullImage: async (spec, auth) => {
+      auths.push(auth);
+      running++;
+      maxRunning = Math.max(maxRunning, running);
+      await new Promise<void>((resolve) => gates.push(resolve));
+      running--;
+      return fake.addImage(spec.image).id;
+    },
+  };
+  const releaseAll = async () => {
+    // Let waiting pulls reach their gate, then open every gate, until none is left.
+    for (let i = 0; i < 20; i++) {
+      await new Promise((r) => setImmediate(r));
+      gates.splice(0).forEach((g) => g());
+    }
+  };
+  return { service, auths, releaseAll, maxRunning: () => maxRunning, waiting: () => gates.length };
+}
+
+for (const [name, opts, want] of [
+  ['serializeImagePulls (the default) pulls one image at a time', {}, 1],
+  [
+    'maxParallelImagePulls bounds parallel pulls',
+    { serializeImagePulls: false, maxParallelImagePulls: 2 },
+    2,
+  ],
+  ['without serialization or a bound, all pull at once', { serializeImagePulls: false }, 3],
+] as const) {
+  test(name, async () => {
+    const clock = new FakeClock();
+    const fake = new FakeRuntime(clock);
+    const gated = gatedImageService(fake);
+    const puller = new ImagePuller({
+      imageService: gated.service,
+      backoff: new Backoff(clock, 10_000, 300_000),
+      clock,
+      ...opts,
+    });
+    const containers = ['a:1', 'b:1', 'c:1'].map((image, i) => ({ name: `c${i}`, image }));
+    const results = containers.map((c) => puller.ensureImageExists(pod(c), c, undefined));
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(gated.waiting(), want);
+    await gated.releaseAll();
+    assert.ok((await Promise.all(results)).every((r) => r.ok));
+    assert.equal(gated.maxRunning(), want);
+  });
+}
+
+test('pull secrets: the matching registry credentials go to the runtime; none match, no auth', async () => {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  const gated = gatedImageService(fake);
+  const puller = new ImagePuller({
+    imageService: gated.service,
+    backoff: new Backoff(clock, 10_000, 300_000),
+    clock,
+  });
+  const dockerconfig = JSON.stringify({
+    auths: {
+      '127.0.0.1:5000': { auth: Buffer.from('user:s3cret').toString('base64') },
+      'https://index.docker.io/v1/': { username: 'hub', password: 'hubpw' },
+    },
+  });
+  const secrets = async () => [
+    { name: 'regcred', type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': dockerconfig } },
+  ];
+  const c1: Container = { name: 'a', image: '127.0.0.1:5000/team/app:v1' };
+  const c2: Container = { name: 'b', image: 'busybox:1.36' };
+  const c3: Container = { name: 'c', image: 'quay.io/x/y:1' };
+  const all = [c1, c2, c3].map((c) => puller.ensureImageExists(pod(c), c, undefined, undefined, secrets));
+  for (let i = 0; i < 3; i++) await gated.releaseAll();
+  await Promise.all(all);
+  assert.deepEqual(gated.auths, [
+    { username: 'user', password: 's3cret' },
+    { username: 'hub', password: 'hubpw' },
+    undefined,
+  ]);
+});
+
+test('the docker keyring matches as upstream: host globs, exact ports, path prefixes, Docker Hub by name', () => {
+  const keyring = makeDockerKeyring([
+    {
+      name: 's',
+      type: 'kubernetes.io/dockercfg',
+      data: {
+        '.dockercfg': JSON.stringify({
+          '*.example.com': { username: 'glob', password: 'p' },
+          'registry.example.com/team': { username: 'team', password: 'p' },
+          'localhost:5000': { username: 'local', password: 'p' },
+          'index.docker.io': { username: 'hub', password: 'p' },
+        }),
+      },
+    },
+    // An Opaque secret never counts, whatever its keys.
+    { name: 'o', type: 'Opaque', data: { '.dockercfg': JSON.stringify({ 'quay.io': { username: 'no' } }) } },
+  ]);
+  const users = (repo: string) => keyring.lookup(repo).map((a) => a.username);
+  assert.deepEqual(users('registry.example.com/team/app'), ['team', 'glob']);
+  assert.deepEqual(users('registry.example.com/other/app'), ['glob']);
+  assert.deepEqual(users('a.b.example.com/app'), []);
+  assert.deepEqual(users('localhost:5000/app'), ['local']);
+  assert.deepEqual(users('localhost:5001/app'), []);
+  assert.deepEqual(users('docker.io/library/busybox'), ['hub']);
+  assert.deepEqual(users('quay.io/x/y'), []);
+  assert.equal(repositoryToPull('busybox'), 'docker.io/library/busybox');
+  assert.equal(repositoryToPull('busybox:1.36'), 'docker.io/library/busybox');
+  assert.equal(repositoryToPull('team/app@sha256:abc'), 'docker.io/team/app');
+  assert.equal(repositoryToPull('127.0.0.1:5000/team/app:v1'), '127.0.0.1:5000/team/app');
+  assert.equal(repositoryToPull('localhost/app'), 'localhost/app');
+});
+
+test('registryPullQPS: a pull over the rate fails at once as upstream says', async () => {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  const puller = new ImagePuller({
+    imageService: fake,
+    backoff: new Backoff(clock, 10_000, 300_000),
+    clock,
+    serializeImagePulls: false,
+    registryPullQPS: 1,
+    registryBurst: 1,
+  });
+  const c: Container = { name: 'a', image: 'busybox', imagePullPolicy: 'Always' };
+  assert.equal((await puller.ensureImageExists(pod(c), c, undefined)).ok, true);
+  const over = await puller.ensureImageExists(pod(c), c, undefined);
+  assert.deepEqual(over, { ok: false, reason: 'ErrImagePull', message: 'pull QPS exceeded' });
 });

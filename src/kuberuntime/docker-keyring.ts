@@ -1,0 +1,164 @@
+/**
+ * Registry credentials from a pod's image pull secrets, matched to an image as upstream's
+ * credentialprovider does it (BasicDockerKeyring, URLsMatch, isDefaultRegistryMatch, and
+ * credentialprovider/secrets.MakeDockerKeyring): `kubernetes.io/dockerconfigjson` secrets carry a
+ * `.dockerconfigjson` with `auths`, legacy `kubernetes.io/dockercfg` ones a `.dockercfg` map.
+ */
+import type { AuthConfig } from '../cri/types.js';
+
+/** A secret as the keyring reads it: its type and its decoded data. */
+export interface PullSecret {
+  name: string;
+  type?: string;
+  data: Record<string, string>;
+}
+
+interface DockerConfigEntry {
+  username?: string;
+  password?: string;
+  auth?: string;
+  email?: string;
+}
+
+export const SECRET_TYPE_DOCKER_CONFIG_JSON = 'kubernetes.io/dockerconfigjson';
+export const SECRET_TYPE_DOCKERCFG = 'kubernetes.io/dockercfg';
+const DEFAULT_REGISTRY_HOST = 'index.docker.io';
+
+/** Credentials keyed by `host[/path]`, most specific first. */
+export class DockerKeyring {
+  private readonly creds = new Map<string, AuthConfig[]>();
+  private index: string[] = [];
+
+  /** Adds the entries of one docker config (upstream BasicDockerKeyring.Add). */
+  add(config: Record<string, DockerConfigEntry>): void {
+    for (const [location, entry] of Object.entries(config)) {
+      const auth = authFromEntry(entry);
+      if (!auth) continue;
+      const withScheme = /^https?:\/\//.test(location) ? location : `https://${location}`;
+      let parsed: URL;
+      try {
+        parsed = new URL(withScheme);
+      } catch {
+        continue; // upstream logs and skips an entry that does not parse
+      }
+      // Docker treats /v1/ and /v2/ as the registry itself.
+      let effectivePath = decodeURIComponent(parsed.pathname);
+      if (effectivePath.startsWith('/v2/') || effectivePath.startsWith('/v1/'))
+        effectivePath = effectivePath.slice(3);
+      const key = effectivePath !== '' && effectivePath !== '/' ? parsed.host + effectivePath : parsed.host;
+      const list = this.creds.get(key) ?? [];
+      list.push(auth);
+      this.creds.set(key, list);
+    }
+    // Reverse-sorted, so `quay.io/coreos` is tried before `quay.io`.
+    this.index = [...this.creds.keys()].sort().reverse();
+  }
+
+  /** The credentials for an image repository (`127.0.0.1:5000/team/app`, `docker.io/library/busybox`). */
+  lookup(repository: string): AuthConfig[] {
+    const out: AuthConfig[] = [];
+    for (const key of this.index) if (urlsMatch(key, repository)) out.push(...(this.creds.get(key) ?? []));
+    if (out.length > 0) return out;
+    if (isDefaultRegistryMatch(repository)) return [...(this.creds.get(DEFAULT_REGISTRY_HOST) ?? [])];
+    return [];
+  }
+}
+
+/** The keyring of a pod's pull secrets; secrets of other types, or that do not parse, add nothing. */
+export function makeDockerKeyring(secrets: readonly PullSecret[]): DockerKeyring {
+  const keyring = new DockerKeyring();
+  for (const s of secrets) {
+    const json = s.data['.dockerconfigjson'];
+    const cfg = s.data['.dockercfg'];
+    try {
+      if (s.type === SECRET_TYPE_DOCKER_CONFIG_JSON && json !== undefined) {
+        const parsed = JSON.parse(json) as { auths?: Record<string, DockerConfigEntry> };
+        keyring.add(parsed.auths ?? {});
+      } else if (s.type === SECRET_TYPE_DOCKERCFG && cfg !== undefined) {
+        keyring.add(JSON.parse(cfg) as Record<string, DockerConfigEntry>);
+      }
+    } catch {
+      // Upstream fails the whole keyring on a malformed secret; the pull then goes without credentials.
+    }
+  }
+  return keyring;
+}
+
+/** `auth` (base64 of user:password) wins over username and password, as in docker's config. */
+function authFromEntry(entry: DockerConfigEntry): AuthConfig | undefined {
+  if (typeof entry !== 'object' || entry === null) return undefined;
+  let username = entry.username ?? '';
+  let password = entry.password ?? '';
+  if (entry.auth) {
+    const decoded = Buffer.from(entry.auth, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return undefined;
+    username = decoded.slice(0, colon);
+    password = decoded.slice(colon + 1).replace(/\0+$/, '');
+  }
+  return { username, password };
+}
+
+function splitHost(host: string): { parts: string[]; port: string } {
+  const m = /^(.*?)(?::(\d*))?$/.exec(host);
+  return { parts: (m?.[1] ?? host).split('.'), port: m?.[2] ?? '' };
+}
+
+function parseSchemeless(url: string): { host: string; path: string } | undefined {
+  try {
+    const u = new URL(`https://${url}`);
+    return { host: u.host, path: decodeURIComponent(u.pathname) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Host parts match as globs, the port exactly, and the key's path is a prefix of the image's. */
+function urlsMatch(glob: string, target: string): boolean {
+  const g = parseSchemeless(glob);
+  const t = parseSchemeless(target);
+  if (!g || !t) return false;
+  const gh = splitHost(g.host);
+  const th = splitHost(t.host);
+  if (gh.port !== th.port || gh.parts.length !== th.parts.length) return false;
+  // A bare host parses with path '/', which must match every image path.
+  const globPath = g.path === '/' ? '' : g.path;
+  if (!t.path.startsWith(globPath)) return false;
+  return gh.parts.every((part, i) => globMatch(part, th.parts[i] ?? ''));
+}
+
+/** filepath.Match for one host label: `*` any run, `?` one character. */
+function globMatch(pattern: string, value: string): boolean {
+  const re = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${re}$`).test(value);
+}
+
+/** Whether the image is pulled from Docker Hub, judging from its name (docker's own rule). */
+function isDefaultRegistryMatch(image: string): boolean {
+  const slash = image.indexOf('/');
+  const first = slash < 0 ? image : image.slice(0, slash);
+  if (first === '') return false;
+  if (slash < 0) return true;
+  if (first === 'docker.io' || first === 'index.docker.io') return true;
+  return !/[.:]/.test(first);
+}
+
+/** The repository to look credentials up for: `busybox` is `docker.io/library/busybox` (the docker reference's normalization). */
+export function repositoryToPull(image: string): string {
+  let name = image;
+  const at = name.indexOf('@');
+  if (at >= 0) name = name.slice(0, at);
+  const lastSlash = name.lastIndexOf('/');
+  const colon = name.indexOf(':', lastSlash + 1);
+  if (colon >= 0) name = name.slice(0, colon);
+  const slash = name.indexOf('/');
+  const first = slash < 0 ? '' : name.slice(0, slash);
+  const hasDomain =
+    slash >= 0 && (/[.:]/.test(first) || first === 'localhost' || first !== first.toLowerCase());
+  if (!hasDomain) name = `docker.io/${name}`;
+  if (/^(docker\.io|index\.docker\.io)\/[^/]+$/.test(name)) name = name.replace(/\/([^/]+)$/, '/library/$1');
+  return name.replace(/^index\.docker\.io\//, 'docker.io/');
+}
