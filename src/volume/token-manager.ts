@@ -54,9 +54,10 @@ export class TokenManager {
     request: TokenRequest,
     signal?: AbortSignal,
   ): Promise<TokenRequest> {
-    this.gcIfDue();
     const key = keyFunc(name, namespace, request);
     const cached = this.cache.get(key);
+    // After the lookup, so an expired token of this very key is reported as expired, not as missing.
+    this.gcIfDue();
     if (cached && !this.requiresRefresh(cached)) return cached;
     let fresh: TokenRequest;
     try {

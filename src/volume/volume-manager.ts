@@ -297,6 +297,8 @@ export class VolumeManagerImpl implements VolumeManager {
   async stop(): Promise<void> {
     this.stopController.abort(new Error('volume manager stopping'));
     for (const r of this.retries.values()) if (r.timer) this.clock.clearTimeout(r.timer);
+    // Waiters see the stop and give up.
+    this.notify();
     await Promise.allSettled([...this.operations.values()]);
   }
 
@@ -419,7 +421,7 @@ export class VolumeManagerImpl implements VolumeManager {
         log.v(3, 'All volumes are attached and mounted for pod', { pod: podRef(pod) });
         return;
       }
-      if (signal?.aborted) {
+      if (signal?.aborted || this.stopController.signal.aborted) {
         reason = 'context canceled';
         break;
       }
@@ -779,7 +781,13 @@ export class VolumeManagerImpl implements VolumeManager {
   async cleanupOrphanedPodDirs(keep: ReadonlySet<string> | ((podUid: string) => boolean)): Promise<void> {
     const wanted = typeof keep === 'function' ? keep : (uid: string) => keep.has(uid);
     for (const uid of await this.podUidsOnDisk()) {
-      if (wanted(uid) || this.desired.has(uid)) continue;
+      if (wanted(uid)) continue;
+      // The kubelet says the pod is gone and cannot run: whatever it still wanted mounted is moot.
+      const dp = this.desired.get(uid);
+      if (dp) {
+        this.desired.delete(uid);
+        dp.abort.abort(new Error('pod is gone'));
+      }
       if ([...this.operations.keys()].some((k) => k.startsWith(`${uid}/`))) continue;
       const errors = await this.tearDownPodVolumes(uid);
       try {

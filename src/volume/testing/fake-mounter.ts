@@ -1,0 +1,73 @@
+/**
+ * A Mounter that mounts nothing: it keeps a mount table of its own, so plugins and the volume
+ * manager can be tested without root. A tmpfs "mount" leaves the folder an ordinary folder.
+ */
+import { realpath } from 'node:fs/promises';
+import path from 'node:path';
+import type { MountInfo, Mounter } from '../mounter.js';
+
+export interface FakeMountCall {
+  op: 'mount' | 'unmount';
+  source?: string;
+  target: string;
+  fsType?: string;
+  options?: string[];
+  flags?: string[];
+}
+
+export class FakeMounter implements Mounter {
+  readonly calls: FakeMountCall[] = [];
+  private readonly table: MountInfo[] = [];
+  private nextId = 1000;
+  /** Set to make the next mount fail with this message. */
+  failNextMount: string | undefined;
+
+  async mount(
+    source: string,
+    target: string,
+    fsType: string,
+    options: string[],
+    flags: string[] = [],
+  ): Promise<void> {
+    this.calls.push({ op: 'mount', source, target, fsType, options, flags });
+    if (this.failNextMount !== undefined) {
+      const msg = this.failNextMount;
+      this.failNextMount = undefined;
+      throw new Error(msg);
+    }
+    if (flags.some((f) => f.startsWith('--make-'))) return;
+    const mountPoint = await realpath(target).catch(() => path.resolve(target));
+    this.table.push({
+      id: this.nextId++,
+      parentId: 1,
+      device: '0:99',
+      root: '/',
+      mountPoint,
+      options: ['rw'],
+      optionalFields: [],
+      fsType: fsType === '' ? 'none' : fsType,
+      source,
+      superOptions: options,
+    });
+  }
+
+  async unmount(target: string): Promise<void> {
+    this.calls.push({ op: 'unmount', target });
+    const mountPoint = await realpath(target).catch(() => path.resolve(target));
+    for (let i = this.table.length - 1; i >= 0; i--) {
+      if (this.table[i]?.mountPoint === mountPoint) {
+        this.table.splice(i, 1);
+        return;
+      }
+    }
+    throw new Error(`unmount failed: exit status 32\nUnmounting arguments: ${target}\nOutput: not mounted`);
+  }
+
+  list(): Promise<MountInfo[]> {
+    return Promise.resolve([...this.table]);
+  }
+
+  mounted(): string[] {
+    return this.table.map((m) => m.mountPoint);
+  }
+}
