@@ -9,6 +9,7 @@ import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { ContainerManager } from '../cm/container-manager.js';
 import type { PodConfig } from '../config/pod-config.js';
 import { CONFIG_MIRROR_ANNOTATION, type PodSource, type PodUpdate } from '../config/types.js';
+import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
@@ -26,7 +27,7 @@ import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import type { StatusManager } from '../status/status-manager.js';
 import { admitPod, type AdmitResult } from './admission.js';
-import { runningPodFromStatus, runningPodToPod } from './running-pod.js';
+import { runningPodToPod } from './running-pod.js';
 
 const log = logger('kubelet');
 
@@ -349,7 +350,7 @@ export class Kubelet implements ServerHost {
     // A probe must not restart a container the kubelet is stopping.
     this.opts.prober?.stopLivenessAndStartup(pod);
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
-    await this.runtime.killPod(pod, runningPodFromStatus(podStatus), gracePeriodSeconds);
+    await this.runtime.killPod(pod, convertPodStatusToRunningPod(podStatus), gracePeriodSeconds);
     // The burstable tier's share shrinks with the pods in it.
     await this.opts.containerManager
       .updateQOSCgroups()

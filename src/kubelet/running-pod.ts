@@ -1,30 +1,6 @@
-/** Conversions between the runtime's view of a pod and the shapes the kubelet passes around. */
+/** The runtime's view of a pod in the shapes the kubelet's servers serve. */
 import type { Pod } from '../api/core-v1.js';
-import type { KubePodStatus, RunningPod } from '../kuberuntime/types.js';
-
-/** What killPod needs from a pod status: its sandboxes and the containers that may still run (upstream: ConvertPodStatusToRunningPod). */
-export function runningPodFromStatus(status: KubePodStatus): RunningPod {
-  return {
-    uid: status.uid,
-    name: status.name,
-    namespace: status.namespace,
-    sandboxes: status.sandboxStatuses.map((s) => ({
-      id: s.id,
-      state: s.state === 'SANDBOX_READY' ? 'ready' : 'notready',
-      createdAtMs: Math.floor(s.createdAt / 1e6),
-    })),
-    containers: status.containerStatuses
-      .filter((c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown')
-      .map((c) => ({
-        id: c.id,
-        name: c.name,
-        image: c.image,
-        imageRef: c.imageRef,
-        hash: c.hash,
-        state: c.state,
-      })),
-  };
-}
+import type { RunningPod } from '../kuberuntime/types.js';
 
 /** A runtime pod as the bare v1.Pod that upstream's /runningpods/ serves. */
 export function runningPodToPod(rp: RunningPod): Pod {
