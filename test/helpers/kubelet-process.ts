@@ -14,6 +14,9 @@ import { waitFor } from './wait.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
+/** A developer's second stack (scripts/runtime-stack.sh overrides) rather than the default one CI uses. */
+const privateStack = (process.env.TSKUBELET_STACK_BRIDGE ?? 'tskube0') !== 'tskube0';
+
 export const runtimeEndpoint =
   process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock';
 
@@ -62,6 +65,10 @@ export class KubeletProcess {
         `healthzPort: ${this.healthzPort}`,
         `readOnlyPort: ${this.readOnlyPort}`,
         'fileCheckFrequency: 2s',
+        // Kubelets on a second stack share this machine's cgroup tree with the first: each would
+        // clean up the others' pod cgroups as orphans (killing their processes), so only the
+        // default stack's kubelet manages QoS and pod cgroups.
+        ...(privateStack ? ['cgroupsPerQOS: false', 'enforceNodeAllocatable: []'] : []),
         '',
       ].join('\n'),
     );
