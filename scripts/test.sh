@@ -24,8 +24,9 @@ if [ ${#integration[@]} -gt 0 ] && [ "${SKIP_INTEGRATION:-}" != 1 ]; then
     trap 'bash scripts/runtime-stack.sh down' EXIT
   fi
   bash scripts/runtime-stack.sh up
+  set -a # export the stack's endpoint, pod CIDR and folders to the tests
   eval "$(bash scripts/runtime-stack.sh env)"
-  export CONTAINER_RUNTIME_ENDPOINT
+  set +a
   # One file at a time: they share one containerd, and each test cleans up the pods it started.
   node --import tsx --test --test-concurrency=1 --test-timeout=600000 --test-reporter=spec "${integration[@]}" || status=1
 fi
