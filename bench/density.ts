@@ -490,13 +490,17 @@ async function startRound(
   const containerdCpuS = containerdCpuSeconds(cdPid) - cd0;
   const latenciesMs = names.map((name, i) => seenAt.get(`${name}-${NODE_NAME}`)! - writtenAt[i]!);
 
-  // When the runtime started each container, on the bench's clock (performance.now() counts from timeOrigin).
+  // When the runtime started each container, on the bench's clock (performance.now() counts from
+  // timeOrigin). Only the running ones: a container that was replaced meanwhile is not the one seen.
   const runtimeStartedMs: number[] = [];
   for (const c of await listOurContainers(conn)) {
     const index = names.indexOf((c.labels['io.kubernetes.pod.name'] ?? '').replace(`-${NODE_NAME}`, ''));
-    if (index < 0) continue;
-    const { status } = await conn.runtime.containerStatus(c.id, false, { timeoutMs: CRI_TIMEOUT_MS });
-    runtimeStartedMs.push(status.startedAt / 1e6 - performance.timeOrigin - writtenAt[index]!);
+    if (index < 0 || c.state !== 'CONTAINER_RUNNING') continue;
+    const status = await conn.runtime
+      .containerStatus(c.id, false, { timeoutMs: CRI_TIMEOUT_MS })
+      .then((r) => r.status)
+      .catch(() => undefined);
+    if (status) runtimeStartedMs.push(status.startedAt / 1e6 - performance.timeOrigin - writtenAt[index]!);
   }
   return {
     latenciesMs,
