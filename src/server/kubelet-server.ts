@@ -309,10 +309,14 @@ function listen(
   server.headersTimeout = REQUEST_TIMEOUT_MS;
   server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS;
   const closing = new AbortController();
+  // Upgraded sockets leave the HTTP server's bookkeeping, so closeAllConnections() cannot end them.
+  const upgraded = new Set<Duplex>();
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     void dispatch(state, serverType, req, res, undefined, closing.signal);
   });
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
     // A response object on the raw socket, so refusals (401, 404, 400) are written by the same handlers.
     const res = new ServerResponse(req);
     res.assignSocket(socket as Socket);
@@ -350,6 +354,7 @@ function listen(
             state.streams.closeAll();
             server.close(() => done());
             server.closeAllConnections();
+            for (const s of upgraded) s.destroy();
           }),
       });
     });

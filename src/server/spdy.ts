@@ -154,12 +154,25 @@ export class SpdyStream extends Duplex {
     super({ allowHalfOpen: true });
   }
 
+  /** The RST_STREAM status the peer reset this stream with, if it did. */
+  resetStatus: number | undefined;
+
   override _write(chunk: Buffer, _enc: BufferEncoding, cb: (err?: Error | null) => void): void {
+    if (this.resetStatus !== undefined) return cb();
     this.connection.sendData(this.id, chunk, false).then(() => cb(), cb);
   }
 
   override _final(cb: (err?: Error | null) => void): void {
+    if (this.resetStatus !== undefined) return cb();
     this.connection.sendData(this.id, Buffer.alloc(0), true).then(() => cb(), cb);
+  }
+
+  /** @internal */
+  resetByPeer(status: number): void {
+    this.resetStatus = status;
+    this.remoteEnd();
+    this.end();
+    this.emit('reset', status);
   }
 
   override _read(): void {
@@ -167,7 +180,7 @@ export class SpdyStream extends Duplex {
   }
 
   override _destroy(err: Error | null, cb: (err?: Error | null) => void): void {
-    this.connection.forget(this.id, !this.remoteClosed);
+    this.connection.forget(this.id, !this.remoteClosed && this.resetStatus === undefined);
     cb(err);
   }
 
@@ -346,8 +359,9 @@ export class SpdyConnection extends EventEmitter {
         const stream = this.streams.get(id);
         if (stream) {
           this.streams.delete(id);
-          stream.remoteEnd();
-          stream.destroy(new Error(`stream reset by peer (status ${payload.readUInt32BE(4)})`));
+          // The peer is done with the stream (a command that exited resets the stdin it no longer
+          // reads): what it sent stays readable, what we would still send is dropped.
+          stream.resetByPeer(payload.readUInt32BE(4));
         }
         return;
       }
