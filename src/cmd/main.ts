@@ -19,16 +19,24 @@ import { connectRuntime, type RuntimeConnection } from '../cri/connect-runtime.j
 import { Kubelet } from '../kubelet/kubelet.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
 import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
+import { mustSucceed } from '../k8s/api-status.js';
 import { realClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, setVerbosity } from '../lib/log.js';
+import { MetricsRegistry } from '../lib/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { PodWorkersImpl, type PodWorkers } from '../podworkers/pod-workers.js';
 import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
+import type { ApiPoster } from '../server/delegated-auth.js';
 import type { HealthCheck } from '../server/healthz.js';
+import {
+  startKubeletReadOnlyServer,
+  startKubeletServer,
+  type KubeletServerHost,
+} from '../server/kubelet-server.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { createClusterClients } from './cluster-clients.js';
@@ -280,9 +288,49 @@ async function run(loaded: RunConfig): Promise<void> {
   }
   for (const s of sources) s.start();
 
+  // The kubelet API (upstream ListenAndServeKubeletServer) and the read-only port, sharing one /metrics.
+  const probeMetrics = new MetricsRegistry();
+  probeMetrics.addCollector(() => {
+    const snapshot = prober.metricsSnapshot();
+    return [
+      { ...snapshot, samples: snapshot.samples.map((s) => ({ labels: { ...s.labels }, value: s.value })) },
+    ];
+  });
+  const apiHost: KubeletServerHost = {
+    ...host,
+    runtime: runtimeConnection.runtime,
+    metrics: new MetricsRegistry(),
+    probeMetrics,
+    configz: () => config,
+  };
+  const apiPoster: ApiPoster | undefined = cluster && {
+    post: async (path, body, signal) =>
+      mustSucceed(await cluster.kubeClient.call({ method: 'POST', path, body }, { signal }), `POST ${path}`),
+  };
+  if (config.enableServer) {
+    try {
+      servers.push(
+        await startKubeletServer(apiHost, {
+          config,
+          nodeName,
+          certDirectory: flags.certDirectory,
+          apiPoster,
+          nodeLogsSymlinkRoots: [config.podLogsDir],
+        }),
+      );
+    } catch (err) {
+      // Upstream exits here. Standalone with a config file's defaults (webhook authentication and
+      // authorization, but no API client) could then never start, so this runs on without the API.
+      log.error('Unable to serve the kubelet API', { err: errorMessage(err) });
+    }
+  }
   if (config.readOnlyPort > 0) {
     servers.push(
-      await startLocalServer(host, { address: config.address, port: config.readOnlyPort, readOnly: true }),
+      await startKubeletReadOnlyServer(apiHost, {
+        address: config.address,
+        port: config.readOnlyPort,
+        nodeName,
+      }),
     );
   }
   log.info('Kubelet started', { nodeName, pods: config.staticPodPath || undefined });
