@@ -91,10 +91,11 @@ async function postWithRetry(
 
 /** Server errors, throttling and broken connections are worth another try; a 4xx is an answer. */
 function isRetriable(err: unknown): boolean {
-  const status =
-    (err as { status?: unknown; statusCode?: unknown }).status ??
-    (err as { statusCode?: unknown }).statusCode;
-  if (typeof status === 'number') return status === 429 || status >= 500;
+  const e = err as { status?: unknown; statusCode?: unknown; httpStatus?: unknown };
+  const status = [e.httpStatus, e.status, e.statusCode].find(
+    (v): v is number => typeof v === 'number' && v > 0,
+  );
+  if (status !== undefined) return status === 429 || status >= 500;
   return true;
 }
 
