@@ -377,7 +377,8 @@ async function dispatch(
     method: METRIC_METHODS.has(method) ? method : 'other',
     path: bucket,
     server_type: serverType,
-    long_running: String(LONG_RUNNING.has(bucket.toLowerCase())),
+    // Upstream's map says "portforward" while the bucket is "portForward": port-forwards count as short, as there.
+    long_running: String(LONG_RUNNING.has(bucket)),
   };
   const m = state.httpMetrics;
   m.requests.inc(labels);

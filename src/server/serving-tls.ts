@@ -116,11 +116,13 @@ export async function servingTls(
 ): Promise<ServingTlsContext> {
   let certFile = config.tlsCertFile;
   let keyFile = config.tlsPrivateKeyFile;
+  // What we just made is used as made: another kubelet sharing the folder may be writing its own pair.
+  let generated: { cert: Buffer; key: Buffer } | undefined;
   if (certFile === '' && keyFile === '') {
     certFile = path.join(certDirectory, 'kubelet.crt');
     keyFile = path.join(certDirectory, 'kubelet.key');
     if (!(await readable(certFile)) || !(await readable(keyFile))) {
-      await writeSelfSignedCertificate(hostName, certFile, keyFile);
+      generated = await writeSelfSignedCertificate(hostName, certFile, keyFile);
       log.info('Using self-signed cert', { TLSCertFile: certFile, TLSPrivateKeyFile: keyFile });
     }
   } else if (certFile === '' || keyFile === '') {
@@ -132,7 +134,9 @@ export async function servingTls(
     log.warn('TLS 1.3 cipher suites are not configurable, ignoring', {
       tlsCipherSuites: config.tlsCipherSuites,
     });
-  const [cert, key] = await Promise.all([readFile(certFile), readFile(keyFile)]);
+  const [cert, key] = generated
+    ? [generated.cert, generated.key]
+    : await Promise.all([readFile(certFile), readFile(keyFile)]);
   const options: TlsOptions = { cert, key, minVersion, ...(ciphers ? { ciphers } : {}) };
   const caFile = config.authentication.x509.clientCAFile;
   if (caFile !== '') {
@@ -169,7 +173,7 @@ export async function writeSelfSignedCertificate(
   host: string,
   certFile: string,
   keyFile: string,
-): Promise<void> {
+): Promise<{ cert: Buffer; key: Buffer }> {
   const dir = path.dirname(certFile);
   await mkdir(dir, { recursive: true, mode: 0o755 });
   await mkdir(path.dirname(keyFile), { recursive: true, mode: 0o755 });
@@ -205,12 +209,14 @@ export async function writeSelfSignedCertificate(
       'x509', '-req', '-in', f('kubelet.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'),
       '-set_serial', '2', '-days', String(SELF_SIGNED_DAYS), '-extfile', f('ext.cnf'), '-out', f('kubelet.crt'),
     ]); // prettier-ignore
-    const chain = (await readFile(f('kubelet.crt'), 'utf8')) + (await readFile(f('ca.crt'), 'utf8'));
+    const chain = Buffer.concat([await readFile(f('kubelet.crt')), await readFile(f('ca.crt'))]);
+    const key = await readFile(f('kubelet.key'));
     await writeFile(f('chain.crt'), chain, { mode: 0o644 });
-    await writeFile(f('final.key'), await readFile(f('kubelet.key')), { mode: 0o600 });
+    await writeFile(f('final.key'), key, { mode: 0o600 });
     // The key first: a crash between the renames leaves no certificate, so the next start makes both again.
     await rename(f('final.key'), keyFile);
     await rename(f('chain.crt'), certFile);
+    return { cert: chain, key };
   } catch (err) {
     throw new KubeletError('INVALID_CONFIG', `unable to generate self signed cert: ${String(err)}`, {
       cause: err,
