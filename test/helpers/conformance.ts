@@ -214,15 +214,16 @@ export class ClusterNode extends BaseNode {
     const cri = await CriInspector.connect();
     const server = await startTestApiServer({ nodeName });
     const configDir = await mkdtemp(path.join(os.tmpdir(), 'it-conformance-'));
-    server.store.create('namespaces', { metadata: { name: namespace } });
-    server.store.create('namespaces', { metadata: { name: 'default' } });
-    const kubeconfig = path.join(configDir, 'kubelet.kubeconfig');
-    await server.writeKubeconfig(kubeconfig, server.nodeUser, {
-      credential: 'certificate',
-      groups: ['system:nodes'],
+    const kubelet = new KubeletProcess({
+      nodeName,
+      extraArgs: [`--kubeconfig=${path.join(configDir, 'kubelet.kubeconfig')}`, ...extraArgs],
     });
-    const kubelet = new KubeletProcess({ nodeName, extraArgs: [`--kubeconfig=${kubeconfig}`, ...extraArgs] });
     try {
+      server.store.create('namespaces', { metadata: { name: namespace } });
+      await server.writeKubeconfig(path.join(configDir, 'kubelet.kubeconfig'), server.nodeUser, {
+        credential: 'certificate',
+        groups: ['system:nodes'],
+      });
       await kubelet.start();
     } catch (err) {
       await kubelet.dispose();
