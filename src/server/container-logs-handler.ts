@@ -18,6 +18,9 @@ import { methodNotAllowed, notFound, sendText, type RequestContext } from './req
 
 const log = logger('logs');
 
+/** Upstream's server WriteTimeout: nothing the kubelet writes waits longer than this for a client. */
+const MAX_STALL_MS = 4 * 60 * 60_000;
+
 /** v1.PodLogOptions as the query carries it; absent numbers are undefined. */
 export interface PodLogOptions {
   follow: boolean;
@@ -219,7 +222,9 @@ export async function serveContainerLogs(state: ServerState, ctx: RequestContext
     res.end(`unable to retrieve container logs for ${chosen.containerId}`);
     return;
   }
-  const sink = (chunk: Buffer): Promise<void> => writeWithBackpressure(res, chunk, ctx.signal);
+  // A client that stops reading holds the follow no longer than an idle stream may live (upstream: WriteTimeout).
+  const stallMs = state.streamIdleTimeoutMs > 0 ? state.streamIdleTimeoutMs : MAX_STALL_MS;
+  const sink = (chunk: Buffer): Promise<void> => writeWithBackpressure(res, chunk, ctx.signal, stallMs);
   try {
     await readLogs(logPath, toLogOptions(options, state.clock.now()), sink, {
       signal: ctx.signal,
@@ -228,7 +233,8 @@ export async function serveContainerLogs(state: ServerState, ctx: RequestContext
     });
     res.end();
   } catch (err) {
-    if (ctx.signal.aborted) {
+    if (ctx.signal.aborted || res.writableNeedDrain) {
+      // The client left, or stopped reading: nothing more can reach it.
       res.destroy();
       return;
     }
@@ -237,7 +243,10 @@ export async function serveContainerLogs(state: ServerState, ctx: RequestContext
   }
 }
 
-/** Writes and, when the client's buffer is full, waits for it to drain (or for the client to leave). */
+/**
+ * Writes and, when the client's buffer is full, waits for it to drain; rejects when the client
+ * leaves or has not taken anything for stallMs.
+ */
 export function writeWithBackpressure(
   res: {
     write(b: Buffer): boolean;
@@ -246,18 +255,21 @@ export function writeWithBackpressure(
   },
   chunk: Buffer,
   signal: AbortSignal,
+  stallMs: number,
 ): Promise<void> {
   if (res.write(chunk)) return Promise.resolve();
   return new Promise((resolve, reject) => {
-    const onDrain = () => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    };
-    const onAbort = () => {
+    const finish = (err?: unknown) => {
+      clearTimeout(timer);
       res.off('drain', onDrain);
-      reject(signal.reason);
+      signal.removeEventListener('abort', onAbort);
+      if (err === undefined) resolve();
+      else reject(err);
     };
+    const onDrain = () => finish();
+    const onAbort = () => finish(signal.reason);
     if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => finish(new Error(`client took nothing for ${stallMs} ms`)), stallMs);
     res.once('drain', onDrain);
     signal.addEventListener('abort', onAbort, { once: true });
   });

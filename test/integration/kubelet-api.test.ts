@@ -58,6 +58,8 @@ interface Harness {
   dir: string;
   adminToken: string;
   tlsClient: ClientTls;
+  /** How the server was started, for tests that start another with a setting changed. */
+  start: (idleMs: number) => Promise<KubeletServer>;
 }
 
 const h = {} as Harness;
@@ -300,44 +302,46 @@ before(async () => {
   symlinkSync('/etc', join(nodeLogs, 'escape'));
   symlinkSync(h.logDir, join(nodeLogs, 'pods'));
 
-  h.server = await startKubeletServer(
-    {
-      getPods: () => [h.pod],
-      getRunningPods: async () => [],
-      healthChecks: () => [pingCheck],
-      runtime: h.conn.runtime,
-      configz: () => ({ nodeName: NODE }),
-    },
-    {
-      nodeName: NODE,
-      certDirectory: join(h.dir, 'pki'),
-      apiPoster: apiPoster(h.api, h.adminToken),
-      nodeLogsDir: nodeLogs,
-      nodeLogsSymlinkRoots: [h.logDir],
-      config: {
-        address: '127.0.0.1',
-        port: 0,
-        tlsCertFile: '',
-        tlsPrivateKeyFile: '',
-        tlsMinVersion: 'VersionTLS12',
-        tlsCipherSuites: [],
-        authentication: {
-          x509: { clientCAFile: caFile },
-          webhook: { enabled: true, cacheTTLMs: 120_000 },
-          anonymous: { enabled: false },
-        },
-        authorization: {
-          mode: 'Webhook',
-          webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
-        },
-        enableDebuggingHandlers: true,
-        enableSystemLogHandler: true,
-        streamingConnectionIdleTimeoutMs: 4 * 3600_000,
-        runtimeRequestTimeoutMs: CALL_TIMEOUT_MS,
-        featureGates: {},
+  h.start = (idleMs) =>
+    startKubeletServer(
+      {
+        getPods: () => [h.pod],
+        getRunningPods: async () => [],
+        healthChecks: () => [pingCheck],
+        runtime: h.conn.runtime,
+        configz: () => ({ nodeName: NODE }),
       },
-    },
-  );
+      {
+        nodeName: NODE,
+        certDirectory: join(h.dir, 'pki'),
+        apiPoster: apiPoster(h.api, h.adminToken),
+        nodeLogsDir: nodeLogs,
+        nodeLogsSymlinkRoots: [h.logDir],
+        config: {
+          address: '127.0.0.1',
+          port: 0,
+          tlsCertFile: '',
+          tlsPrivateKeyFile: '',
+          tlsMinVersion: 'VersionTLS12',
+          tlsCipherSuites: [],
+          authentication: {
+            x509: { clientCAFile: caFile },
+            webhook: { enabled: true, cacheTTLMs: 120_000 },
+            anonymous: { enabled: false },
+          },
+          authorization: {
+            mode: 'Webhook',
+            webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+          },
+          enableDebuggingHandlers: true,
+          enableSystemLogHandler: true,
+          streamingConnectionIdleTimeoutMs: idleMs,
+          runtimeRequestTimeoutMs: CALL_TIMEOUT_MS,
+          featureGates: {},
+        },
+      },
+    );
+  h.server = await h.start(4 * 3600_000);
   h.base = `https://127.0.0.1:${h.server.port}`;
   h.tlsClient = { rejectUnauthorized: false };
   await waitFor(
@@ -472,6 +476,24 @@ describe('exec and attach', () => {
     ).catch((err: unknown) => err as Error);
     if (r instanceof Error) throw r;
     assert.match(r.stdout, /got ping/, JSON.stringify(r));
+  });
+
+  test('streams idle for streamingConnectionIdleTimeout are closed, proxied or translated', async () => {
+    const quick = await h.start(1500);
+    try {
+      for (const protocol of ['v4.channel.k8s.io', 'v5.channel.k8s.io']) {
+        const started = Date.now();
+        await wsExec(
+          `https://127.0.0.1:${quick.port}/exec/${NS}/${h.pod.metadata.name}/shell?command=sleep&command=30&output=1`,
+          [protocol],
+          { headers: adminHeaders(), tls: h.tlsClient },
+        );
+        const tookMs = Date.now() - started;
+        assert.ok(tookMs >= 1400 && tookMs < 10_000, `${protocol} closed after ${tookMs} ms`);
+      }
+    } finally {
+      await quick.close();
+    }
   });
 
   test('errors: no stream asked 400, unknown pod 404, unknown container 500 as upstream, plain GET 500', async () => {

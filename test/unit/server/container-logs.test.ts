@@ -203,3 +203,28 @@ test('which container the logs come from, and why there is none', () => {
   ]);
   assert.deepEqual(containerIdForLogs(crashLooping, 'c', false), { containerId: 'containerd://old' });
 });
+
+test('a client that stops reading is given up on after the stall limit; one that drains is waited for', async () => {
+  const { EventEmitter } = await import('node:events');
+  const { writeWithBackpressure } = await import('../../../src/server/container-logs-handler.js');
+  const full = Object.assign(new EventEmitter(), { write: () => false });
+  const started = Date.now();
+  await assert.rejects(
+    writeWithBackpressure(full, Buffer.from('x'), new AbortController().signal, 100),
+    /took nothing for 100 ms/,
+  );
+  assert.ok(Date.now() - started >= 90);
+  const draining = Object.assign(new EventEmitter(), { write: () => false });
+  const p = writeWithBackpressure(draining, Buffer.from('x'), new AbortController().signal, 10_000);
+  setTimeout(() => draining.emit('drain'), 20);
+  await p;
+  const ac = new AbortController();
+  const left = writeWithBackpressure(
+    Object.assign(new EventEmitter(), { write: () => false }),
+    Buffer.from('x'),
+    ac.signal,
+    10_000,
+  );
+  ac.abort(new Error('client left'));
+  await assert.rejects(left, /client left/);
+});
