@@ -170,7 +170,8 @@ export async function mountTypeAt(mounter: Mounter, p: string): Promise<string |
 /** True when child is base or lies under it (upstream: PathWithinBase, on cleaned absolute paths). */
 export function isWithin(child: string, base: string): boolean {
   const rel = path.relative(base, child);
-  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+  // `..data` and `..2024_…` are names inside base; only a `..` element leaves it.
+  return rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel);
 }
 
 /**

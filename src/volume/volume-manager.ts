@@ -448,10 +448,10 @@ export class VolumeManagerImpl implements VolumeManager {
         `Unable to attach or mount volumes: ${err.message}`,
       );
     }
-    log.error('Unable to attach or mount volumes for pod; skipping pod', {
-      pod: podRef(pod),
-      err: err.message,
-    });
+    // A wait cut short by the pod's deletion or the kubelet stopping is not worth an error line.
+    const kv = { pod: podRef(pod), err: err.message };
+    if (interrupted) log.v(2, 'Stopped waiting for volumes to attach and mount', kv);
+    else log.error('Unable to attach or mount volumes for pod; skipping pod', kv);
     throw err;
   }
 

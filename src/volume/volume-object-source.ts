@@ -54,6 +54,9 @@ export const standaloneObjectSource: VolumeObjectSource = {
 
 /** Each API call's deadline: a mount waits on it, and a mount must not hang a pod's sync. */
 const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+/** Cached objects older than this are dropped; the sweep runs at most once per period. */
+const CACHE_MAX_AGE_MS = 10 * 60_000;
+const CACHE_SWEEP_PERIOD_MS = 60_000;
 
 interface CacheEntry<T> {
   object: T | undefined;
@@ -73,6 +76,7 @@ export class ApiVolumeObjectSource implements VolumeObjectSource {
   private readonly cache = new Map<string, CacheEntry<unknown>>();
   /** One GET per object at a time: the pods that share a configMap share its fetch. */
   private readonly inFlight = new Map<string, Promise<unknown>>();
+  private lastSweepMs = 0;
 
   constructor(opts: ApiVolumeObjectSourceOptions) {
     this.client = opts.client;
@@ -129,18 +133,13 @@ export class ApiVolumeObjectSource implements VolumeObjectSource {
     return result.object;
   }
 
-  /** Forgets cached objects: a pod that starts sees what the server has now. */
-  invalidate(namespace: string, names: { configMaps?: string[]; secrets?: string[] }): void {
-    for (const n of names.configMaps ?? []) this.cache.delete(key('configmaps', namespace, n));
-    for (const n of names.secrets ?? []) this.cache.delete(key('secrets', namespace, n));
-  }
-
   private async cachedGet<T>(
     resource: string,
     namespace: string,
     name: string,
     opts: ObjectGetOptions,
   ): Promise<T | undefined> {
+    this.sweepIfDue();
     const k = key(resource, namespace, name);
     const hit = this.cache.get(k) as CacheEntry<T> | undefined;
     const maxAgeMs = opts.maxAgeMs ?? 0;
@@ -157,6 +156,14 @@ export class ApiVolumeObjectSource implements VolumeObjectSource {
       void p.finally(() => this.inFlight.delete(k)).catch(() => undefined);
     }
     return p;
+  }
+
+  /** Objects no pod has asked for in a while are dropped, so the cache follows the pods, not history. */
+  private sweepIfDue(): void {
+    const now = this.clock.now();
+    if (now - this.lastSweepMs < CACHE_SWEEP_PERIOD_MS) return;
+    this.lastSweepMs = now;
+    for (const [k, e] of this.cache) if (now - e.fetchedAtMs > CACHE_MAX_AGE_MS) this.cache.delete(k);
   }
 
   private async fetch<T>(

@@ -164,3 +164,44 @@ describe('prepareSafeSubpath', () => {
     },
   );
 });
+
+describe('names that start with two dots', () => {
+  test("..data and timestamped folders are inside the volume (an AtomicWriter volume's subPath)", async () => {
+    const { isWithin } = await import('../../../src/volume/mounter.js');
+    assert.equal(isWithin('/v/..data/key', '/v'), true);
+    assert.equal(isWithin('/v/..2024_01_02.x/key', '/v'), true);
+    assert.equal(isWithin('/v', '/v'), true);
+    assert.equal(isWithin('/v/../x', '/v'), false);
+    assert.equal(isWithin('/x', '/v'), false);
+    assert.equal(isWithin('/vv/x', '/v'), false);
+    await mkdir(path.join(vol, '..2024_01_02.abc'), { recursive: true });
+    await writeFile(path.join(vol, '..2024_01_02.abc/key'), 'k');
+    await symlink('..2024_01_02.abc', path.join(vol, '..data'));
+    await symlink('..data/key', path.join(vol, 'key'));
+    const fh = await safeOpen(path.join(vol, '..2024_01_02.abc/key'), vol);
+    await fh.close();
+  });
+
+  test(
+    'a subPath into a configMap-style volume binds the file behind the ..data link',
+    { skip: !isRoot && 'needs root for mount(2)' },
+    async () => {
+      const mounter = new SystemMounter();
+      const t = path.join(podDir, 'volume-subpaths', 'cm', 'c', '0');
+      const out = await prepareSafeSubpath(
+        mounter,
+        {
+          volumeMountIndex: 0,
+          path: path.join(vol, 'key'),
+          volumeName: 'cm',
+          volumePath: vol,
+          podDir,
+          containerName: 'c',
+        },
+        t,
+      );
+      assert.equal(await readFile(out, 'utf8'), 'k');
+      await cleanSubPaths(mounter, path.join(podDir, 'volume-subpaths'), 'cm');
+    },
+  );
+});
