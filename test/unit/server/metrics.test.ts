@@ -82,3 +82,43 @@ test('collectors run at scrape time; timers observe seconds; buckets grow expone
   assert.equal(h.countOf(), 1);
   assert.deepEqual(exponentialBuckets(1, 2, 4), [1, 2, 4, 8]);
 });
+
+test('kubelet_running_pods and kubelet_running_containers come from the runtime at scrape time', async () => {
+  const { FakeRuntime } = await import('../../../src/cri/testing/fake-runtime.js');
+  const { addRuntimeStateMetrics } = await import('../../../src/server/runtime-state-metrics.js');
+  const runtime = new FakeRuntime();
+  runtime.addImage('busybox:latest');
+  const sandboxConfig = {
+    metadata: { name: 'p', uid: 'u', namespace: 'n', attempt: 0 },
+    hostname: 'p',
+    logDirectory: '/tmp',
+    portMappings: [],
+    labels: {},
+    annotations: {},
+  };
+  const sandbox = await runtime.runPodSandbox(sandboxConfig, '');
+  const container = (name: string) => ({
+    metadata: { name, attempt: 0 },
+    image: { image: 'busybox:latest' },
+    command: [],
+    args: [],
+    workingDir: '',
+    envs: [],
+    mounts: [],
+    labels: {},
+    annotations: {},
+    logPath: `${name}.log`,
+    stdin: false,
+    stdinOnce: false,
+    tty: false,
+  });
+  const running = await runtime.createContainer(sandbox, container('a'), sandboxConfig);
+  await runtime.startContainer(running);
+  await runtime.createContainer(sandbox, container('b'), sandboxConfig);
+  const r = new MetricsRegistry();
+  addRuntimeStateMetrics(r, runtime);
+  const text = await r.expose();
+  assert.match(text, /^kubelet_running_pods 1$/m);
+  assert.match(text, /^kubelet_running_containers\{container_state="running"\} 1$/m);
+  assert.match(text, /^kubelet_running_containers\{container_state="created"\} 1$/m);
+});
