@@ -38,6 +38,7 @@ import {
   type KubeletServerHost,
 } from '../server/kubelet-server.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
+import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { createClusterClients } from './cluster-clients.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
@@ -296,10 +297,12 @@ async function run(loaded: RunConfig): Promise<void> {
       { ...snapshot, samples: snapshot.samples.map((s) => ({ labels: { ...s.labels }, value: s.value })) },
     ];
   });
+  const kubeletMetrics = new MetricsRegistry();
+  addRuntimeStateMetrics(kubeletMetrics, runtimeConnection.runtime, config.runtimeRequestTimeoutMs);
   const apiHost: KubeletServerHost = {
     ...host,
     runtime: runtimeConnection.runtime,
-    metrics: new MetricsRegistry(),
+    metrics: kubeletMetrics,
     probeMetrics,
     configz: () => config,
   };
