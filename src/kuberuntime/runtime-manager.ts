@@ -111,7 +111,7 @@ export interface KubeGenericRuntimeManagerOptions {
   /** The node's memory for OOM scores; default the machine's. */
   memoryCapacityBytes?: number;
   /** What downward-API resource limits default to; default the machine's CPUs and memory. */
-  nodeAllocatable?: { cpu: Quantity; memory: Quantity; 'ephemeral-storage'?: Quantity };
+  nodeAllocatable?: NodeAllocatable | (() => NodeAllocatable | undefined);
   /** Where the legacy `<pod>_<ns>_<container>-<id>.log` symlinks go; default /var/log/containers, '' for none. */
   legacyContainerLogsDir?: string;
   recorder?: EventRecorder;
@@ -139,6 +139,9 @@ export interface KubeGenericRuntimeManagerOptions {
 }
 
 type StartFailure = { reason: string; message: string };
+
+/** The node's allocatable resources, as its Node status shows them. */
+export type NodeAllocatable = { cpu: Quantity; memory: Quantity; 'ephemeral-storage'?: Quantity };
 
 /** Where a pod's image pull secrets come from: the secret's type and decoded data, undefined when it does not exist. */
 export interface PullSecretSource {
@@ -479,6 +482,13 @@ export class KubeGenericRuntimeManager implements Runtime {
     return secrets;
   }
 
+  /** What a container's missing limits read as in the downward API: the node's allocatable (upstream getNodeAnyWay). */
+  private nodeAllocatable(): NodeAllocatable {
+    const a = this.opts.nodeAllocatable;
+    const given = typeof a === 'function' ? a() : a;
+    return given ?? { cpu: String(os.cpus().length), memory: String(os.totalmem()) };
+  }
+
   private cgroupParentFor(pod: Pod): string {
     const c = this.opts.cgroupParent;
     return typeof c === 'function' ? c(pod) : (c ?? '');
@@ -568,10 +578,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           rootDir: this.rootDir,
           nodeName: this.opts.nodeName,
           hostIPs: this.opts.nodeIPs ?? [],
-          nodeAllocatable: this.opts.nodeAllocatable ?? {
-            cpu: String(os.cpus().length),
-            memory: String(os.totalmem()),
-          },
+          nodeAllocatable: this.nodeAllocatable(),
           memoryCapacityBytes: this.opts.memoryCapacityBytes ?? os.totalmem(),
           cpuCFSQuota: this.opts.cpuCFSQuota ?? true,
           cpuCFSQuotaPeriodUs: this.opts.cpuCFSQuotaPeriodUs ?? DEFAULT_QUOTA_PERIOD_US,
