@@ -37,6 +37,7 @@ import { generateContainerConfig } from '../src/kuberuntime/container-config.js'
 import { KUBERNETES_POD_NAMESPACE_LABEL } from '../src/kuberuntime/labels.js';
 import { readHostDNSConfig } from '../src/kuberuntime/pod-dns.js';
 import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox-config.js';
+import { BenchCgroupRoot } from './cgroup-root.js';
 import { BenchKubelet } from './kubelet-launcher.js';
 import { cpuSeconds, peakRssBytes, resetPeakRss, rssBytes } from './proc-stats.js';
 import { emit, envNumber, MIB, percentile, quickMode, say, sleep, sum } from './report.js';
@@ -559,7 +560,12 @@ async function kubeletRun(
   s: Settings,
   measureIdle: boolean,
 ): Promise<{ result: KubeletResult; idle?: Idle }> {
-  const kubelet = new BenchKubelet({ runtimeEndpoint: s.endpoint, nodeName: NODE_NAME });
+  const cgroupRoot = await BenchCgroupRoot.create(`/tskubelet-bench-${process.pid}`);
+  const kubelet = new BenchKubelet({
+    runtimeEndpoint: s.endpoint,
+    nodeName: NODE_NAME,
+    extraArgs: [`--cgroup-root=${cgroupRoot.name}`],
+  });
   let failed = true;
   let restarts = 0;
   try {
@@ -627,6 +633,7 @@ async function kubeletRun(
     await kubelet.dispose(keepLog);
     phase(`n=${n}: removing the sandboxes`);
     await removeNamespace(conn, KUBELET_NAMESPACE);
+    await cgroupRoot.destroy();
   }
 }
 
