@@ -6,6 +6,8 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -156,4 +158,97 @@ export class TestRegistry {
 
 function sha256(data: Buffer): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
+}
+
+/** One request the recorder passed on. */
+export interface RecordedRequest {
+  method: string;
+  /** The repository named in a /v2/<repo>/(manifests|blobs)/… path; '' for others. */
+  repo: string;
+  path: string;
+  status: number;
+  startMs: number;
+  endMs: number;
+}
+
+/**
+ * A plain HTTP proxy in front of a registry that holds each manifest request for delayMs and
+ * records every request, so a test sees when each pull ran and whether pulls overlapped. Loopback
+ * registries are plain HTTP for containerd whatever their port, so the proxy is one too.
+ */
+export class PullRecorder {
+  private constructor(
+    private readonly server: http.Server,
+    readonly port: number,
+    readonly requests: RecordedRequest[],
+  ) {}
+
+  get host(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  static async start(target: TestRegistry, delayMs: number): Promise<PullRecorder> {
+    const requests: RecordedRequest[] = [];
+    const server = http.createServer((req, res) => {
+      const startMs = Date.now();
+      const url = req.url ?? '/';
+      const m = /^\/v2\/(.+)\/(manifests|blobs)\//.exec(url);
+      const forward = () => {
+        const upstream = http.request(
+          { host: '127.0.0.1', port: target.port, method: req.method, path: url, headers: req.headers },
+          (up) => {
+            res.writeHead(up.statusCode ?? 502, up.headers);
+            up.pipe(res);
+            up.on('end', () =>
+              requests.push({
+                method: req.method ?? '',
+                repo: m?.[1] ?? '',
+                path: url,
+                status: up.statusCode ?? 0,
+                startMs,
+                endMs: Date.now(),
+              }),
+            );
+          },
+        );
+        upstream.on('error', () => res.destroy());
+        req.pipe(upstream);
+      };
+      if (m?.[2] === 'manifests') setTimeout(forward, delayMs);
+      else forward();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return new PullRecorder(server, (server.address() as AddressInfo).port, requests);
+  }
+
+  /** When each repository was being pulled: from its first request's start to its last one's end. */
+  spans(): Map<string, { startMs: number; endMs: number }> {
+    const out = new Map<string, { startMs: number; endMs: number }>();
+    for (const r of this.requests) {
+      if (r.repo === '') continue;
+      const s = out.get(r.repo);
+      if (!s) out.set(r.repo, { startMs: r.startMs, endMs: r.endMs });
+      else {
+        s.startMs = Math.min(s.startMs, r.startMs);
+        s.endMs = Math.max(s.endMs, r.endMs);
+      }
+    }
+    return out;
+  }
+
+  /** The most repositories being pulled at one moment. */
+  maxConcurrentPulls(): number {
+    const spans = [...this.spans().values()];
+    let max = 0;
+    for (const s of spans) {
+      const at = s.startMs;
+      max = Math.max(max, spans.filter((o) => o.startMs <= at && at < o.endMs).length);
+    }
+    return max;
+  }
+
+  close(): Promise<void> {
+    this.server.closeAllConnections();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
 }
