@@ -145,7 +145,7 @@ export type NodeAllocatable = { cpu: Quantity; memory: Quantity; 'ephemeral-stor
 
 /** Where a pod's image pull secrets come from: the secret's type and decoded data, undefined when it does not exist. */
 export interface PullSecretSource {
-  getSecret(
+  getImagePullSecret(
     namespace: string,
     name: string,
     signal?: AbortSignal,
@@ -458,7 +458,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     const failed: string[] = [];
     for (const ref of refs) {
       try {
-        const secret = await source.getSecret(pod.metadata.namespace ?? '', ref.name, signal);
+        const secret = await source.getImagePullSecret(pod.metadata.namespace ?? '', ref.name, signal);
         if (secret) secrets.push({ name: ref.name, ...secret });
         else failed.push(ref.name);
       } catch (err) {

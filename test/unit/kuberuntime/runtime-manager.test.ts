@@ -513,3 +513,52 @@ describe('garbageCollect', () => {
     await assert.rejects(readFile(logFile), { code: 'ENOENT' });
   });
 });
+
+describe('image pull secrets', () => {
+  test("the pod's readable pull secrets are used for the pull; unreadable ones are named in one warning", async () => {
+    const asked: string[] = [];
+    const m = manager({
+      pullSecrets: {
+        getImagePullSecret: async (ns, name) => {
+          asked.push(`${ns}/${name}`);
+          if (name === 'broken') throw new Error('forbidden');
+          if (name !== 'regcred') return undefined;
+          return {
+            type: 'kubernetes.io/dockerconfigjson',
+            data: {
+              '.dockerconfigjson': JSON.stringify({
+                auths: { 'registry.example:5000': { username: 'u', password: 'p' } },
+              }),
+            },
+          };
+        },
+      },
+    });
+    const c: Container = { name: 'app', image: 'registry.example:5000/team/app:v1', command: ['sleep', '1'] };
+    const p = pod([c], {
+      imagePullSecrets: [{ name: 'regcred' }, { name: 'gone' }, { name: 'broken' }, { name: '' }],
+    });
+    const r = await sync(m, p);
+    assert.deepEqual(failures(r), []);
+    assert.deepEqual(asked, ['prod/regcred', 'prod/gone', 'prod/broken']);
+    const pulls = fake.callsOf('pullImage');
+    assert.equal(pulls.length, 1);
+    assert.deepEqual(pulls[0]![1], { username: 'u', password: 'p' });
+    assert.ok(
+      events.includes(
+        ' Warning FailedToRetrieveImagePullSecret: Unable to retrieve some image pull secrets (gone, broken); attempting to pull the image may not succeed.',
+      ),
+      events.join('\n'),
+    );
+
+    // A present image needs no secrets: none are read.
+    asked.length = 0;
+    const again = pod(
+      [{ ...c, imagePullPolicy: 'IfNotPresent' }],
+      { imagePullSecrets: [{ name: 'regcred' }] },
+      'uid-2',
+    );
+    assert.deepEqual(failures(await sync(m, again)), []);
+    assert.deepEqual(asked, []);
+  });
+});
