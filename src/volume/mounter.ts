@@ -188,7 +188,15 @@ export async function makeRShared(mounter: Mounter, dir: string): Promise<void> 
     return;
   }
   log.v(2, 'Bind-mounting with shared mount propagation', { path: target });
-  await mounter.mount(target, target, '', ['bind']);
+  // rbind: mounts already under dir (pods of an earlier run) stay visible through the new mount.
+  const nested = table.filter((m) => m.mountPoint !== target && isWithin(m.mountPoint, target));
+  if (nested.length > 0) {
+    log.warn('Mounts exist under the directory made shared; their old copies stay beneath it', {
+      path: target,
+      mounts: nested.length,
+    });
+  }
+  await mounter.mount(target, target, '', ['rbind']);
   await mounter.mount('', target, '', [], ['--make-rshared']);
 }
 

@@ -17,7 +17,7 @@
  * per failed attempt, and from syncPod `unmounted volumes=[…], unattached volumes=[…], failed to
  * process volumes=[…]: …`.
  */
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Container, Pod, VolumeMount } from '../api/core-v1.js';
@@ -33,7 +33,7 @@ import { DownwardAPIPlugin } from './downward-api.js';
 import { EmptyDirPlugin } from './empty-dir.js';
 import { HostPathPlugin, validatePathNoBacksteps } from './host-path.js';
 import { LocalVolumePlugin } from './local-volume.js';
-import { isWithin, makeRShared, removeAllOneFilesystem, SystemMounter, type Mounter } from './mounter.js';
+import { makeRShared, removeAllOneFilesystem, SystemMounter, type Mounter } from './mounter.js';
 import { checkNodeAffinity } from './node-affinity.js';
 import { ProjectedPlugin } from './projected.js';
 import { SecretPlugin } from './secret.js';
@@ -132,6 +132,8 @@ export interface VolumeManagerOptions {
   /** SELinux relabelling of managed volumes; default: whether the host has SELinux. */
   selinuxEnabled?: boolean;
   tokenManager?: TokenManager;
+  /** Make --root-dir a shared mount at start, for mount propagation (default true, as upstream). */
+  makeRootDirShared?: boolean;
 }
 
 interface DesiredVolume {
@@ -224,7 +226,6 @@ export class VolumeManagerImpl implements VolumeManager {
   private readonly stopController = new AbortController();
   /** Orphans whose cleanup failed once: later failures are logged quietly. */
   private readonly orphanWarned = new Set<string>();
-  private sharedRootDir: Promise<void> | undefined;
   private selinuxEnabled: boolean | undefined;
 
   constructor(private readonly opts: VolumeManagerOptions) {
@@ -271,6 +272,20 @@ export class VolumeManagerImpl implements VolumeManager {
   // ---- start and stop ------------------------------------------------------------------------------
 
   async start(): Promise<void> {
+    if (this.opts.makeRootDirShared !== false) {
+      // HostToContainer and Bidirectional need the volumes on a shared mount (upstream: MakeRShared
+      // in setupDataDirs). Done before this run mounts anything, as upstream, so the bind does not
+      // hide mounts made earlier under it.
+      try {
+        await mkdir(this.rootDir, { recursive: true, mode: 0o750 });
+        await makeRShared(this.mounter, this.rootDir);
+      } catch (err) {
+        log.error('Failed to make the root directory a shared mount; mount propagation will fail', {
+          path: this.rootDir,
+          err: errorMessage(err),
+        });
+      }
+    }
     if (this.selinuxEnabled === undefined) {
       this.selinuxEnabled = await stat('/sys/fs/selinux/enforce').then(
         () => true,
@@ -599,7 +614,6 @@ export class VolumeManagerImpl implements VolumeManager {
       if (propagation === 'PROPAGATION_BIDIRECTIONAL' && container.securityContext?.privileged !== true) {
         throw configError('Bidirectional mount propagation is available only to privileged containers');
       }
-      if (propagation !== 'PROPAGATION_PRIVATE') await this.ensureRootDirShared(hostPath);
       mounts.push({
         containerPath: vm.mountPath,
         hostPath,
@@ -687,25 +701,6 @@ export class VolumeManagerImpl implements VolumeManager {
         `failed to prepare subPath for volumeMount "${vm.name}" of container "${container.name}"`,
       );
     }
-  }
-
-  /**
-   * HostToContainer and Bidirectional need the volume on a shared mount. Upstream makes the root
-   * dir rshared at start; here it happens on the first mount that needs it, so a kubelet whose pods
-   * never ask leaves the host's mount table alone.
-   */
-  private async ensureRootDirShared(hostPath: string): Promise<void> {
-    const root = await realpath(this.rootDir).catch(() => this.rootDir);
-    const target = await realpath(hostPath).catch(() => hostPath);
-    if (!isWithin(target, root)) return;
-    this.sharedRootDir ??= makeRShared(this.mounter, this.rootDir).catch((err: unknown) => {
-      this.sharedRootDir = undefined;
-      log.error('Failed to make the root directory a shared mount', {
-        path: this.rootDir,
-        err: errorMessage(err),
-      });
-    });
-    await this.sharedRootDir;
   }
 
   // ---- teardown ------------------------------------------------------------------------------------

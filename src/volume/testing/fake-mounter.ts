@@ -35,8 +35,14 @@ export class FakeMounter implements Mounter {
       this.failNextMount = undefined;
       throw new Error(msg);
     }
-    if (flags.some((f) => f.startsWith('--make-'))) return;
     const mountPoint = await realpath(target).catch(() => path.resolve(target));
+    if (flags.some((f) => f.startsWith('--make-'))) {
+      // Propagation changes apply to the mount at target; shared ones join peer group 1.
+      const m = [...this.table].reverse().find((e) => e.mountPoint === mountPoint);
+      if (!m) throw new Error(`mount: ${target}: not mount point or bad option`);
+      if (flags.some((f) => f.includes('shared'))) m.optionalFields = ['shared:1'];
+      return;
+    }
     this.table.push({
       id: this.nextId++,
       parentId: 1,

@@ -3,7 +3,7 @@
  * clock: what syncPod waits for, what the runtime is given, how failures read, and cleanup.
  */
 import assert from 'node:assert/strict';
-import { lstat, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -517,6 +517,20 @@ describe('teardown and cleanup', () => {
     // A pod dir of a pod still wanted stays even when the predicate form is used.
     await vm2.cleanupOrphanedPodDirs((uid) => uid === 'uid-keep');
     await stat(keepFile);
+  });
+
+  test('start makes the root dir a shared mount (rbind, then rshared), once', async () => {
+    const { make, mounter, rootDir } = setup();
+    await make().start();
+    await make().start();
+    const real = await realpath(rootDir);
+    assert.deepEqual(
+      mounter.calls.map((c) => [c.source, c.target, c.options, c.flags]),
+      [
+        [real, real, ['rbind'], []],
+        ['', real, [], ['--make-rshared']],
+      ],
+    );
   });
 
   test('an orphan whose volume is still mounted is left for a later housekeeping', async () => {
