@@ -26,6 +26,14 @@ export interface LifecycleHandlerRunnerOptions {
   clock: Clock;
   /** Deadline of an HTTP hook's request (default 2 min, the runtime request timeout). */
   httpTimeoutMs?: number;
+  /** The Kubernetes version this kubelet implements (`v1.30.0`): HTTP hooks say `kube-lifecycle/1.30`. */
+  kubernetesVersion?: string;
+}
+
+/** `v1.30.0` → `kube-lifecycle/1.30` (upstream's User-Agent for HTTP hooks). */
+export function lifecycleUserAgent(kubernetesVersion: string | undefined): string {
+  const m = /^v?(\d+)\.(\d+)/.exec(kubernetesVersion ?? '');
+  return m ? `kube-lifecycle/${m[1]}.${m[2]}` : 'kube-lifecycle/1.0';
 }
 
 export class LifecycleHandlerRunner implements HandlerRunner {
@@ -67,8 +75,12 @@ export class LifecycleHandlerRunner implements HandlerRunner {
         const scheme = (get.scheme ?? 'HTTP').toLowerCase();
         const p = get.path ?? '';
         const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${p.startsWith('/') || p === '' ? p : `/${p}`}`;
-        const headers: Record<string, string> = { 'User-Agent': 'kube-lifecycle/1.0', Accept: '*/*' };
-        for (const h of get.httpHeaders ?? []) headers[h.name] = h.value;
+        // The hook's own headers win; User-Agent and Accept are filled in only when it has none.
+        const headers = new Headers();
+        for (const h of get.httpHeaders ?? []) headers.append(h.name, h.value);
+        if (!headers.has('User-Agent'))
+          headers.set('User-Agent', lifecycleUserAgent(this.opts.kubernetesVersion));
+        if (!headers.has('Accept')) headers.set('Accept', '*/*');
         const timeout = AbortSignal.timeout(this.opts.httpTimeoutMs ?? 120_000);
         const res = await fetch(url, {
           headers,

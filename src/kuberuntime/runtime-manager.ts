@@ -134,6 +134,8 @@ export interface KubeGenericRuntimeManagerOptions {
   imageBackoff?: Backoff;
   gcPolicy?: GCPolicy;
   handlerRunner?: HandlerRunner;
+  /** The Kubernetes version this kubelet implements, for HTTP hooks' User-Agent. */
+  kubernetesVersion?: string;
   /** The node's hosts file, copied into host-network pods; default /etc/hosts. */
   nodeHostsFile?: string;
 }
@@ -208,7 +210,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     });
     this.handlerRunner =
       opts.handlerRunner ??
-      new LifecycleHandlerRunner({ runtimeService: this.runtimeService, clock: this.clock });
+      new LifecycleHandlerRunner({
+        runtimeService: this.runtimeService,
+        clock: this.clock,
+        kubernetesVersion: opts.kubernetesVersion,
+      });
     this.gc = new ContainerGC({
       runtimeService: this.runtimeService,
       clock: this.clock,

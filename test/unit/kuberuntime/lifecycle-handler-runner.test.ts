@@ -70,7 +70,7 @@ test('exec: success, and a non-zero exit in upstream words', async () => {
 test('sleep waits on the clock; httpGet reaches the pod with its headers and a named port', async () => {
   const clock = new FakeClock();
   const fake = new FakeRuntime(clock);
-  const runner = new LifecycleHandlerRunner({ runtimeService: fake, clock });
+  const runner = new LifecycleHandlerRunner({ runtimeService: fake, clock, kubernetesVersion: 'v1.30.2' });
   let done = false;
   const sleeping = runner.run('x', pod, { name: 'app' }, { sleep: { seconds: 5 } }, '').then((r) => {
     done = true;
@@ -103,7 +103,17 @@ test('sleep waits on the clock; httpGet reaches the pod with its headers and a n
     assert.deepEqual(r, { ok: true });
     assert.equal(seen.url, '/hook');
     assert.equal(seen.headers?.['x-test'], '1');
-    assert.equal(seen.headers?.['user-agent'], 'kube-lifecycle/1.0');
+    assert.equal(seen.headers?.['user-agent'], 'kube-lifecycle/1.30');
+    assert.equal(seen.headers?.accept, '*/*');
+    // The hook's own User-Agent replaces the kubelet's.
+    await runner.run(
+      'x',
+      pod,
+      c,
+      { httpGet: { path: '/', port, httpHeaders: [{ name: 'user-agent', value: 'mine' }] } },
+      '127.0.0.1',
+    );
+    assert.equal(seen.headers?.['user-agent'], 'mine');
   } finally {
     server.close();
   }
