@@ -12,11 +12,13 @@
  *     (VmHWM, reset before the start). Then CPU (cores) and RSS over a steady window with the N pods
  *     running; then all manifests are deleted and the time until CRI lists no running container of
  *     theirs is taken.
- * Before the first N, a fresh kubelet with no pods gives the idle RSS and CPU.
+ * N = 1 hangs on where the PLEG's 1 s relist falls, so it is measured in several rounds of one pod.
+ * The first size's kubelet first gives the idle RSS and CPU, before any manifest is written.
  *
- * The kubelet stops every pod in the runtime that none of its sources wants (upstream does the
- * same), so this bench must have the runtime to itself: it waits until no other kubelet runs and no
- * foreign pod is up, and refuses after BENCH_QUIET_WAIT_S.
+ * A kubelet stops every pod in its runtime that none of its sources wants, and kills the processes
+ * of pod cgroups it does not know (upstream does both). So the bench's kubelet runs under a cgroup
+ * root of its own, and the bench waits until no other kubelet uses the runtime and no foreign pod is
+ * up (refusing after BENCH_QUIET_WAIT_S); a size during which one showed up anyway is flagged.
  *
  * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_STEADY_S (30),
  * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 15), BENCH_SETTLE_S (from the last pod running to the
