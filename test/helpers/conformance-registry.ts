@@ -82,7 +82,8 @@ export class TestRegistry {
 
   /**
    * Copies the image named `fromRef` in the layout `<stack images>/<layout>` to `<repo>:<tag>`, with
-   * its config's fields replaced by `overrides` (a new config blob, so a new image).
+   * its config's fields replaced by `overrides` and a label naming the copy (a new config blob, so
+   * a new image).
    */
   async push(
     layout: string,
@@ -101,12 +102,15 @@ export class TestRegistry {
     const manifest = JSON.parse((await blob(entry.digest)).toString('utf8')) as OciManifest;
 
     for (const layer of manifest.layers) await this.putBlob(repo, await blob(layer.digest));
-    let config = await blob(manifest.config.digest);
-    if (overrides) {
-      const parsed = JSON.parse(config.toString('utf8')) as { config?: Record<string, unknown> };
-      parsed.config = { ...(parsed.config ?? {}), ...overrides };
-      config = Buffer.from(JSON.stringify(parsed));
-    }
+    // Always a config of its own: an image with the stack's image ID would be one image to the
+    // runtime, and removing the test's copy (CRI RemoveImage works by ID) would remove the stack's.
+    const parsed = JSON.parse((await blob(manifest.config.digest)).toString('utf8')) as {
+      config?: Record<string, unknown> & { Labels?: Record<string, string> };
+    };
+    const labels = { ...(parsed.config?.Labels ?? {}), 'io.tskubelet.test.image': `${repo}:${tag}` };
+    const extraLabels = (overrides?.Labels ?? {}) as Record<string, string>;
+    parsed.config = { ...(parsed.config ?? {}), ...(overrides ?? {}), Labels: { ...labels, ...extraLabels } };
+    const config = Buffer.from(JSON.stringify(parsed));
     const configDigest = await this.putBlob(repo, config);
     const out: OciManifest = {
       ...manifest,
