@@ -16,6 +16,7 @@ import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
 import { ApiSource } from '../config/api-source.js';
 import { connectRuntime, type RuntimeConnection } from '../cri/connect-runtime.js';
+import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
 import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
@@ -26,6 +27,9 @@ import { logger, setVerbosity } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
+import type { Node } from '../nodestatus/types.js';
+import { ApiMirrorClient } from '../pod/mirror-client.js';
+import { MirrorPods } from '../pod/mirror-pods.js';
 import { PodWorkersImpl, type PodWorkers } from '../podworkers/pod-workers.js';
 import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
@@ -213,10 +217,40 @@ async function run(loaded: RunConfig): Promise<void> {
     sources.push(apiSource);
   }
   const statusManager = new LocalStatusManager({ clock, sink: cluster?.statusSink });
+  // Admission reads the node (upstream: getNodeAnyWay): the node informer's copy in cluster mode, and
+  // until it has one (or without an API server) the node this kubelet would register.
+  let initialNode: Node | undefined;
+  try {
+    initialNode = await readInitialNode(
+      {
+        nodeName,
+        config,
+        flags,
+        clock,
+        kubeletVersion: KUBELET_VERSION,
+        runtimeService: runtimeConnection.runtime,
+        imageService: runtimeConnection.images,
+        runtimeName: runtimeConnection.version.runtimeName,
+      },
+      stopController.signal,
+    );
+  } catch (err) {
+    log.error('Unable to construct v1.Node object for kubelet', { err: errorMessage(err) });
+  }
+  const apiNode = cluster ? () => cluster.nodeReflector.get(undefined, nodeName) : undefined;
+  const mirrorPods =
+    cluster && apiNode
+      ? new MirrorPods({
+          client: new ApiMirrorClient({ client: cluster.kubeClient, nodeName, getNode: apiNode }),
+          getNode: apiNode,
+        })
+      : undefined;
   const kl: Kubelet = new Kubelet({
     nodeName,
     rootDir: flags.rootDirectory,
-    maxPods: config.maxPods,
+    getNode: nodeAnyWay(apiNode, initialNode),
+    mirrorPods,
+    recorder: cluster?.recorder,
     clock,
     runtime,
     podConfig,

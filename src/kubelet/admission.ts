@@ -67,33 +67,6 @@ const LABEL_OS = 'kubernetes.io/os';
 /** runtime.GOOS: tskubelet runs on Linux only. */
 const NODE_OS = 'linux';
 
-/** The limits the kubelet passed before it passed the node. */
-export interface AdmitLimits {
-  maxPods: number;
-}
-
-/**
- * The check the sync loop made before it read the node: maxPods and the OS field only.
- * @deprecated Use canAdmitPod with the node; this goes once the sync loop passes it.
- */
-export function admitPod(pod: Pod, activePods: readonly Pod[], limits: AdmitLimits): AdmitResult {
-  if (limits.maxPods > 0 && activePods.length + 1 > limits.maxPods) {
-    return {
-      admit: false,
-      reason: AdmissionReason.OutOfPods,
-      message: `Node didn't have enough resource: pods, requested: 1, used: ${activePods.length}, capacity: ${limits.maxPods}`,
-    };
-  }
-  if (pod.spec.os !== undefined && pod.spec.os.name !== NODE_OS) {
-    return {
-      admit: false,
-      reason: AdmissionReason.PodOSNotSupported,
-      message: "Failed to admit pod as the OS field doesn't match node OS",
-    };
-  }
-  return { admit: true, preempt: [] };
-}
-
 // ---- the verdict -----------------------------------------------------------------------------------
 
 type FailureReason =

@@ -8,8 +8,9 @@ import path from 'node:path';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { ContainerManager } from '../cm/container-manager.js';
 import type { PodConfig } from '../config/pod-config.js';
-import { CONFIG_MIRROR_ANNOTATION, type PodSource, type PodUpdate } from '../config/types.js';
+import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
+import type { EventRecorder } from '../kuberuntime/event-recorder.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
@@ -17,6 +18,9 @@ import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import type { PodCache } from '../pleg/pod-cache.js';
+import type { Node } from '../nodestatus/types.js';
+import { isMirrorPod } from '../pod/mirror-client.js';
+import type { MirrorPods } from '../pod/mirror-pods.js';
 import { PodManager } from '../pod/pod-manager.js';
 import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
 import type { ProberManager, ProbeUpdate } from '../prober/prober-manager.js';
@@ -24,9 +28,11 @@ import type { WorkQueue } from '../podworkers/work-queue.js';
 import { pingCheck, logCheck, type HealthCheck } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
+import { getPodQOS } from '../status/qos-class.js';
 import { ReasonCache } from '../status/reason-cache.js';
+import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
 import type { StatusManager } from '../status/status-manager.js';
-import { admitPod, type AdmitResult } from './admission.js';
+import { canAdmitPod, PREEMPT_MESSAGE, PREEMPT_REASON, preemptedPodStatus } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 
 const log = logger('kubelet');
@@ -46,7 +52,15 @@ const SYNC_LOOP_STALL_MS = 2 * 60_000;
 export interface KubeletOptions {
   nodeName: string;
   rootDir: string;
-  maxPods: number;
+  /**
+   * The Node admission checks pods against (upstream: getNodeAnyWay): the API's copy in cluster mode,
+   * else the node this kubelet would register.
+   */
+  getNode: () => Node | undefined;
+  /** Cluster mode: the mirror pods of the static pods. */
+  mirrorPods?: MirrorPods;
+  /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
+  recorder?: EventRecorder;
   /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
   clock: Clock;
   runtime: Runtime;
@@ -82,6 +96,12 @@ export class Kubelet implements ServerHost {
   private readonly reasonCache = new ReasonCache();
   /** Pods whose last sync stopped at a back-off: they are looked at again on each tick until it runs out. */
   private readonly inBackoff = new Set<string>();
+  /**
+   * What the kubelet itself decided about the status of pods it stops (upstream: the kill's
+   * PodStatusFunc), laid over every status generated for them, so that a preempted pod stays
+   * Failed/Preempting even when its containers exit 0.
+   */
+  private readonly podStatusFns = new Map<string, (status: PodStatus) => PodStatus>();
   /** The sources the sync loop has received updates from (upstream: sourcesReady). */
   private readonly sourcesSeen = new Set<PodSource>();
   private readonly stopController = new AbortController();
@@ -168,10 +188,9 @@ export class Kubelet implements ServerHost {
   private handleConfigUpdate(update: PodUpdate): void {
     this.sourcesSeen.add(update.source);
     // Mirror pods are the API's view of static pods, never pods to run (upstream: handleMirrorPod).
-    const u = {
-      ...update,
-      pods: update.pods.filter((p) => p.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION] === undefined),
-    };
+    const mirrors = update.pods.filter(isMirrorPod);
+    if (mirrors.length > 0) this.handleMirrorPods(update.op, mirrors);
+    const u = { ...update, pods: update.pods.filter((p) => !isMirrorPod(p)) };
     log.v(2, 'SyncLoop', { op: u.op, source: u.source, pods: u.pods.map(podRef) });
     switch (u.op) {
       case 'ADD':
@@ -244,17 +263,15 @@ export class Kubelet implements ServerHost {
       const known = this.podManager.getPodByUid(uid) !== undefined;
       this.podManager.addPod(pod);
       if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
-        // Only pods that are not already running can be refused (upstream: canAdmitPod).
-        const active = this.podManager
-          .getPods()
-          .filter(
-            (p) => p.metadata.uid !== uid && !this.podWorkers.isPodKnownTerminated(p.metadata.uid ?? ''),
-          );
-        const verdict: AdmitResult = admitPod(pod, active, { maxPods: this.opts.maxPods });
+        // Only pods that are not already running can be refused (upstream: canAdmitPod), and only the
+        // admitted pods that still hold resources count against it (upstream: filterOutInactivePods).
+        const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
+        const verdict = canAdmitPod(pod, active, this.opts.getNode());
         if (!verdict.admit) {
           this.rejectPod(pod, verdict.reason, verdict.message);
           continue;
         }
+        for (const victim of verdict.preempt) this.preemptPod(victim, pod);
       }
       this.dispatchWork(pod, 'create');
     }
@@ -279,20 +296,54 @@ export class Kubelet implements ServerHost {
     for (const pod of pods) this.podManager.updatePod(pod);
   }
 
+  /** A mirror pod came, changed or went: its static pod syncs, which puts the mirror pod right. */
+  private handleMirrorPods(op: PodOperation, mirrors: Pod[]): void {
+    const mirrorPods = this.opts.mirrorPods;
+    if (!mirrorPods) return;
+    for (const fullName of mirrorPods.apply(op, mirrors)) {
+      const staticPod = this.podManager.getPodByFullName(fullName);
+      if (staticPod) this.dispatchWork(staticPod, 'update');
+    }
+  }
+
   private dispatchWork(pod: Pod, updateType: SyncPodType): void {
-    this.podWorkers.updatePod({ pod, updateType, startTimeMs: this.clock.now() });
+    const mirrorPod = this.opts.mirrorPods?.mirrorOf(pod);
+    this.podWorkers.updatePod({ pod, mirrorPod, updateType, startTimeMs: this.clock.now() });
   }
 
   /** A pod that may not run here: Failed with the reason, its containers never started (upstream: rejectPod). */
   private rejectPod(pod: Pod, reason: string, message: string): void {
     log.warn('Pod rejected at admission', { pod: podRef(pod), reason, message });
+    this.opts.recorder?.event(pod, '', 'Warning', reason, message);
     this.opts.statusManager.setPodStatus(pod, {
-      ...(pod.status ?? {}),
+      qosClass: getPodQOS(pod),
       phase: 'Failed',
       reason,
       message: `Pod was rejected: ${message}`,
     });
     this.podWorkers.updatePod({ pod, updateType: 'kill', startTimeMs: this.clock.now() });
+  }
+
+  /** Makes room for a critical pod: the victim fails as Preempting and is killed (upstream: CriticalPodAdmissionHandler). */
+  private preemptPod(victim: Pod, criticalPod: Pod): void {
+    log.info('Preempting pod to free up resources', {
+      pod: podRef(victim),
+      requestingPod: podRef(criticalPod),
+    });
+    this.opts.recorder?.event(victim, '', 'Warning', PREEMPT_REASON, PREEMPT_MESSAGE);
+    const uid = victim.metadata.uid ?? '';
+    const statusFn = (status: PodStatus) => preemptedPodStatus(status, rfc3339Seconds(this.clock.now()));
+    this.podStatusFns.set(uid, statusFn);
+    this.opts.statusManager.setPodStatus(
+      victim,
+      statusFn(this.opts.statusManager.getPodStatus(uid) ?? victim.status ?? {}),
+    );
+    this.podWorkers.updatePod({
+      pod: victim,
+      updateType: 'kill',
+      killPodOptions: { evict: true },
+      startTimeMs: this.clock.now(),
+    });
   }
 
   // ---- the workers' callbacks (upstream: SyncPod, SyncTerminatingPod, SyncTerminatedPod) -----------
@@ -312,6 +363,8 @@ export class Kubelet implements ServerHost {
       log.v(2, 'Pod is terminal, not syncing', { pod: podRef(pod), phase: apiStatus.phase, updateType });
       return { isTerminal: true };
     }
+    // A static pod shows in the API as its mirror pod (upstream: syncPod, before the data dirs).
+    await this.opts.mirrorPods?.reconcile(pod, signal);
     await this.makePodDataDirs(uid);
     // The pod cgroup holds the pod-level limits; containerd puts the sandbox and containers in it.
     if (!this.podWorkers.isPodTerminationRequested(uid))
@@ -399,7 +452,7 @@ export class Kubelet implements ServerHost {
 
   private generateStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {
     const uid = pod.metadata.uid ?? '';
-    return generateAPIPodStatus({
+    const status = generateAPIPodStatus({
       pod,
       podStatus,
       oldPodStatus: this.opts.statusManager.getPodStatus(uid),
@@ -409,6 +462,8 @@ export class Kubelet implements ServerHost {
       probeResults: this.opts.prober?.statusProbeResults,
       hostIPs: this.opts.statusHostIPs,
     });
+    const statusFn = this.podStatusFns.get(uid);
+    return statusFn ? statusFn(status) : status;
   }
 
   /** Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. */
@@ -430,6 +485,8 @@ export class Kubelet implements ServerHost {
       const workers = this.podWorkers.syncKnownPods(desired);
       this.opts.statusManager.removeOrphanedStatuses(new Set(desired));
       this.opts.prober?.cleanupPods(desired);
+      const desiredUids = new Set(desired);
+      for (const uid of this.podStatusFns.keys()) if (!desiredUids.has(uid)) this.podStatusFns.delete(uid);
 
       // Pods the runtime runs that no worker knows: left over from before a restart, or removed while we were down.
       const runningPods = await this.runtime.getPods(false);
@@ -441,6 +498,12 @@ export class Kubelet implements ServerHost {
         });
         this.podWorkers.updatePod({ updateType: 'kill', runningPod: rp, startTimeMs: this.clock.now() });
       }
+      // A mirror pod whose static pod is gone goes once that pod has stopped.
+      await this.opts.mirrorPods?.deleteOrphaned(
+        (fullName) => this.podManager.getPodByFullName(fullName),
+        (fullName) => this.podWorkers.isPodForMirrorPodTerminatingByFullName(fullName),
+        this.stopController.signal,
+      );
 
       const now = this.clock.now();
       if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {

@@ -29,6 +29,10 @@ interface Node {
   kubelet: Kubelet;
   containerManager: FakeContainerManager;
   send: SourceChannel;
+  /** The API source's channel, when startNode was asked for one. */
+  sendApi: SourceChannel | undefined;
+  statusManager: LocalStatusManager;
+  events: { pod: string; type: string; reason: string; message: string }[];
   stop(): Promise<void>;
 }
 
@@ -58,7 +62,11 @@ function runtimeManager(fake: FakeRuntime, dir: string): KubeGenericRuntimeManag
 }
 
 /** A kubelet as main.ts wires it, with a fast PLEG so the test needs no long waits. */
-function startNode(fake: FakeRuntime, dir: string): Node {
+function startNode(
+  fake: FakeRuntime,
+  dir: string,
+  opts: { withApi?: boolean; allocatable?: Record<string, string> } = {},
+): Node {
   const clock = realClock;
   const runtime = runtimeManager(fake, dir);
   const containerManager = new FakeContainerManager();
@@ -67,17 +75,28 @@ function startNode(fake: FakeRuntime, dir: string): Node {
   const workQueue = new BasicWorkQueue(clock);
   const podConfig = new PodConfig({ clock });
   const send = podConfig.channel('file');
+  const sendApi = opts.withApi ? podConfig.channel('api') : undefined;
+  const statusManager = new LocalStatusManager({ clock });
+  const events: Node['events'] = [];
   const kubelet: Kubelet = new Kubelet({
     nodeName: 'node-a',
     rootDir: path.join(dir, 'root'),
-    maxPods: 2,
+    // Room for two pods (upstream: allocatable pods, from maxPods).
+    getNode: () => ({
+      metadata: { name: 'node-a', labels: { 'kubernetes.io/os': 'linux' } },
+      status: { allocatable: opts.allocatable ?? { cpu: '4', memory: '8Gi', pods: '2' } },
+    }),
+    recorder: {
+      event: (p, _fieldPath, type, reason, message) =>
+        events.push({ pod: p.metadata.name ?? '', type, reason, message }),
+    },
     clock,
     runtime,
     podConfig,
     podCache,
     pleg,
     workQueue,
-    statusManager: new LocalStatusManager({ clock }),
+    statusManager,
     containerManager,
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
@@ -87,7 +106,7 @@ function startNode(fake: FakeRuntime, dir: string): Node {
     await kubelet.stop();
   };
   cleanups.push(stop);
-  return { kubelet, containerManager, send, stop };
+  return { kubelet, containerManager, send, sendApi, statusManager, events, stop };
 }
 
 function pod(name: string, uid: string, script = 'sleep 3600'): Pod {
@@ -157,7 +176,7 @@ test('a pod from a source runs, shows Running in getPods, and stops when the sou
   );
 });
 
-test('a pod beyond maxPods is rejected as OutOfpods and never started', async () => {
+test('a static pod beyond maxPods, with no pod it may preempt, is rejected and never started', async () => {
   const dir = await tempDir();
   const fake = newFake();
   const node = startNode(fake, dir);
@@ -174,8 +193,79 @@ test('a pod beyond maxPods is rejected as OutOfpods and never started', async ()
     5000,
     20,
   );
-  assert.equal(rejected.status?.reason, 'OutOfpods');
+  // Static pods are critical: OutOfpods sends upstream looking for pods to preempt, and there are none.
+  assert.equal(rejected.status?.reason, 'UnexpectedAdmissionError');
+  assert.equal(
+    rejected.status?.message,
+    'Pod was rejected: Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: no set of running pods found to reclaim resources: [(res: pods, q: 1), ]',
+  );
   assert.equal(runningContainers(fake, 'uid-c').length, 0);
+});
+
+test('a static pod short of cpu preempts an API pod: Failed/Preempting with an event, and killed', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const node = startNode(fake, dir, { withApi: true, allocatable: { cpu: '1', memory: '8Gi', pods: '10' } });
+  const apiPod = pod('api-burstable', 'uid-api', 'sleep 3600');
+  apiPod.metadata.annotations = { 'kubernetes.io/config.source': 'api' };
+  apiPod.spec.containers[0]!.resources = { requests: { cpu: '800m' } };
+  node.sendApi!({ op: 'SET', pods: [apiPod] });
+  await waitFor('the API pod to run', () => runningContainers(fake, 'uid-api').length === 1, 5000, 20);
+
+  const staticPod = pod('static', 'uid-static');
+  staticPod.spec.containers[0]!.resources = { requests: { cpu: '500m' } };
+  node.send({ op: 'SET', pods: [staticPod] });
+  await waitFor('the static pod to run', () => runningContainers(fake, 'uid-static').length === 1, 5000, 20);
+  await waitFor(
+    'the API pod to be stopped',
+    () => runningContainers(fake, 'uid-api').length === 0,
+    10_000,
+    20,
+  );
+  const status = node.statusManager.getPodStatus('uid-api');
+  assert.equal(status?.phase, 'Failed');
+  assert.equal(status?.reason, 'Preempting');
+  assert.equal(status?.message, 'Preempted in order to admit critical pod');
+  assert.equal(status?.conditions?.find((c) => c.type === 'DisruptionTarget')?.status, 'True');
+  assert.deepEqual(node.events, [
+    {
+      pod: 'api-burstable',
+      type: 'Warning',
+      reason: 'Preempting',
+      message: 'Preempted in order to admit critical pod',
+    },
+  ]);
+});
+
+test('a pod that does not fit is rejected with an event; the pods that fit run on', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const node = startNode(fake, dir, { withApi: true, allocatable: { cpu: '1', memory: '8Gi', pods: '10' } });
+  const fits = pod('fits', 'uid-fits');
+  fits.metadata.annotations = { 'kubernetes.io/config.source': 'api' };
+  fits.spec.containers[0]!.resources = { requests: { cpu: '600m' } };
+  node.sendApi!({ op: 'SET', pods: [fits] });
+  await waitFor('fits to run', () => runningContainers(fake, 'uid-fits').length === 1, 5000, 20);
+  const [running] = runningContainers(fake, 'uid-fits');
+
+  const big = pod('big', 'uid-big');
+  big.metadata.annotations = { 'kubernetes.io/config.source': 'api' };
+  big.spec.containers[0]!.resources = { requests: { cpu: '600m' } };
+  node.sendApi!({ op: 'SET', pods: [fits, big] });
+  const message = "Node didn't have enough resource: cpu, requested: 600, used: 600, capacity: 1000";
+  await waitFor(
+    'big to be rejected',
+    () => node.statusManager.getPodStatus('uid-big')?.phase === 'Failed',
+    5000,
+    20,
+  );
+  const status = node.statusManager.getPodStatus('uid-big');
+  assert.equal(status?.reason, 'OutOfcpu');
+  assert.equal(status?.message, `Pod was rejected: ${message}`);
+  assert.equal(status?.qosClass, 'Burstable');
+  assert.deepEqual(node.events, [{ pod: 'big', type: 'Warning', reason: 'OutOfcpu', message }]);
+  assert.equal(runningContainers(fake, 'uid-big').length, 0);
+  assert.deepEqual(runningContainers(fake, 'uid-fits'), [running]);
 });
 
 test('after a restart, wanted runtime pods are adopted and unwanted ones are stopped', async () => {
