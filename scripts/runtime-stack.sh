@@ -61,8 +61,9 @@ take_lock() {
 # ---------------------------------------------------------------------------------------------------
 # install
 
+# docker-registry serves the image pull tests (scripts/registry.sh runs it by hand; its own service stays off).
 PACKAGES=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2
-  util-linux mount tar gzip)
+  util-linux mount tar gzip docker-registry)
 
 cmd_install() {
   local missing=() p

@@ -20,6 +20,7 @@ import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
 import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
+import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
 import { mustSucceed } from '../k8s/api-status.js';
 import { realClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -44,6 +45,7 @@ import {
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
 import { LocalStatusManager } from '../status/status-manager.js';
+import { apiEnvSources } from './api-env-sources.js';
 import { createClusterClients } from './cluster-clients.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
@@ -184,6 +186,11 @@ async function run(loaded: RunConfig): Promise<void> {
     kubernetesVersion: KUBERNETES_VERSION,
     clock,
   });
+  // Refused at start, as upstream refuses to start with a sysctl it cannot allow.
+  const sysctlAllowlist = SysctlAllowlist.forNode(config.allowedUnsafeSysctls);
+  const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
+  // The node admission reads, set below; no container starts before it is.
+  let nodeAnyWayForDownwardAPI: () => Node | undefined = () => undefined;
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: runtimeConnection.runtime,
     imageService: runtimeConnection.images,
@@ -202,6 +209,21 @@ async function run(loaded: RunConfig): Promise<void> {
     podInfraContainerImage: flags.podInfraContainerImage,
     probeResults: prober.runtimeProbeResults,
     recorder: cluster?.recorder,
+    kubernetesVersion: KUBERNETES_VERSION,
+    seccompDefault: config.seccompDefault,
+    serializeImagePulls: config.serializeImagePulls,
+    maxParallelImagePulls: config.maxParallelImagePulls,
+    registryPullQPS: config.registryPullQPS,
+    registryBurst: config.registryBurst,
+    envSources: apiSources,
+    pullSecrets: apiSources,
+    // A container without limits sees the node's allocatable (upstream defaultPodLimitsForDownwardAPI).
+    nodeAllocatable: () => {
+      const a = nodeAnyWayForDownwardAPI()?.status?.allocatable;
+      return a?.cpu && a.memory
+        ? { cpu: a.cpu, memory: a.memory, 'ephemeral-storage': a['ephemeral-storage'] }
+        : undefined;
+    },
   });
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
   const workQueue = new BasicWorkQueue(clock);
@@ -245,12 +267,15 @@ async function run(loaded: RunConfig): Promise<void> {
           getNode: apiNode,
         })
       : undefined;
+  const getNode = nodeAnyWay(apiNode, initialNode);
+  nodeAnyWayForDownwardAPI = getNode;
   const kl: Kubelet = new Kubelet({
     nodeName,
     rootDir: flags.rootDirectory,
-    getNode: nodeAnyWay(apiNode, initialNode),
+    getNode,
     mirrorPods,
     recorder: cluster?.recorder,
+    sysctlAllowlist,
     clock,
     runtime,
     podConfig,

@@ -32,8 +32,10 @@ import { getPodQOS } from '../status/qos-class.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
 import type { StatusManager } from '../status/status-manager.js';
+import { ActiveDeadlineHandler } from './active-deadline.js';
 import { canAdmitPod, PREEMPT_MESSAGE, PREEMPT_REASON, preemptedPodStatus } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
+import { SysctlAllowlist } from './sysctl-allowlist.js';
 
 const log = logger('kubelet');
 
@@ -61,6 +63,8 @@ export interface KubeletOptions {
   mirrorPods?: MirrorPods;
   /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
   recorder?: EventRecorder;
+  /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
+  sysctlAllowlist?: SysctlAllowlist;
   /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
   clock: Clock;
   runtime: Runtime;
@@ -91,6 +95,9 @@ export class Kubelet implements ServerHost {
   private readonly opts: KubeletOptions;
   private readonly clock: Clock;
   private readonly runtime: Runtime;
+  private readonly sysctlAllowlist: SysctlAllowlist;
+  /** spec.activeDeadlineSeconds: a sync loop handler and a pod sync handler (upstream activeDeadlineHandler). */
+  private readonly activeDeadline: ActiveDeadlineHandler;
   private podWorkers!: PodWorkers;
   /** Why each container last failed to start, so the next status shows why it waits. */
   private readonly reasonCache = new ReasonCache();
@@ -118,6 +125,12 @@ export class Kubelet implements ServerHost {
     this.clock = opts.clock;
     this.runtime = opts.runtime;
     this.backoff = new Backoff(opts.clock, BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
+    this.sysctlAllowlist = opts.sysctlAllowlist ?? SysctlAllowlist.forNode([]);
+    this.activeDeadline = new ActiveDeadlineHandler(
+      opts.clock,
+      (uid) => opts.statusManager.getPodStatus(uid),
+      (pod, reason, message) => opts.recorder?.event(pod, '', 'Normal', reason, message),
+    );
   }
 
   /** Starts the sync loop; returns at once. */
@@ -231,6 +244,9 @@ export class Kubelet implements ServerHost {
     const due = new Set(this.opts.workQueue.getReady());
     for (const uid of this.inBackoff) due.add(uid);
     this.inBackoff.clear();
+    // Pods past their active deadline are synced now, to be failed (upstream getPodsToSync).
+    for (const pod of this.podManager.getPods())
+      if (this.activeDeadline.shouldSync(pod)) due.add(pod.metadata.uid ?? '');
     for (const uid of due) {
       const pod = this.podManager.getPodByUid(uid);
       if (pod) this.dispatchWork(pod, 'sync');
@@ -266,7 +282,9 @@ export class Kubelet implements ServerHost {
         // Only pods that are not already running can be refused (upstream: canAdmitPod), and only the
         // admitted pods that still hold resources count against it (upstream: filterOutInactivePods).
         const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
-        const verdict = canAdmitPod(pod, active, this.opts.getNode());
+        // Upstream's sysctl allowlist comes before the predicates among the admit handlers.
+        const sysctls = this.sysctlAllowlist.admit(pod);
+        const verdict = sysctls.admit ? canAdmitPod(pod, active, this.opts.getNode()) : sysctls;
         if (!verdict.admit) {
           this.rejectPod(pod, verdict.reason, verdict.message);
           continue;
@@ -462,6 +480,14 @@ export class Kubelet implements ServerHost {
       probeResults: this.opts.prober?.statusProbeResults,
       hostIPs: this.opts.statusHostIPs,
     });
+    // An internal module that wants the pod gone fails it (upstream: the PodSyncHandlers' ShouldEvict
+    // in generateAPIPodStatus), unless the API already shows it finished otherwise.
+    const apiPhase = pod.status?.phase;
+    if (apiPhase !== 'Succeeded' && apiPhase !== 'Failed') {
+      const evict = this.activeDeadline.shouldEvict(pod);
+      if (evict.evict)
+        Object.assign(status, { phase: 'Failed', reason: evict.reason, message: evict.message });
+    }
     const statusFn = this.podStatusFns.get(uid);
     return statusFn ? statusFn(status) : status;
   }
