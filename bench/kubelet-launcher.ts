@@ -4,9 +4,9 @@
  * tests' helper it keeps the kubelet's own defaults (verbosity, fileCheckFrequency): the bench
  * measures the kubelet a user runs, not one tuned for tests.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, type WriteStream } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -180,6 +180,20 @@ export class BenchKubelet {
   /** Stops the kubelet and removes its folder, unless keepDir (to read the log after a failure). */
   async dispose(keepDir = false): Promise<void> {
     await this.stop();
-    if (!keepDir) await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
+    if (keepDir) return;
+    // The kubelet makes its root dir a shared bind mount, and pods' volumes are mounts under it.
+    const table = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+    const prefix = `${await realpath(this.dir).catch(() => this.dir)}/`;
+    const points = table
+      .split('\n')
+      .map((line) => line.split(' ')[4] ?? '')
+      .filter((p) => p.startsWith(prefix))
+      .sort((a, b) => b.length - a.length);
+    for (const p of points) {
+      await new Promise<void>((resolve) =>
+        execFile('umount', ['-l', p], { timeout: 10_000 }, () => resolve()),
+      );
+    }
+    await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
   }
 }

@@ -46,6 +46,7 @@ import { startLocalServer, type LocalServer, type ServerHost } from '../server/l
 import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
+import { VolumeManagerImpl } from '../volume/volume-manager.js';
 import { createClusterClients } from './cluster-clients.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
@@ -100,7 +101,12 @@ async function run(loaded: RunConfig): Promise<void> {
   const clock = realClock;
   let runtimeConnection: RuntimeConnection | undefined;
   // Set once the runtime answers; the servers and the signal handler read it before then too.
-  const started: { kubelet?: Kubelet; clusterNode?: ClusterNode; containerManager?: ContainerManager } = {};
+  const started: {
+    kubelet?: Kubelet;
+    clusterNode?: ClusterNode;
+    containerManager?: ContainerManager;
+    volumeManager?: VolumeManagerImpl;
+  } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
 
@@ -145,6 +151,7 @@ async function run(loaded: RunConfig): Promise<void> {
       sources.forEach((s) => s.stop());
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
+      await started.volumeManager?.stop();
       started.containerManager?.stop();
       await cluster?.close();
       await Promise.all(servers.map((s) => s.close()));
@@ -191,6 +198,20 @@ async function run(loaded: RunConfig): Promise<void> {
   const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
   // The node admission reads, set below; no container starts before it is.
   let nodeAnyWayForDownwardAPI: () => Node | undefined = () => undefined;
+  // Volumes set up by an earlier run are read back from disk before any pod syncs.
+  const volumeManager = new VolumeManagerImpl({
+    rootDir: flags.rootDirectory,
+    nodeName,
+    clock,
+    client: cluster?.kubeClient,
+    recorder: cluster?.recorder,
+    nodeLabels: () => cluster?.nodeReflector.get(undefined, nodeName)?.metadata.labels,
+    hostIPs: ips,
+    // configMaps and secrets are re-read at most once per sync period, as a pod's periodic sync does upstream.
+    objectCacheTtlMs: config.syncFrequencyMs,
+  });
+  await volumeManager.start();
+  started.volumeManager = volumeManager;
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: runtimeConnection.runtime,
     imageService: runtimeConnection.images,
@@ -224,6 +245,7 @@ async function run(loaded: RunConfig): Promise<void> {
         ? { cpu: a.cpu, memory: a.memory, 'ephemeral-storage': a['ephemeral-storage'] }
         : undefined;
     },
+    volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
   });
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
   const workQueue = new BasicWorkQueue(clock);
@@ -287,6 +309,7 @@ async function run(loaded: RunConfig): Promise<void> {
     statusHostIPs: cluster ? ips : undefined,
     containerManager,
     prober,
+    volumeManager,
     podWorkers: (): PodWorkers =>
       new PodWorkersImpl({
         syncer: kl,

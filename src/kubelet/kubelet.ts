@@ -33,6 +33,7 @@ import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
 import type { StatusManager } from '../status/status-manager.js';
 import { ActiveDeadlineHandler } from './active-deadline.js';
+import type { VolumeManager } from '../volume/volume-manager.js';
 import { canAdmitPod, PREEMPT_MESSAGE, PREEMPT_REASON, preemptedPodStatus } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
@@ -84,6 +85,8 @@ export interface KubeletOptions {
   containerManager: ContainerManager;
   /** Liveness, readiness and startup probes; absent, containers are not probed. */
   prober?: ProberManager;
+  /** Sets up the pods' volumes before their containers start, and tears them down after. */
+  volumeManager?: VolumeManager;
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthCheck[];
 }
@@ -387,6 +390,9 @@ export class Kubelet implements ServerHost {
     // The pod cgroup holds the pod-level limits; containerd puts the sandbox and containers in it.
     if (!this.podWorkers.isPodTerminationRequested(uid))
       await this.opts.containerManager.ensurePodCgroup(pod);
+    // Volumes first (upstream: WaitForAttachAndMount); a failure ends this sync and the next one retries.
+    if (this.opts.volumeManager && !this.podWorkers.isPodTerminationRequested(uid))
+      await this.opts.volumeManager.waitForAttachAndMount(pod, signal);
     // Upstream adds the probes here, so an updated spec's new probes start too.
     this.opts.prober?.addPod(pod);
     const result = await this.runtime.syncPod(pod, podStatus, this.backoff, signal);
@@ -456,6 +462,8 @@ export class Kubelet implements ServerHost {
     signal.throwIfAborted();
     const uid = pod.metadata.uid ?? '';
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, true));
+    // The containers are gone: their volumes go too (upstream: WaitForUnmount); a failure is retried.
+    await this.opts.volumeManager?.unmountAndCleanup(uid, signal);
     this.opts.statusManager.terminatePod(pod);
     this.opts.prober?.removePod(pod);
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
@@ -529,6 +537,12 @@ export class Kubelet implements ServerHost {
         (fullName) => this.podManager.getPodByFullName(fullName),
         (fullName) => this.podWorkers.isPodForMirrorPodTerminatingByFullName(fullName),
         this.stopController.signal,
+      );
+
+      // Folders of pods that are gone and cannot be running (upstream: cleanupOrphanedPodDirs).
+      const keep = new Set([...desired, ...runningPods.map((rp) => rp.uid)]);
+      await this.opts.volumeManager?.cleanupOrphanedPodDirs(
+        (uid) => keep.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
       );
 
       const now = this.clock.now();

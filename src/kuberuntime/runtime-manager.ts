@@ -126,8 +126,8 @@ export interface KubeGenericRuntimeManagerOptions {
   registryBurst?: number;
   /** Liveness and startup verdicts from the prober. */
   probeResults?: ProbeResults;
-  /** The container's volume mounts, from the volume manager. */
-  volumeMounts?: (pod: Pod, container: Container) => Mount[] | Promise<Mount[]>;
+  /** The container's volume mounts, from the volume manager (podIPs: for subPathExpr's env). */
+  volumeMounts?: (pod: Pod, container: Container, podIPs: string[]) => Mount[] | Promise<Mount[]>;
   /** True once the pod is being deleted: a sandbox that then fails to start is not an error. */
   isPodTerminationRequested?: (uid: string) => boolean;
   /** Image pull back-off; default 10 s doubling to 300 s. */
@@ -689,7 +689,7 @@ export class KubeGenericRuntimeManager implements Runtime {
 
   /** The volume manager's mounts, then the kubelet-managed /etc/hosts. */
   private async containerMounts(pod: Pod, container: Container, podIPs: string[]): Promise<Mount[]> {
-    const mounts = this.opts.volumeMounts ? [...(await this.opts.volumeMounts(pod, container))] : [];
+    const mounts = this.opts.volumeMounts ? [...(await this.opts.volumeMounts(pod, container, podIPs))] : [];
     if (shouldMountHostsFile(container, podIPs)) {
       const { hostname, hostDomain } = generatePodHostNameAndDomain(pod, this.opts.clusterDomain ?? '');
       mounts.push(

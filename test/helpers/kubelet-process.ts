@@ -2,9 +2,9 @@
  * Runs the built kubelet (bin/tskubelet → dist/) as a child process for integration tests,
  * each with its own manifest folder, root dir, log dir and ports under a temporary folder.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, type WriteStream } from 'node:fs';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -149,6 +149,26 @@ export class KubeletProcess {
   async dispose(): Promise<void> {
     await this.stop('SIGKILL');
     this.logStream?.end();
+    await this.unmountLeftovers();
     await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+
+  /**
+   * A killed kubelet leaves its pods' mounts behind (the tmpfs of secrets and tokens, subPath binds):
+   * unmount everything under its folder, deepest first, lazily so a mount still busy does not stay.
+   */
+  private async unmountLeftovers(): Promise<void> {
+    const table = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+    const prefix = `${await realpath(this.dir).catch(() => this.dir)}/`;
+    const points = table
+      .split('\n')
+      .map((line) => line.split(' ')[4] ?? '')
+      .filter((p) => p.startsWith(prefix))
+      .sort((a, b) => b.length - a.length);
+    for (const p of points) {
+      await new Promise<void>((resolve) =>
+        execFile('umount', ['-l', p], { timeout: 10_000 }, () => resolve()),
+      );
+    }
   }
 }
