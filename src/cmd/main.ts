@@ -16,6 +16,7 @@ import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
 import { ApiSource } from '../config/api-source.js';
 import { connectRuntime, type RuntimeConnection } from '../cri/connect-runtime.js';
+import { instrumentCri } from '../cri/instrumented-runtime.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
@@ -180,6 +181,15 @@ async function run(loaded: RunConfig): Promise<void> {
     throw err;
   }
 
+  // Every CRI call the kubelet makes is counted and timed (kubelet_runtime_operations_*).
+  const kubeletMetrics = new MetricsRegistry();
+  const criRuntime = instrumentCri(runtimeConnection.runtime, kubeletMetrics);
+  const criImages = instrumentCri(runtimeConnection.images, kubeletMetrics);
+  const relistDuration = kubeletMetrics.histogram(
+    'kubelet_pleg_relist_duration_seconds',
+    '[ALPHA] Duration in seconds for relisting pods in PLEG.',
+  );
+
   // Upstream makes these at start: the pod log folder and the legacy /var/log/containers symlink folder.
   await mkdir(config.podLogsDir, { recursive: true });
   await mkdir(LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
@@ -188,7 +198,7 @@ async function run(loaded: RunConfig): Promise<void> {
   started.containerManager = containerManager;
   const podCache = new InMemoryPodCache();
   const prober = new ProberManager({
-    runtimeService: runtimeConnection.runtime,
+    runtimeService: criRuntime,
     getContainerStatus: podCacheContainerStatus(podCache),
     kubernetesVersion: KUBERNETES_VERSION,
     clock,
@@ -213,8 +223,8 @@ async function run(loaded: RunConfig): Promise<void> {
   await volumeManager.start();
   started.volumeManager = volumeManager;
   const runtime = new KubeGenericRuntimeManager({
-    runtimeService: runtimeConnection.runtime,
-    imageService: runtimeConnection.images,
+    runtimeService: criRuntime,
+    imageService: criImages,
     runtimeName: runtimeConnection.version.runtimeName,
     clock,
     rootDir: flags.rootDirectory,
@@ -247,7 +257,12 @@ async function run(loaded: RunConfig): Promise<void> {
     },
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
   });
-  const pleg = new GenericPLEG({ runtime, cache: podCache, clock });
+  const pleg = new GenericPLEG({
+    runtime,
+    cache: podCache,
+    clock,
+    onRelist: (ms) => relistDuration.observe(undefined, ms / 1000),
+  });
   const workQueue = new BasicWorkQueue(clock);
   const podConfig = new PodConfig({ clock });
   if (cluster) {
@@ -272,8 +287,8 @@ async function run(loaded: RunConfig): Promise<void> {
         flags,
         clock,
         kubeletVersion: KUBELET_VERSION,
-        runtimeService: runtimeConnection.runtime,
-        imageService: runtimeConnection.images,
+        runtimeService: criRuntime,
+        imageService: criImages,
         runtimeName: runtimeConnection.version.runtimeName,
       },
       stopController.signal,
@@ -361,8 +376,8 @@ async function run(loaded: RunConfig): Promise<void> {
       recorder: cluster.recorder,
       nodeLister: () => cluster.nodeReflector.get(undefined, nodeName),
       kubeletVersion: KUBELET_VERSION,
-      runtimeService: runtimeConnection.runtime,
-      imageService: runtimeConnection.images,
+      runtimeService: criRuntime,
+      imageService: criImages,
       runtimeName: runtimeConnection.version.runtimeName,
       plegHealth: () => pleg.healthy(),
       onRepeatedHeartbeatFailure: () => heartbeatClient.close(),
@@ -379,11 +394,10 @@ async function run(loaded: RunConfig): Promise<void> {
       { ...snapshot, samples: snapshot.samples.map((s) => ({ labels: { ...s.labels }, value: s.value })) },
     ];
   });
-  const kubeletMetrics = new MetricsRegistry();
-  addRuntimeStateMetrics(kubeletMetrics, runtimeConnection.runtime, config.runtimeRequestTimeoutMs);
+  addRuntimeStateMetrics(kubeletMetrics, criRuntime, config.runtimeRequestTimeoutMs);
   const apiHost: KubeletServerHost = {
     ...host,
-    runtime: runtimeConnection.runtime,
+    runtime: criRuntime,
     metrics: kubeletMetrics,
     probeMetrics,
     configz: () => config,

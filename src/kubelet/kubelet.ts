@@ -14,6 +14,7 @@ import type { EventRecorder } from '../kuberuntime/event-recorder.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
+import type { Histogram, MetricsRegistry } from '../lib/metrics.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
@@ -87,6 +88,8 @@ export interface KubeletOptions {
   prober?: ProberManager;
   /** Sets up the pods' volumes before their containers start, and tears them down after. */
   volumeManager?: VolumeManager;
+  /** Where kubelet_pod_start_duration_seconds goes; absent, it is not measured. */
+  metrics?: MetricsRegistry;
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthCheck[];
 }
@@ -115,6 +118,9 @@ export class Kubelet implements ServerHost {
   /** The sources the sync loop has received updates from (upstream: sourcesReady). */
   private readonly sourcesSeen = new Set<PodSource>();
   private readonly stopController = new AbortController();
+  /** When this kubelet first saw each pod, until the pod runs (kubelet_pod_start_duration_seconds). */
+  private readonly firstSeenMs = new Map<string, number>();
+  private readonly podStartDuration: Histogram | undefined;
   private readonly timers: TimerHandle[] = [];
   private readonly unsubscribers: (() => void)[] = [];
   private plegLoop: Promise<void> | undefined;
@@ -128,6 +134,15 @@ export class Kubelet implements ServerHost {
     this.clock = opts.clock;
     this.runtime = opts.runtime;
     this.backoff = new Backoff(opts.clock, BACKOFF_INITIAL_MS, BACKOFF_MAX_MS);
+    this.podStartDuration = opts.metrics?.histogram(
+      'kubelet_pod_start_duration_seconds',
+      '[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run',
+      [],
+      [
+        0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800,
+        2700, 3600,
+      ],
+    );
     this.sysctlAllowlist = opts.sysctlAllowlist ?? SysctlAllowlist.forNode([]);
     this.activeDeadline = new ActiveDeadlineHandler(
       opts.clock,
@@ -280,6 +295,7 @@ export class Kubelet implements ServerHost {
     for (const pod of sorted) {
       const uid = pod.metadata.uid ?? '';
       const known = this.podManager.getPodByUid(uid) !== undefined;
+      if (!known && !this.firstSeenMs.has(uid)) this.firstSeenMs.set(uid, this.clock.now());
       this.podManager.addPod(pod);
       if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
         // Only pods that are not already running can be refused (upstream: canAdmitPod), and only the
@@ -379,6 +395,7 @@ export class Kubelet implements ServerHost {
     const uid = pod.metadata.uid ?? '';
     const apiStatus = this.generateStatus(pod, podStatus, false);
     this.opts.statusManager.setPodStatus(pod, apiStatus);
+    this.observePodStart(uid, apiStatus);
     // A pod whose restart policy has run its course is finished: the worker moves it on to terminating.
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') {
       log.v(2, 'Pod is terminal, not syncing', { pod: podRef(pod), phase: apiStatus.phase, updateType });
@@ -469,11 +486,20 @@ export class Kubelet implements ServerHost {
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
       this.reasonCache.remove(uid, c.name);
     this.inBackoff.delete(uid);
+    this.firstSeenMs.delete(uid);
     // A cgroup that still has processes is left for housekeeping to retry.
     if (!(await this.opts.containerManager.removePodCgroup(uid))) {
       log.v(2, 'Pod cgroup is still busy; housekeeping will retry', { pod: podRef(pod) });
     }
     log.v(2, 'Pod is terminated', { pod: podRef(pod) });
+  }
+
+  /** Once per pod, the time from first sight to Running (upstream observes it in syncPod too). */
+  private observePodStart(uid: string, status: PodStatus): void {
+    const seenMs = this.firstSeenMs.get(uid);
+    if (seenMs === undefined || status.phase !== 'Running') return;
+    this.firstSeenMs.delete(uid);
+    this.podStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
   }
 
   private generateStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {

@@ -67,6 +67,8 @@ export interface GenericPlegOptions {
   relistPeriodMs?: number;
   relistThresholdMs?: number;
   eventChannelCapacity?: number;
+  /** Told each relist's duration, for kubelet_pleg_relist_duration_seconds. */
+  onRelist?: (durationMs: number) => void;
 }
 
 /** A container's state as the PLEG compares it (upstream: plegContainerState). */
@@ -147,6 +149,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private readonly clock: Clock;
   private readonly relistPeriodMs: number;
   private readonly relistThresholdMs: number;
+  private readonly onRelist: ((durationMs: number) => void) | undefined;
 
   private readonly records = new Map<string, PodRecord>();
   /** Pods whose cache update failed: looked at again on the next relist even without events. */
@@ -168,6 +171,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.relistPeriodMs = opts.relistPeriodMs ?? DEFAULT_RELIST_PERIOD_MS;
     this.relistThresholdMs = opts.relistThresholdMs ?? DEFAULT_RELIST_THRESHOLD_MS;
     this.events = new BoundedChannel(opts.eventChannelCapacity ?? DEFAULT_EVENT_CHANNEL_CAPACITY);
+    this.onRelist = opts.onRelist;
   }
 
   /** Relists now, then relistPeriodMs after each relist ends (so relists never overlap). */
@@ -235,6 +239,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
       log.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(err) });
     } finally {
       this.counters.lastRelistDurationMs = this.clock.now() - startMs;
+      this.onRelist?.(this.counters.lastRelistDurationMs);
     }
   }
 

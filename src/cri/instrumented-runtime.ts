@@ -1,0 +1,79 @@
+/**
+ * The kubelet's runtime operation metrics (upstream: kuberuntime instrumented_services.go):
+ * kubelet_runtime_operations_total, kubelet_runtime_operations_errors_total and
+ * kubelet_runtime_operations_duration_seconds, by operation_type, for every CRI call.
+ */
+import type { MetricsRegistry } from '../lib/metrics.js';
+import type { ImageService, RuntimeService } from './types.js';
+
+/** Upstream's operation_type values are the CRI method names in snake_case (`list_podsandbox`, `start_container`, …). */
+const OPERATION_NAMES: Record<string, string> = {
+  version: 'version',
+  runPodSandbox: 'run_podsandbox',
+  stopPodSandbox: 'stop_podsandbox',
+  removePodSandbox: 'remove_podsandbox',
+  podSandboxStatus: 'podsandbox_status',
+  listPodSandbox: 'list_podsandbox',
+  createContainer: 'create_container',
+  startContainer: 'start_container',
+  stopContainer: 'stop_container',
+  removeContainer: 'remove_container',
+  listContainers: 'list_containers',
+  containerStatus: 'container_status',
+  updateContainerResources: 'update_container',
+  reopenContainerLog: 'reopen_container_log',
+  execSync: 'exec_sync',
+  exec: 'exec',
+  attach: 'attach',
+  portForward: 'port_forward',
+  containerStats: 'container_stats',
+  listContainerStats: 'list_container_stats',
+  status: 'status',
+  listImages: 'list_images',
+  imageStatus: 'image_status',
+  pullImage: 'pull_image',
+  removeImage: 'remove_image',
+  imageFsInfo: 'image_fs_info',
+};
+
+/** Wraps service so that each CRI method call is counted and timed in registry. */
+export function instrumentCri<T extends RuntimeService | ImageService>(
+  service: T,
+  registry: MetricsRegistry,
+): T {
+  const total = registry.counter(
+    'kubelet_runtime_operations_total',
+    '[ALPHA] Cumulative number of runtime operations by operation type.',
+    ['operation_type'],
+  );
+  const errors = registry.counter(
+    'kubelet_runtime_operations_errors_total',
+    '[ALPHA] Cumulative number of runtime operation errors by operation type.',
+    ['operation_type'],
+  );
+  const duration = registry.histogram(
+    'kubelet_runtime_operations_duration_seconds',
+    '[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.',
+    ['operation_type'],
+  );
+  return new Proxy(service, {
+    get(target, prop, receiver) {
+      const value: unknown = Reflect.get(target, prop, receiver);
+      const operation = typeof prop === 'string' ? OPERATION_NAMES[prop] : undefined;
+      if (typeof value !== 'function' || operation === undefined) return value;
+      return async (...args: unknown[]) => {
+        const labels = { operation_type: operation };
+        const startMs = performance.now();
+        total.inc(labels);
+        try {
+          return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+        } catch (err) {
+          errors.inc(labels);
+          throw err;
+        } finally {
+          duration.observe(labels, (performance.now() - startMs) / 1000);
+        }
+      };
+    },
+  });
+}
