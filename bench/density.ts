@@ -23,7 +23,7 @@
  * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_STEADY_S (30),
  * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 15), BENCH_SETTLE_S (from the last pod running to the
  * steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
- * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 5), BENCH_QUICK=1 (windows of 5 s,
+ * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 8), BENCH_QUICK=1 (windows of 5 s,
  * 3 rounds).
  */
 import { randomUUID } from 'node:crypto';
@@ -86,7 +86,7 @@ function settings(): Settings {
     pollMs: envNumber('BENCH_POLL_MS', 100),
     quietWaitMs: envNumber('BENCH_QUIET_WAIT_S', 120) * 1000,
     settleMs: envNumber('BENCH_SETTLE_S', 5) * 1000,
-    singleRounds: Math.max(1, envNumber('BENCH_SINGLE_ROUNDS', quick ? 3 : 5)),
+    singleRounds: Math.max(1, envNumber('BENCH_SINGLE_ROUNDS', quick ? 3 : 8)),
   };
 }
 
@@ -603,7 +603,7 @@ async function kubeletRun(
       phase(`n=${n}: deleting the manifests`);
       stopsMs.push(await stopRound(conn, kubelet, names, s.pollMs));
       // Quiet between rounds, so that one round's clean-up is not the next one's load.
-      if (r < rounds - 1) await sleep(1500);
+      if (r < rounds - 1) await sleep(500);
     }
     failed = false;
     return {
