@@ -21,7 +21,7 @@
  * up (refusing after BENCH_QUIET_WAIT_S); a size during which one showed up anyway is flagged.
  *
  * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_STEADY_S (30),
- * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 15), BENCH_SETTLE_S (from the last pod running to the
+ * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 10), BENCH_SETTLE_S (from the last pod running to the
  * steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
  * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 8), BENCH_QUICK=1 (windows of 5 s,
  * 3 rounds).
@@ -81,7 +81,7 @@ function settings(): Settings {
     endpoint: process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock',
     sizes: (process.env.BENCH_DENSITY_SIZES ?? '1,30,100').split(',').map((s) => Number(s.trim())),
     steadyMs: steadyS * 1000,
-    steadyLargeMs: envNumber('BENCH_STEADY_LARGE_S', Math.min(steadyS, quick ? 5 : 15)) * 1000,
+    steadyLargeMs: envNumber('BENCH_STEADY_LARGE_S', Math.min(steadyS, quick ? 5 : 10)) * 1000,
     idleMs: envNumber('BENCH_IDLE_S', quick ? 5 : 10) * 1000,
     pollMs: envNumber('BENCH_POLL_MS', 100),
     quietWaitMs: envNumber('BENCH_QUIET_WAIT_S', 120) * 1000,
