@@ -4,24 +4,30 @@
  * LocalStatusManager.setPodStatus (copy, monotonic checks, de-duplication, versioning, hand-off to
  * the sink). The sink only counts what reaches it.
  *
- * What it does not cover: the patch to the API server. No status sink that patches pods/status
- * exists yet (cluster mode is not built), so the figure stops at the sink; once one exists, this
- * bench should drive it against the test API server under test/apiserver/ as well.
- *
- * Two shapes, with 100 and 1,000 pods updated round-robin:
+ * Two in-process shapes, with 100 and 1,000 pods updated round-robin:
  *  - unchanged: the runtime reports the same state each time (a resync of quiet pods): the update is
  *    recognised as a duplicate and dropped;
  *  - changed: the container restarted since the last sync (new container ID, restart count, last
  *    state): a new version reaches the sink every time.
+ * And one through to an API server (`api`): the same changed updates, with ApiStatusSink as the
+ * sink (a GET and a strategic merge PATCH of pods/status per pod sync, 4 pods at a time) over HTTP
+ * to the test API server of test/apiserver/ on loopback, in this same process (so its CPU is in the
+ * figure too). Each round changes every pod's status once and waits until the API has them all;
+ * the client is not rate limited here, while a kubelet's is (kubeAPIQPS 50, burst 100, so about 25
+ * pod status syncs per second once the burst is spent).
  *
- * Env: BENCH_STATUS_SIZES (default "100,1000"), BENCH_STATUS_MS (time per shape, default 2000).
+ * Env: BENCH_STATUS_SIZES (default "100,1000"), BENCH_STATUS_MS (time per shape, default 2000),
+ * BENCH_STATUS_API=0 to leave out the API shape.
  */
 import { performance } from 'node:perf_hooks';
 import type { Pod, PodStatus } from '../src/api/core-v1.js';
+import { RestClient } from '../src/k8s/rest-client.js';
 import type { KubeContainerStatus, KubePodStatus } from '../src/kuberuntime/types.js';
 import { realClock } from '../src/lib/clock.js';
+import { ApiStatusSink } from '../src/status/api-status-sink.js';
 import { generateAPIPodStatus } from '../src/status/generate-api-pod-status.js';
 import { LocalStatusManager } from '../src/status/status-manager.js';
+import { startTestApiServer } from '../test/apiserver/test-api-server.js';
 import { emit, envNumber, quickMode, say } from './report.js';
 
 const BENCH = 'status';
@@ -163,6 +169,67 @@ function runShape(pods: number, changed: boolean, durationMs: number): Run {
   return { updates, delivered, wallMs, cpuMs: (cpu.user + cpu.system) / 1000 };
 }
 
+/** Changed statuses through ApiStatusSink to the test API server, in rounds of one update per pod. */
+async function runApiShape(pods: number, durationMs: number): Promise<Run & { patches: number }> {
+  const server = await startTestApiServer({ nodeName: 'bench-node', plainHttp: true });
+  const client = new RestClient({
+    config: { server: server.url, token: server.tokenFor(server.nodeUser) },
+    qps: -1,
+  });
+  const sink = new ApiStatusSink({ client });
+  try {
+    let delivered = 0;
+    const manager = new LocalStatusManager({
+      clock: realClock,
+      sink: {
+        podStatusChanged: (update) => {
+          delivered++;
+          sink.podStatusChanged(update);
+        },
+      },
+    });
+    // Pods as the scheduler leaves them in the API: created, then bound to this node.
+    server.store.create('namespaces', { metadata: { name: 'bench' } });
+    const podList: Pod[] = [];
+    for (let i = 0; i < pods; i++) {
+      const { nodeName: _unbound, ...spec } = benchPod(i).spec;
+      server.store.create('pods', { metadata: { name: `status-${i}`, namespace: 'bench' }, spec });
+      podList.push(server.store.bindPod(`status-${i}`, 'bench', 'bench-node') as unknown as Pod);
+    }
+    const baseMs = realClock.now() - 3_600_000;
+    const attempts = new Array<number>(pods).fill(0);
+    podList.forEach((pod) => syncStatus(manager, pod, runtimeStatus(pod, 0, baseMs)));
+    await sink.idle();
+    const patches0 = server.requests.filter((r) => r.verb === 'patch').length;
+    delivered = 0;
+
+    let updates = 0;
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    let wallMs = 0;
+    while (wallMs < durationMs) {
+      podList.forEach((pod, i) => syncStatus(manager, pod, runtimeStatus(pod, ++attempts[i]!, baseMs)));
+      updates += pods;
+      await sink.idle();
+      wallMs = performance.now() - t0;
+    }
+    const cpu = process.cpuUsage(cpu0);
+    const patches = server.requests.filter((r) => r.verb === 'patch').length - patches0;
+    // Every round's newest status must be what the API holds now.
+    const last = server.store.tryGet('pods', 'status-0', 'bench') as unknown as Pod | undefined;
+    if (last?.status?.containerStatuses?.[0]?.restartCount !== attempts[0]) {
+      throw new Error(
+        `the API has restartCount ${last?.status?.containerStatuses?.[0]?.restartCount} for status-0, not ${attempts[0]}`,
+      );
+    }
+    return { updates, delivered, wallMs, cpuMs: (cpu.user + cpu.system) / 1000, patches };
+  } finally {
+    await sink.stop();
+    client.close();
+    await server.stop();
+  }
+}
+
 function report(pods: number, shape: string, run: Run): void {
   const perSecond = (run.updates / run.wallMs) * 1000;
   emit({
@@ -184,11 +251,12 @@ function report(pods: number, shape: string, run: Run): void {
   );
 }
 
-function main(): void {
+async function main(): Promise<void> {
   const sizes = (process.env.BENCH_STATUS_SIZES ?? '100,1000').split(',').map((s) => Number(s.trim()));
   const durationMs = envNumber('BENCH_STATUS_MS', quickMode() ? 1000 : 2000);
+  const withApi = process.env.BENCH_STATUS_API !== '0';
   say(
-    `status: ${sizes.join(', ')} pods, ${durationMs} ms per shape, in process (no API server sink exists yet)`,
+    `status: ${sizes.join(', ')} pods, ${durationMs} ms per shape${withApi ? ', then through the test API server' : ''}`,
   );
   // A short warm-up so the first shape is not the one that pays for the JIT.
   runShape(10, true, Math.min(500, durationMs));
@@ -203,11 +271,31 @@ function main(): void {
     }
     report(pods, 'changed', changed);
   }
+  if (!withApi) return;
+  for (const pods of sizes) {
+    const api = await runApiShape(pods, durationMs);
+    const perSecond = (api.updates / api.wallMs) * 1000;
+    emit({
+      bench: BENCH,
+      n: pods,
+      metric: 'api_updates_per_s',
+      value: perSecond,
+      note:
+        'changed statuses through ApiStatusSink (GET + strategic merge PATCH) to the in-process test API ' +
+        `server over loopback HTTP, unthrottled client; ${api.updates} updates, ${api.patches} PATCHes`,
+    });
+    emit({
+      bench: BENCH,
+      n: pods,
+      metric: 'api_cpu_us_per_update',
+      value: (api.cpuMs * 1000) / api.updates,
+      note: 'kubelet side and test API server together',
+    });
+    say(`status n=${pods} api: ${Math.round(perSecond)} updates/s reached the API (${api.patches} PATCHes)`);
+  }
 }
 
-try {
-  main();
-} catch (err) {
+main().catch((err: unknown) => {
   say(`status bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   process.exit(1);
-}
+});
