@@ -115,7 +115,8 @@ export function getPodDNS(pod: Pod, opts: PodDNSOptions): DNSConfig {
       const message =
         'kubelet does not have ClusterDNS IP configured and cannot create Pod using "ClusterFirst" policy. ' +
         'Falling back to "Default" policy.';
-      log.warn(message, { pod: formatPod(pod) });
+      // Upstream only records the event; a log line per pod per sync would drown the log.
+      log.v(4, message, { pod: formatPod(pod) });
       opts.recorder?.event(
         pod,
         '',
