@@ -27,9 +27,9 @@ export interface EventCorrelatorOptions {
 }
 
 export type CorrelateResult =
-  | { skip: true }
+  | { dropped: true }
   /** patch is set when the event updates an existing one (count > 1). */
-  | { skip: false; event: CoreEvent; patch: Record<string, unknown> | undefined };
+  | { dropped: false; event: CoreEvent; patch: Record<string, unknown> | undefined };
 
 /** A map that forgets its least recently used entry beyond maxEntries (upstream: k8s.io/utils/lru). */
 class Lru<V> {
@@ -163,8 +163,8 @@ export class EventCorrelator {
   correlate(newEvent: CoreEvent): CorrelateResult {
     const { event: aggregated, key } = this.aggregate(newEvent);
     const { event, patch } = this.observe(aggregated, key);
-    if (this.filtered(event)) return { skip: true };
-    return { skip: false, event, patch };
+    if (this.filtered(event)) return { dropped: true };
+    return { dropped: false, event, patch };
   }
 
   /** Records what the server returned (name, resourceVersion, count) for the next observation. */

@@ -170,7 +170,7 @@ export class ApiEventRecorder implements ObjectEventRecorder {
         this.log.info('Event queue drained, recording events again');
       }
       const result = this.correlator.correlate(next);
-      if (result.skip) continue;
+      if (result.dropped) continue;
       for (let tries = 0; ;) {
         if (await this.write(result.event, result.patch, signal)) break;
         if (++tries >= (this.opts.maxTriesPerEvent ?? MAX_TRIES_PER_EVENT)) {
