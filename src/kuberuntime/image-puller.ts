@@ -12,6 +12,7 @@ import { logger } from '../lib/log.js';
 import { containerFieldPath, EventReason, type EventRecorder, type EventType } from './event-recorder.js';
 import { makeDockerKeyring, repositoryToPull, type PullSecret } from './docker-keyring.js';
 import { formatGoDuration } from './format.js';
+import { goRpcErrorText } from '../lib/grpc-status-text.js';
 
 const log = logger('kuberuntime');
 
@@ -85,26 +86,6 @@ function shouldPullImage(policy: PullPolicy, present: boolean): boolean {
   return policy === 'Always' || !present;
 }
 
-const GRPC_CODE_NAMES = [
-  'OK',
-  'Canceled',
-  'Unknown',
-  'InvalidArgument',
-  'DeadlineExceeded',
-  'NotFound',
-  'AlreadyExists',
-  'PermissionDenied',
-  'ResourceExhausted',
-  'FailedPrecondition',
-  'Aborted',
-  'OutOfRange',
-  'Unimplemented',
-  'Internal',
-  'Unavailable',
-  'DataLoss',
-  'Unauthenticated',
-];
-
 /**
  * A runtime error as Go's gRPC client prints it (`rpc error: code = NotFound desc = …`), which is what
  * upstream puts in the container's waiting message and users grep for.
@@ -113,7 +94,7 @@ export function runtimeErrorMessage(err: unknown): string {
   const cause = (err as { cause?: unknown } | undefined)?.cause as
     { code?: unknown; details?: unknown } | undefined;
   if (cause && typeof cause.code === 'number' && typeof cause.details === 'string') {
-    return `rpc error: code = ${GRPC_CODE_NAMES[cause.code] ?? `Code(${cause.code})`} desc = ${cause.details}`;
+    return goRpcErrorText(cause.code, cause.details);
   }
   return errorMessage(err);
 }

@@ -17,27 +17,7 @@ import {
   type HealthCheckResponse,
 } from './grpc-health.js';
 import type { ProbeOutcome } from './probe-outcome.js';
-
-// grpc-go's names for the status codes, as its errors print them (`rpc error: code = NotFound desc = …`).
-const GO_CODE_NAMES = [
-  'OK',
-  'Canceled',
-  'Unknown',
-  'InvalidArgument',
-  'DeadlineExceeded',
-  'NotFound',
-  'AlreadyExists',
-  'PermissionDenied',
-  'ResourceExhausted',
-  'FailedPrecondition',
-  'Aborted',
-  'OutOfRange',
-  'Unimplemented',
-  'Internal',
-  'Unavailable',
-  'DataLoss',
-  'Unauthenticated',
-];
+import { goRpcErrorText } from '../lib/grpc-status-text.js';
 
 const SERVING = 1;
 
@@ -127,7 +107,7 @@ export function doGrpcProbe(
               default:
                 return finish({
                   result: 'failure',
-                  output: `error: health rpc probe failed: rpc error: code = ${GO_CODE_NAMES[callErr.code] ?? `Code(${callErr.code})`} desc = ${callErr.details}`,
+                  output: `error: health rpc probe failed: ${goRpcErrorText(callErr.code, callErr.details)}`,
                 });
             }
           }
