@@ -16,12 +16,12 @@
  */
 import type { Container, Pod, PodStatus, Toleration } from '../api/core-v1.js';
 import { podRequests, type Rational } from '../cm/resource-config.js';
-import { CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../config/types.js';
 import { parseQuantity } from '../kuberuntime/quantity.js';
 import { NodeStatusManager, type NodeStatusManagerOptions } from '../nodestatus/node-status-manager.js';
 import { RuntimeState } from '../nodestatus/runtime-state.js';
 import type { Node, Taint } from '../nodestatus/types.js';
 import { getPodQOS } from '../status/qos-class.js';
+import { isMirrorPod, isStaticPod } from '../config/types.js';
 
 export type AdmitResult =
   | {
@@ -512,15 +512,6 @@ function findUntoleratedNoExecuteTaint(
 }
 
 // ---- critical pods and preemption (upstream: kubetypes.IsCriticalPod, pkg/kubelet/preemption) -----------
-
-function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return source !== undefined && source !== 'api';
-}
-
-function isMirrorPod(pod: Pod): boolean {
-  return pod.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
-}
 
 /** Static pods, mirror pods, and pods whose priority is system-critical. */
 export function isCriticalPod(pod: Pod): boolean {

@@ -9,32 +9,21 @@
  * UID as precondition when the caller names the copy it means.
  */
 import type { Pod } from '../api/core-v1.js';
-import {
-  CONFIG_HASH_ANNOTATION,
-  CONFIG_MIRROR_ANNOTATION,
-  CONFIG_SOURCE_ANNOTATION,
-} from '../config/types.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../config/types.js';
 import { isKubeApiError } from '../k8s/api-status.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import type { Node } from '../nodestatus/types.js';
+import { isMirrorPod, isStaticPod } from '../config/types.js';
+
+export { isMirrorPod, isStaticPod };
 
 /**
  * The deadline of each mirror pod call: they are made from a pod's sync and from housekeeping, which
  * must not wait on an API server that does not answer for the client's default 30 s.
  */
 export const MIRROR_REQUEST_TIMEOUT_MS = 10_000;
-
-/** Pods from the file and http sources (upstream: kubetypes.IsStaticPod). */
-export function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return source !== undefined && source !== 'api';
-}
-
-export function isMirrorPod(pod: Pod): boolean {
-  return pod.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined;
-}
 
 /** The static pod's hash, which its mirror pod carries as config.mirror (every static pod has one). */
 export function getPodHash(pod: Pod): string {

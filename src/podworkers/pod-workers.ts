@@ -7,13 +7,13 @@
  */
 import type { Pod } from '../api/core-v1.js';
 import { podFullName } from '../api/core-v1.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../config/types.js';
 import type { KubePodStatus, RunningPod } from '../kuberuntime/types.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodCache } from '../pleg/pod-cache.js';
 import type { WorkQueue } from './work-queue.js';
+import { isStaticPod } from '../config/types.js';
 
 const log = logger('pod_workers');
 
@@ -158,12 +158,6 @@ function workType(s: PodSyncStatus): PodWorkerState {
   if (isTerminated(s)) return 'TerminatedPod';
   if (isTerminationRequested(s)) return 'TerminatingPod';
   return 'SyncPod';
-}
-
-/** Pods from the file and http sources, which have no API object of their own (upstream: IsStaticPod). */
-export function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return source !== undefined && source !== 'api';
 }
 
 function isTerminalPhase(pod: Pod): boolean {

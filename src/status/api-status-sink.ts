@@ -35,6 +35,7 @@ import {
 } from './pod-conditions.js';
 import { rfc3339Seconds } from './rfc3339-seconds.js';
 import type { PodStatusSink, VersionedPodStatus } from './status-manager.js';
+import { isMirrorPod } from '../config/types.js';
 
 /** Upstream's syncPeriod: how often every status is compared with the API's copy. */
 export const STATUS_RECONCILE_PERIOD_MS = 10_000;
@@ -44,7 +45,6 @@ const RETRY_MAX_MS = 30_000;
 const MISSING_POD_TTL_MS = 5 * 60_000;
 /** Re-reads after a conflicting PATCH before waiting for the next retry. */
 const MAX_CONFLICT_REREADS = 3;
-const MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
 
 /** The calls the sink makes: RestClient satisfies it. */
 export type PodStatusClient = Pick<RestClient, 'get' | 'patch' | 'delete'>;
@@ -363,10 +363,6 @@ export class ApiStatusSink implements PodStatusSink {
 function setOrDelete(status: PodStatus, key: 'reason' | 'message', value: string | undefined): void {
   if (value) status[key] = value;
   else delete status[key];
-}
-
-function isMirrorPod(pod: Pod): boolean {
-  return pod.metadata.annotations?.[MIRROR_ANNOTATION] !== undefined;
 }
 
 /** The API pod is the one uid's status is for: the same pod, or the mirror of a static pod of that name. */

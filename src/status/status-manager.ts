@@ -5,7 +5,6 @@
  * new version to an optional sink: the seam where cluster mode will patch the API server.
  */
 import type { ContainerStatus, Pod, PodCondition, PodStatus } from '../api/core-v1.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -17,6 +16,7 @@ import {
   updateLastTransitionTimes,
 } from './pod-conditions.js';
 import { rfc3339Seconds } from './rfc3339-seconds.js';
+import { isStaticPod } from '../config/types.js';
 
 const log = logger('status_manager');
 
@@ -65,11 +65,6 @@ export interface LocalStatusManagerOptions {
 
 interface Entry extends VersionedPodStatus {
   pod: Pod;
-}
-
-function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return source !== undefined && source !== 'api';
 }
 
 function isTerminalPhase(phase: string | undefined): boolean {
