@@ -324,6 +324,7 @@ async function run(loaded: RunConfig): Promise<void> {
     statusHostIPs: cluster ? ips : undefined,
     containerManager,
     prober,
+    metrics: kubeletMetrics,
     volumeManager,
     podWorkers: (): PodWorkers =>
       new PodWorkersImpl({

@@ -12,6 +12,7 @@ import type { Pod } from '../../../src/api/core-v1.js';
 import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { FakeContainerManager } from '../../../src/cm/testing/fake-container-manager.js';
+import { MetricsRegistry } from '../../../src/lib/metrics.js';
 import { Kubelet } from '../../../src/kubelet/kubelet.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
 import { realClock } from '../../../src/lib/clock.js';
@@ -32,6 +33,7 @@ interface Node {
   /** The API source's channel, when startNode was asked for one. */
   sendApi: SourceChannel | undefined;
   statusManager: LocalStatusManager;
+  metrics: MetricsRegistry;
   events: { pod: string; type: string; reason: string; message: string }[];
   stop(): Promise<void>;
 }
@@ -78,6 +80,7 @@ function startNode(
   const sendApi = opts.withApi ? podConfig.channel('api') : undefined;
   const statusManager = new LocalStatusManager({ clock });
   const events: Node['events'] = [];
+  const metrics = new MetricsRegistry();
   const kubelet: Kubelet = new Kubelet({
     nodeName: 'node-a',
     rootDir: path.join(dir, 'root'),
@@ -98,6 +101,7 @@ function startNode(
     workQueue,
     statusManager,
     containerManager,
+    metrics,
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
   kubelet.start();
@@ -106,7 +110,7 @@ function startNode(
     await kubelet.stop();
   };
   cleanups.push(stop);
-  return { kubelet, containerManager, send, sendApi, statusManager, events, stop };
+  return { kubelet, containerManager, send, sendApi, statusManager, events, metrics, stop };
 }
 
 function pod(name: string, uid: string, script = 'sleep 3600'): Pod {
@@ -161,6 +165,8 @@ test('a pod from a source runs, shows Running in getPods, and stops when the sou
     20,
   );
   assert.equal(shown.status?.containerStatuses?.[0]?.restartCount, 0);
+  // Seen once, running once: one pod start observed.
+  assert.match(await node.metrics.expose(), /^kubelet_pod_start_duration_seconds_count 1$/m);
 
   node.send({ op: 'SET', pods: [] });
   await waitFor('the container to stop', () => runningContainers(fake, 'uid-web').length === 0, 5000, 20);
