@@ -30,6 +30,7 @@ import {
 } from './pod-conditions.js';
 import { getPodQOS } from './qos-class.js';
 import { rfc3339Seconds } from './rfc3339-seconds.js';
+import { findContainerStatusByName, shouldContainerBeRestarted } from '../kuberuntime/compute-pod-actions.js';
 
 /** Default waiting reasons of a container that has no runtime state yet. */
 export const CONTAINER_CREATING = 'ContainerCreating';
@@ -195,35 +196,8 @@ export function sortPodIPs(podIPs: readonly string[], nodeIPs: readonly string[]
   return [primary, secondary].filter((ip): ip is string => ip !== undefined);
 }
 
-/** The newest attempt of the named container (upstream: PodStatus.FindContainerStatusByName). */
-export function findContainerStatusByName(
-  podStatus: KubePodStatus,
-  name: string,
-): KubeContainerStatus | undefined {
-  let newest: KubeContainerStatus | undefined;
-  for (const cs of podStatus.containerStatuses) {
-    if (cs.name === name && (!newest || cs.createdAtMs > newest.createdAtMs)) newest = cs;
-  }
-  return newest;
-}
-
-/** Whether the next sync will (re)start the container (upstream: kubecontainer.ShouldContainerBeRestarted). */
-export function shouldContainerBeRestarted(
-  container: Container,
-  pod: Pod,
-  podStatus: KubePodStatus,
-): boolean {
-  if (pod.metadata.deletionTimestamp) return false;
-  const status = findContainerStatusByName(podStatus, container.name);
-  // Never started, or every attempt garbage-collected.
-  if (!status) return true;
-  if (status.state === 'running') return false;
-  if (status.state === 'unknown' || status.state === 'created') return true;
-  const policy = pod.spec.restartPolicy ?? 'Always';
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && status.exitCode === 0) return false;
-  return true;
-}
+// findContainerStatusByName and shouldContainerBeRestarted are kuberuntime's: the status shows what the sync will do.
+export { findContainerStatusByName, shouldContainerBeRestarted };
 
 function withoutEmpty<T extends object>(o: T): T {
   const out = { ...o };
