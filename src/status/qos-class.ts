@@ -14,9 +14,18 @@ export function getPodQOS(pod: Pod): PodQOSClass {
   return pod.status?.qosClass ?? computePodQOS(pod);
 }
 
+/**
+ * The quantity when above zero. One the API would refuse (`lots`) counts as absent: the class is read
+ * by admission, cgroups and status for every pod, and one such pod must not make them fail for all.
+ */
 function positive(q: Quantity | undefined): bigint | undefined {
   if (q === undefined) return undefined;
-  const v = parseQuantityNano(q);
+  let v: bigint;
+  try {
+    v = parseQuantityNano(q);
+  } catch {
+    return undefined;
+  }
   return v > 0n ? v : undefined;
 }
 
