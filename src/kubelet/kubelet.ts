@@ -44,6 +44,7 @@ import {
 } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');
 
@@ -172,8 +173,8 @@ export class Kubelet implements ServerHost {
       this.unsubscribers.push(prober.onUpdate((u) => this.loopIteration(() => this.handleProbeUpdate(u))));
     }
     this.plegLoop = this.consumePlegEvents();
-    this.every(SYNC_TICK_MS, () => this.loopIteration(() => this.handleSyncTick()));
-    this.every(HOUSEKEEPING_PERIOD_MS, () => this.loopIteration(() => this.housekeeping()));
+    this.every('sync tick', SYNC_TICK_MS, () => this.loopIteration(() => this.handleSyncTick()));
+    this.every('housekeeping', HOUSEKEEPING_PERIOD_MS, () => this.loopIteration(() => this.housekeeping()));
     log.info('Starting kubelet main sync loop');
   }
 
@@ -196,14 +197,15 @@ export class Kubelet implements ServerHost {
   }
 
   /** Runs fn every periodMs until stop; the Clock has no interval, so each run schedules the next. */
-  private every(periodMs: number, fn: () => void): void {
+  private every(name: string, periodMs: number, fn: () => void): void {
     const slot = this.timers.length;
+    const flooredMs = loopPeriodMs(name, periodMs);
     const schedule = () => {
       this.timers[slot] = this.clock.setTimeout(() => {
         if (this.state !== 'RUNNING') return;
         fn();
         schedule();
-      }, periodMs);
+      }, flooredMs);
     };
     schedule();
   }
