@@ -344,6 +344,7 @@ async function run(loaded: RunConfig): Promise<void> {
       periodMs: config.fileCheckFrequencyMs,
       send: podConfig.channel('file'),
       clock,
+      recorder: cluster?.recorder,
     });
     sources.push(source);
   }
