@@ -391,6 +391,7 @@ export async function buildKubelet(
           periodMs: config.fileCheckFrequencyMs,
           send: podConfig.channel('file'),
           clock,
+          recorder: cluster?.recorder,
         })
       : undefined;
   const httpSource =
