@@ -246,6 +246,8 @@ export async function buildKubelet(
     getContainerStatus: podCacheContainerStatus(podCache),
     kubernetesVersion: KUBERNETES_VERSION,
     clock,
+    // Unhealthy and ProbeWarning go to the API server as upstream's prober records them.
+    recorder: cluster?.recorder,
   });
   // Refused at start, as upstream refuses to start with a sysctl it cannot allow.
   const sysctlAllowlist = SysctlAllowlist.forNode(config.allowedUnsafeSysctls);
