@@ -79,11 +79,12 @@ describe('shutdown under a deadline', () => {
     return k;
   }
 
-  test('SIGTERM exits within the deadline; the pod stays to the runtime and a restarted kubelet finishes it', async () => {
+  test('SIGTERM exits within the deadline; the pod stays to the runtime and a restarted kubelet finishes it', async (t) => {
     const k = await terminating();
     const t0 = Date.now();
     const code = await k.stop('SIGTERM');
     const elapsedMs = Date.now() - t0;
+    t.diagnostic(`SIGTERM to exit: ${elapsedMs} ms`);
     assert.equal(code, 0);
     assert.ok(
       elapsedMs < SHUTDOWN_DEADLINE_MS + EXIT_MARGIN_MS,
@@ -94,20 +95,23 @@ describe('shutdown under a deadline', () => {
 
     // The next start finds a pod no source wants and stops it with a short grace period.
     await k.start();
+    const restartedMs = Date.now();
     await waitFor(
       'the restarted kubelet to stop the pod',
       async () => (await runningContainers(k)) === 0,
       30_000,
     );
+    t.diagnostic(`restart to the pod stopped: ${Date.now() - restartedMs} ms`);
   });
 
-  test('a second signal exits at once', async () => {
+  test('a second signal exits at once', async (t) => {
     const k = await terminating();
     k.signal('SIGTERM');
     await waitFor('the shutdown to begin', async () => /Shutting down/.test(await k.logs()), 5000);
     const t0 = Date.now();
     const code = await k.stop('SIGTERM');
     const elapsedMs = Date.now() - t0;
+    t.diagnostic(`second signal to exit: ${elapsedMs} ms`);
     assert.equal(code, 1);
     assert.ok(elapsedMs < 1500, `the second signal took ${elapsedMs} ms to end the process`);
     assert.match(await k.logs(), /Second signal: exiting now/);
