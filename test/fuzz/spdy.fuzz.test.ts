@@ -5,22 +5,14 @@
  * a client that sends garbage on an exec stream gets a GOAWAY and a closed connection.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import http from 'node:http';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import type { Pod } from '../../src/api/core-v1.js';
-import { FakeRuntime } from '../../src/cri/testing/fake-runtime.js';
-import type { ExecRequest } from '../../src/cri/types.js';
 import { setLogSink } from '../../src/lib/log.js';
-import { pingCheck } from '../../src/server/healthz.js';
-import { startKubeletServer, type KubeletServerConfig } from '../../src/server/kubelet-server.js';
 import { SpdyConnection, SpdyFrameChecker, spdyFrameHeaderProblem } from '../../src/server/spdy.js';
 import { upgradeRequest } from '../unit/server/stream-clients.js';
 import { fuzzRuns } from './fuzz-runs.js';
+import { startStreamingKubelet, type StreamingKubelet } from './streaming-kubelet.js';
 
 setLogSink(() => undefined);
 
@@ -154,93 +146,11 @@ test('a SPDY connection fed arbitrary bytes never throws, and closes on broken f
 
 // ---- through the kubelet API ---------------------------------------------------------------------------
 
-const dir = mkdtempSync(join(tmpdir(), 'spdy-fuzz-'));
-/** Stands in for the runtime's streaming server: accepts the SPDY upgrade and then says nothing, ever. */
-const streamingServer = http.createServer();
-const runtimeSockets = new Set<Socket>();
-let kubelet: { port: number; close(): Promise<void> };
-
-class StreamingFakeRuntime extends FakeRuntime {
-  override async exec(req: ExecRequest): Promise<string> {
-    await super.exec(req).catch(() => undefined);
-    return `http://127.0.0.1:${(streamingServer.address() as AddressInfo).port}/exec/token`;
-  }
-}
-
-const pod: Pod = {
-  metadata: { name: 'web', namespace: 'default', uid: 'u1' },
-  spec: { containers: [{ name: 'c', image: 'busybox' }] },
-};
-
+let kubelet: StreamingKubelet;
 before(async () => {
-  streamingServer.on('upgrade', (_req, socket: Socket) => {
-    runtimeSockets.add(socket);
-    socket.on('close', () => runtimeSockets.delete(socket));
-    socket.on('error', () => undefined);
-    socket.on('end', () => socket.destroy()); // the kubelet hung up
-    socket.resume();
-    socket.write(
-      'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n',
-    );
-  });
-  await new Promise<void>((r) => streamingServer.listen(0, '127.0.0.1', r));
-  const runtime = new StreamingFakeRuntime();
-  runtime.addImage('busybox');
-  const sandbox = await runtime.runPodSandbox(
-    {
-      metadata: { name: 'web', namespace: 'default', uid: 'u1', attempt: 0 },
-      labels: {},
-      annotations: {},
-    } as never,
-    '',
-  );
-  const container = await runtime.createContainer(
-    sandbox,
-    {
-      metadata: { name: 'c', attempt: 0 },
-      image: { image: 'busybox' },
-      labels: {
-        'io.kubernetes.container.name': 'c',
-        'io.kubernetes.pod.name': 'web',
-        'io.kubernetes.pod.namespace': 'default',
-        'io.kubernetes.pod.uid': 'u1',
-      },
-      annotations: {},
-    } as never,
-    {} as never,
-  );
-  await runtime.startContainer(container);
-  const config: KubeletServerConfig = {
-    address: '127.0.0.1',
-    port: 0,
-    tlsCertFile: '',
-    tlsPrivateKeyFile: '',
-    tlsMinVersion: '',
-    tlsCipherSuites: [],
-    authentication: {
-      x509: { clientCAFile: '' },
-      webhook: { enabled: false, cacheTTLMs: 0 },
-      anonymous: { enabled: true },
-    },
-    authorization: { mode: 'AlwaysAllow', webhook: { cacheAuthorizedTTLMs: 0, cacheUnauthorizedTTLMs: 0 } },
-    enableDebuggingHandlers: true,
-    enableSystemLogHandler: false,
-    streamingConnectionIdleTimeoutMs: 60_000,
-    runtimeRequestTimeoutMs: 2000,
-    featureGates: {},
-  };
-  kubelet = await startKubeletServer(
-    { getPods: () => [pod], getRunningPods: async () => [pod], healthChecks: () => [pingCheck], runtime },
-    { config, nodeName: 'node-a', certDirectory: join(dir, 'pki') },
-  );
+  kubelet = await startStreamingKubelet();
 });
-
-after(async () => {
-  await kubelet.close();
-  for (const s of runtimeSockets) s.destroy();
-  await new Promise<void>((r) => streamingServer.close(() => r()));
-  rmSync(dir, { recursive: true, force: true });
-});
+after(() => kubelet.close());
 
 test('garbage on an exec stream gets a GOAWAY and a closed connection; good frames pass', async () => {
   await fc.assert(
@@ -268,9 +178,9 @@ test('garbage on an exec stream gets a GOAWAY and a closed connection; good fram
         [...answer.subarray(answer.length - 16)],
         [0x80, 3, 0, 7, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1],
       );
-      for (let waited = 0; runtimeSockets.size > 0 && waited < CLOSE_WITHIN_MS; waited += 20)
+      for (let waited = 0; kubelet.runtimeSockets.size > 0 && waited < CLOSE_WITHIN_MS; waited += 20)
         await new Promise((r) => setTimeout(r, 20));
-      assert.equal(runtimeSockets.size, 0, 'the runtime side was closed too');
+      assert.equal(kubelet.runtimeSockets.size, 0, 'the runtime side was closed too');
     }),
     { numRuns: Math.max(10, Math.floor(fuzzRuns() / 10)) },
   );
