@@ -8,7 +8,8 @@ bash scripts/runtime-stack.sh install
 bash scripts/runtime-stack.sh images
 npm run --silent build
 
-mapfile -t unit < <(find test/unit -name '*.test.ts' | sort)
+# The fuzz tests run here in their short form (FUZZ_RUNS unset: a few hundred cases per property).
+mapfile -t unit < <(find test/unit test/fuzz -name '*.test.ts' | sort)
 mapfile -t integration < <(find test/integration -name '*.test.ts' | sort)
 
 status=0

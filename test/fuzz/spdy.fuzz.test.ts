@@ -182,6 +182,6 @@ test('garbage on an exec stream gets a GOAWAY and a closed connection; good fram
         await new Promise((r) => setTimeout(r, 20));
       assert.equal(kubelet.runtimeSockets.size, 0, 'the runtime side was closed too');
     }),
-    { numRuns: Math.max(10, Math.floor(fuzzRuns() / 10)) },
+    { numRuns: Math.max(10, Math.floor(fuzzRuns() / 15)) },
   );
 });

@@ -117,7 +117,7 @@ test('a malformed client frame gets a 1002 close, and both sides of the stream c
         await new Promise((r) => setTimeout(r, 20));
       assert.equal(kubelet.runtimeSockets.size, 0, 'the runtime stream was closed too');
     }),
-    { numRuns: Math.max(10, Math.floor(fuzzRuns() / 10)) },
+    { numRuns: Math.max(10, Math.floor(fuzzRuns() / 15)) },
   );
 });
 
@@ -132,6 +132,6 @@ test('well-formed messages of any content keep the stream open; a close frame en
       assert.equal(await closed, true);
       assert.ok(closeCodes(Buffer.concat(received)).every((c) => c === 1000));
     }),
-    { numRuns: Math.max(10, Math.floor(fuzzRuns() / 10)) },
+    { numRuns: Math.max(10, Math.floor(fuzzRuns() / 15)) },
   );
 });
