@@ -13,7 +13,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodCache } from '../pleg/pod-cache.js';
 import type { WorkQueue } from './work-queue.js';
-import { isStaticPod } from '../config/types.js';
+import { isStaticPod } from '../api/pod-source.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('pod_workers');

@@ -35,7 +35,7 @@ import {
 } from './pod-conditions.js';
 import { rfc3339Seconds } from './rfc3339-seconds.js';
 import type { PodStatusSink, VersionedPodStatus } from './status-manager.js';
-import { isMirrorPod } from '../config/types.js';
+import { isMirrorPod } from '../api/pod-source.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 /** Upstream's syncPeriod: how often every status is compared with the API's copy. */
