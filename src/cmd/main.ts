@@ -29,7 +29,7 @@ import { logger, setVerbosity } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
 import { MirrorPods } from '../pod/mirror-pods.js';
 import { PodWorkersImpl, type PodWorkers } from '../podworkers/pod-workers.js';
@@ -37,7 +37,7 @@ import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
-import type { HealthCheck } from '../server/healthz.js';
+import type { HealthChecker } from '../server/healthz.js';
 import {
   startKubeletReadOnlyServer,
   startKubeletServer,
@@ -121,7 +121,7 @@ async function run(loaded: RunConfig): Promise<void> {
       : undefined;
 
   // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
-  const runtimeCheck: HealthCheck = {
+  const runtimeCheck: HealthChecker = {
     name: 'runtime',
     check: () => (runtimeConnection ? undefined : 'container runtime not connected yet'),
   };

@@ -24,7 +24,7 @@ import type { Pod } from '../api/core-v1.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import { deadlineSignal, raceAbort } from './abortable.js';
+import { raceAbort, withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
 import { MAX_MANIFEST_BYTES, parseManifestDocument, staticPodFromObject } from './static-pod-defaults.js';
 
@@ -123,7 +123,7 @@ export class FileSource {
   }
 
   private async scanOnce(): Promise<void> {
-    const deadline = deadlineSignal(this.clock, this.scanTimeoutMs, this.stopController.signal);
+    const deadline = withDeadline(this.clock, this.scanTimeoutMs, this.stopController.signal);
     try {
       const pods = await this.readPods(deadline.signal);
       if (pods === undefined || this.stopController.signal.aborted) return;

@@ -26,7 +26,7 @@ import {
   type Authorizer,
   type TokenReviewer,
 } from './delegated-auth.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
 import {
@@ -52,7 +52,7 @@ export interface KubeletServerHost {
   getPodByName?(namespace: string, name: string): Pod | undefined;
   /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
   /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
   runtime: RuntimeService;
   /** What /metrics exposes (the kubelet's own metrics); the server adds its HTTP metrics to it. */

@@ -7,7 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pod, PodList } from '../api/core-v1.js';
 import { logger } from '../lib/log.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 
 const log = logger('server');
 
@@ -17,7 +17,7 @@ export interface ServerHost {
   getPods(): Pod[];
   /** The pods found in the runtime, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
 }
 
 export interface LocalServerOptions {
