@@ -15,10 +15,19 @@ export function getPodQOS(pod: Pod): PodQOSClass {
   return pod.status?.qosClass ?? computePodQOS(pod);
 }
 
+/**
+ * The quantity when above zero. One the API would refuse (`lots`) counts as absent: the class is read
+ * by admission, cgroups and status for every pod, and one such pod must not make them fail for all.
+ */
 function positiveNano(q: Quantity | undefined): bigint | undefined {
   if (q === undefined) return undefined;
-  const nano = parseQuantity(q).nano;
-  return nano > 0n ? nano : undefined;
+  let v: bigint;
+  try {
+    v = parseQuantity(q).nano;
+  } catch {
+    return undefined;
+  }
+  return v > 0n ? v : undefined;
 }
 
 export function computePodQOS(pod: Pod): PodQOSClass {

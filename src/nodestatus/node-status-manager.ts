@@ -57,6 +57,7 @@ import {
 import { nodeRef, type NodeEventRecorder } from './node-event-recorder.js';
 import type { EventType } from '../api/core-v1.js';
 import type { Node, Taint } from '../api/node.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');
 
@@ -200,7 +201,7 @@ export class NodeStatusManager {
     const controller = new AbortController();
     this.controller = controller;
     const { signal } = controller;
-    const periodMs = this.opts.config.nodeStatusUpdateFrequencyMs;
+    const periodMs = loopPeriodMs('node status', this.opts.config.nodeStatusUpdateFrequencyMs);
     const random = this.opts.random ?? Math.random;
     this.loops.push(
       (async () => {
