@@ -38,7 +38,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
@@ -48,7 +48,7 @@ import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
-import type { HealthCheck } from '../server/healthz.js';
+import type { HealthChecker } from '../server/healthz.js';
 import {
   startKubeletReadOnlyServer,
   startKubeletServer,
@@ -174,7 +174,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   });
 
   // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
-  const runtimeCheck: HealthCheck = {
+  const runtimeCheck: HealthChecker = {
     name: 'runtime',
     check: () => (connection ? undefined : 'container runtime not connected yet'),
   };

@@ -25,7 +25,7 @@ import { nodeReference, type ObjectEventRecorder } from '../events/event-recorde
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import { deadlineSignal, raceAbort } from './abortable.js';
+import { raceAbort, withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
 import { decodeManifest } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
@@ -137,7 +137,7 @@ export class FileSource {
   }
 
   private async scanOnce(): Promise<void> {
-    const deadline = deadlineSignal(this.clock, this.scanTimeoutMs, this.stopController.signal);
+    const deadline = withDeadline(this.clock, this.scanTimeoutMs, this.stopController.signal);
     try {
       const pods = await this.readPods(deadline.signal);
       if (pods === undefined || this.stopController.signal.aborted) return;

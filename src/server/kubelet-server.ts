@@ -27,7 +27,7 @@ import {
   type TokenReviewer,
 } from './delegated-auth.js';
 import type { ComponentStatus } from '../lib/component.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
 import {
@@ -53,7 +53,7 @@ export interface KubeletServerHost {
   getPodByName?(namespace: string, name: string): Pod | undefined;
   /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
   /** Every component's state, listed by /healthz?verbose. */
   componentStatuses?(): readonly ComponentStatus[];
   /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
