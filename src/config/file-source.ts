@@ -279,7 +279,11 @@ export class FileSource {
         this.cache.delete(file);
         return undefined;
       }
-      return this.recordResult(file, { fingerprint, contentHash: '', result: { error: errorMessage(err) } }, cached);
+      return this.recordResult(
+        file,
+        { fingerprint, contentHash: '', result: { error: errorMessage(err) } },
+        cached,
+      );
     }
     return { data, fingerprint, cached };
   }
