@@ -17,6 +17,7 @@ import { deadlineSignal } from './abortable.js';
 import type { SourceChannel } from './pod-config.js';
 import { decodeManifest, podsOrThrow } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 export const DEFAULT_HTTP_REQUEST_TIMEOUT_MS = 10_000;
 
@@ -72,7 +73,10 @@ export class HttpSource {
       this.polling = undefined;
       if (this.timer) this.clock.clearTimeout(this.timer);
       if (!this.stopController.signal.aborted)
-        this.timer = this.clock.setTimeout(() => void this.poll(), this.options.periodMs);
+        this.timer = this.clock.setTimeout(
+          () => void this.poll(),
+          loopPeriodMs('http source', this.options.periodMs),
+        );
     });
     return this.polling;
   }

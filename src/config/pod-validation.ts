@@ -10,7 +10,7 @@
  */
 import type { Container, Pod, Probe, Quantity, Volume } from '../api/core-v1.js';
 import { POD_UID_RULE, isSafePodUid } from '../api/pod-uid.js';
-import { parseQuantity } from '../kuberuntime/quantity.js';
+import { compareQuantity, parseQuantity } from '../api/quantity.js';
 import { errorMessage } from '../lib/errors.js';
 import { FieldErrors, fieldErrorText, type FieldError } from './field-errors.js';
 import {
@@ -143,20 +143,20 @@ export function quantityProblem(q: Quantity): string | undefined {
     parseQuantity(q);
     return undefined;
   } catch (err) {
-    return errorMessage(err).replace(/: "[^"]*"$/, '');
+    // The API server's words: the rule, not the parser's account of where it broke.
+    const message = errorMessage(err);
+    const rule = message.indexOf('quantities must match');
+    return rule >= 0 ? message.slice(rule) : message;
   }
 }
 
 function quantitySign(q: Quantity): number {
-  const { num } = parseQuantity(q);
-  return num === 0n ? 0 : num > 0n ? 1 : -1;
+  const { nano } = parseQuantity(q);
+  return nano === 0n ? 0 : nano > 0n ? 1 : -1;
 }
 
 function compareQuantities(a: Quantity, b: Quantity): number {
-  const x = parseQuantity(a);
-  const y = parseQuantity(b);
-  const d = x.num * y.den - y.num * x.den;
-  return d === 0n ? 0 : d > 0n ? 1 : -1;
+  return compareQuantity(parseQuantity(a), parseQuantity(b));
 }
 
 function hasSource(v: Volume, key: string): boolean {

@@ -13,8 +13,9 @@ import { createHash } from 'node:crypto';
 
 import type { Pod, PodList } from '../api/core-v1.js';
 import { KubeletError } from '../lib/errors.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../api/pod-source.js';
 import { parseAllYaml11Documents } from '../lib/yaml11.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SOURCE_ANNOTATION, type PodSource } from './types.js';
+import type { PodSource } from './types.js';
 import { applyPodApiDefaults } from './pod-defaults.js';
 import { fieldErrorText, type FieldError } from './field-errors.js';
 import { validatePodFields } from './pod-validation.js';
