@@ -10,6 +10,8 @@
  */
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
+import { realCgroupFs } from '../cm/cgroup-fs.js';
+import { detectCgroupSubsystems } from '../cm/cgroup-subsystems.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
 import { PodConfig } from '../config/pod-config.js';
 import { FileSource } from '../config/file-source.js';
@@ -45,6 +47,9 @@ import {
 } from '../server/kubelet-server.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
+import { CgroupStatsReader } from '../stats/cgroup-stats.js';
+import { FsResourceAnalyzer } from '../stats/fs-resource-analyzer.js';
+import { StatsProvider } from '../stats/stats-provider.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
@@ -107,6 +112,7 @@ async function run(loaded: RunConfig): Promise<void> {
     clusterNode?: ClusterNode;
     containerManager?: ContainerManager;
     volumeManager?: VolumeManagerImpl;
+    fsResourceAnalyzer?: FsResourceAnalyzer;
   } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
@@ -152,6 +158,7 @@ async function run(loaded: RunConfig): Promise<void> {
       sources.forEach((s) => s.stop());
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
+      started.fsResourceAnalyzer?.stop();
       await started.volumeManager?.stop();
       started.containerManager?.stop();
       await cluster?.close();
@@ -364,6 +371,40 @@ async function run(loaded: RunConfig): Promise<void> {
   await containerManager.start(() => kl.getActivePods());
   kl.start();
 
+  // Volume usage is walked in the background (upstream fsResourceAnalyzer); stats read the cache.
+  const fsResourceAnalyzer = new FsResourceAnalyzer({
+    rootDir: flags.rootDirectory,
+    clock,
+    periodMs: config.volumeStatsAggPeriodMs,
+    pods: () => kl.getActivePods(),
+  });
+  fsResourceAnalyzer.start();
+  started.fsResourceAnalyzer = fsResourceAnalyzer;
+  const cgroupStats = await detectCgroupSubsystems(realCgroupFs()).then(
+    (subsystems) => new CgroupStatsReader(realCgroupFs(), subsystems),
+    (err: unknown) => {
+      log.warn('Unable to read cgroups: pod stats are the sums of their containers', {
+        err: errorMessage(err),
+      });
+      return undefined;
+    },
+  );
+  const cmStatus = containerManager.status();
+  const statsProvider = new StatsProvider({
+    runtime: criRuntime,
+    images: criImages,
+    clock,
+    nodeName,
+    rootDir: flags.rootDirectory,
+    podLogsDir: config.podLogsDir,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+    pods: () => kl.getActivePods(),
+    fsResourceAnalyzer,
+    cgroups: cgroupStats,
+    podCgroupPath: cmStatus.cgroupsPerQOS ? (pod) => containerManager.podCgroupParent(pod) : undefined,
+    podsCgroupPath: cmStatus.nodeAllocatableCgroup,
+  });
+
   if (cluster) {
     cluster.statusSink.start();
     void cluster.nodeReflector.run(stopController.signal);
@@ -402,6 +443,7 @@ async function run(loaded: RunConfig): Promise<void> {
     metrics: kubeletMetrics,
     probeMetrics,
     configz: () => config,
+    statsProvider,
   };
   const apiPoster: ApiPoster | undefined = cluster && {
     post: async (path, body, signal) =>
