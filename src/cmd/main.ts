@@ -14,6 +14,8 @@ import { realCgroupFs } from '../cm/cgroup-fs.js';
 import { detectCgroupSubsystems } from '../cm/cgroup-subsystems.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
 import { PodConfig } from '../config/pod-config.js';
+import { EvictionManager } from '../eviction/eviction-manager.js';
+import { parseThresholdConfig } from '../eviction/threshold.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
 import { ApiSource } from '../config/api-source.js';
@@ -113,6 +115,7 @@ async function run(loaded: RunConfig): Promise<void> {
     containerManager?: ContainerManager;
     volumeManager?: VolumeManagerImpl;
     fsResourceAnalyzer?: FsResourceAnalyzer;
+    evictionManager?: EvictionManager;
   } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
@@ -158,6 +161,7 @@ async function run(loaded: RunConfig): Promise<void> {
       sources.forEach((s) => s.stop());
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
+      started.evictionManager?.stop();
       started.fsResourceAnalyzer?.stop();
       await started.volumeManager?.stop();
       started.containerManager?.stop();
@@ -313,7 +317,31 @@ async function run(loaded: RunConfig): Promise<void> {
       : undefined;
   const getNode = nodeAnyWay(apiNode, initialNode);
   nodeAnyWayForDownwardAPI = getNode;
+  // The eviction manager admits pods before the kubelet runs any; it reads stats wired further down.
+  const forEviction: { stats?: StatsProvider } = {};
+  const evictionManager = new EvictionManager({
+    nodeName,
+    thresholds: parseThresholdConfig(config),
+    pressureTransitionPeriodMs: config.evictionPressureTransitionPeriodMs,
+    maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+    clock,
+    summaryProvider: {
+      getSummary: (signal) => {
+        if (!forEviction.stats) throw new Error('stats provider not started yet');
+        return forEviction.stats.getSummary(signal);
+      },
+    },
+    hasDedicatedImageFs: async () => (await forEviction.stats?.hasDedicatedImageFs()) ?? false,
+    activePods: () => kl.getActivePods(),
+    killPod: (pod, grace, statusFn) => kl.killPodNow(pod, grace, statusFn),
+    podCleanedUp: (pod) => !kl.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
+    recorder: cluster?.recorder,
+    reclaimers: { deleteAllUnusedContainers: () => kl.deleteAllUnusedContainers() },
+    metrics: kubeletMetrics,
+  });
+  started.evictionManager = evictionManager;
   const kl: Kubelet = new Kubelet({
+    evictionAdmit: (pod) => evictionManager.admit(pod),
     nodeName,
     rootDir: flags.rootDirectory,
     getNode,
@@ -404,6 +432,8 @@ async function run(loaded: RunConfig): Promise<void> {
     podCgroupPath: cmStatus.cgroupsPerQOS ? (pod) => containerManager.podCgroupParent(pod) : undefined,
     podsCgroupPath: cmStatus.nodeAllocatableCgroup,
   });
+  forEviction.stats = statsProvider;
+  evictionManager.start();
 
   if (cluster) {
     cluster.statusSink.start();
@@ -422,6 +452,11 @@ async function run(loaded: RunConfig): Promise<void> {
       imageService: criImages,
       runtimeName: runtimeConnection.version.runtimeName,
       plegHealth: () => pleg.healthy(),
+      pressure: {
+        memory: () => evictionManager.isUnderMemoryPressure(),
+        disk: () => evictionManager.isUnderDiskPressure(),
+        pid: () => evictionManager.isUnderPIDPressure(),
+      },
       onRepeatedHeartbeatFailure: () => heartbeatClient.close(),
     });
     started.clusterNode.start();

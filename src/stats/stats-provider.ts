@@ -9,6 +9,7 @@
  * filesystems from statfs of rootDir, the image filesystem CRI names (ImageFsInfo) and the pod log
  * folder. Volume usage comes from the FsResourceAnalyzer's cache, never walked here.
  */
+import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../api/core-v1.js';
 import type {
@@ -150,6 +151,15 @@ export class StatsProvider {
       log.v(2, 'Unable to read the image filesystem stats', { err: errorMessage(err) });
       return undefined;
     }
+  }
+
+  /** Whether the runtime keeps images on another filesystem than rootDir's (upstream HasDedicatedImageFs). */
+  async hasDedicatedImageFs(signal?: AbortSignal): Promise<boolean> {
+    const usages = await this.opts.images.imageFsInfo(this.call(signal));
+    const mountpoint = usages[0]?.fsId?.mountpoint;
+    if (!mountpoint) return false;
+    const [image, root] = await Promise.all([stat(mountpoint), stat(this.opts.rootDir)]);
+    return image.dev !== root.dev;
   }
 
   /** The node's root filesystem (the one rootDir is on). */
