@@ -16,6 +16,7 @@ import { createContainerManager, type ContainerManager } from '../cm/container-m
 import { PodConfig } from '../config/pod-config.js';
 import { EvictionManager } from '../eviction/eviction-manager.js';
 import { parseThresholdConfig } from '../eviction/threshold.js';
+import { ContainerLogManager } from '../logs/container-log-manager.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
 import { ApiSource } from '../config/api-source.js';
@@ -116,6 +117,7 @@ async function run(loaded: RunConfig): Promise<void> {
     volumeManager?: VolumeManagerImpl;
     fsResourceAnalyzer?: FsResourceAnalyzer;
     evictionManager?: EvictionManager;
+    containerLogManager?: ContainerLogManager;
   } = {};
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
@@ -162,6 +164,7 @@ async function run(loaded: RunConfig): Promise<void> {
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
       started.evictionManager?.stop();
+      started.containerLogManager?.stop();
       started.fsResourceAnalyzer?.stop();
       await started.volumeManager?.stop();
       started.containerManager?.stop();
@@ -434,6 +437,16 @@ async function run(loaded: RunConfig): Promise<void> {
   });
   forEviction.stats = statsProvider;
   evictionManager.start();
+  const containerLogManager = new ContainerLogManager({
+    runtimeService: criRuntime,
+    clock,
+    policy: { maxSizeBytes: config.containerLogMaxSizeBytes, maxFiles: config.containerLogMaxFiles },
+    maxWorkers: config.containerLogMaxWorkers,
+    monitorIntervalMs: config.containerLogMonitorIntervalMs,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+  });
+  containerLogManager.start();
+  started.containerLogManager = containerLogManager;
 
   if (cluster) {
     cluster.statusSink.start();
