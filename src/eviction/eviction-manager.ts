@@ -8,15 +8,15 @@
  */
 import type { Pod, PodCondition, PodStatus } from '../api/core-v1.js';
 import { podLimits } from '../cm/resource-config.js';
-import { isMirrorPod, isStaticPod } from '../config/types.js';
+import { isMirrorPod, isStaticPod } from '../api/pod-source.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { nodeReference } from '../events/event-recorder.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { Counter, MetricsRegistry } from '../lib/metrics.js';
-import { formatQuantity, parseResourceQuantity, quantityValue } from '../nodestatus/resource-quantity.js';
-import { getPodQOS } from '../status/qos-class.js';
+import { approximateValue, formatQuantity, parseQuantity, valueOf } from '../api/quantity.js';
+import { getPodQOS } from '../api/qos.js';
 import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
 import type { PodStats, Summary } from '../stats/summary-types.js';
 import {
@@ -399,9 +399,9 @@ export class EvictionManager {
     for (const v of pod.spec.volumes ?? []) {
       const emptyDir = v['emptyDir'] as { sizeLimit?: string | number } | undefined;
       if (!emptyDir || emptyDir.sizeLimit === undefined) continue;
-      const limit = parseResourceQuantity(String(emptyDir.sizeLimit));
+      const limit = parseQuantity(emptyDir.sizeLimit);
       const usage = used.get(v.name);
-      if (usage === undefined || limit.nano <= 0n || usage <= Number(quantityValue(limit))) continue;
+      if (usage === undefined || limit.nano <= 0n || usage <= Number(valueOf(limit))) continue;
       if (await this.evictPod(pod, 0, emptyDirMessage(v.name, formatQuantity(limit)))) {
         this.evictions?.inc({ eviction_signal: 'emptydirfs.limit' });
         return true;
@@ -418,13 +418,8 @@ export class EvictionManager {
     const usage =
       stats['ephemeral-storage']?.usedBytes ??
       podDiskUsage(stats, pod, ['root', 'logs', 'localVolumeSource']).bytes;
-    if (usage * Number(limit.den) <= Number(limit.num)) return false;
-    // The sum prints in the format of the first limit it added, as Quantity.Add keeps its receiver's.
-    const first = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]
-      .map((c) => c.resources?.limits?.['ephemeral-storage'])
-      .find((q) => q !== undefined);
-    const format = first === undefined ? 'BinarySI' : parseResourceQuantity(String(first)).format;
-    const text = formatQuantity({ nano: (limit.num * 1_000_000_000n) / limit.den, format });
+    if (usage <= approximateValue(limit)) return false;
+    const text = formatQuantity(limit);
     if (await this.evictPod(pod, 0, podEphemeralStorageMessage(text))) {
       this.evictions?.inc({ eviction_signal: 'ephemeralpodfs.limit' });
       return true;
@@ -437,8 +432,8 @@ export class EvictionManager {
     for (const c of pod.spec.containers) {
       const raw = c.resources?.limits?.['ephemeral-storage'];
       if (raw === undefined) continue;
-      const q = parseResourceQuantity(String(raw));
-      if (q.nano !== 0n) limits.set(c.name, { value: Number(quantityValue(q)), text: formatQuantity(q) });
+      const q = parseQuantity(raw);
+      if (q.nano !== 0n) limits.set(c.name, { value: Number(valueOf(q)), text: formatQuantity(q) });
     }
     for (const cs of stats.containers) {
       const limit = limits.get(cs.name);

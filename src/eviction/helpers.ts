@@ -4,13 +4,15 @@
  * messages an evicted pod carries.
  */
 import type { Pod, Volume } from '../api/core-v1.js';
-import { podRequests, type Rational } from '../cm/resource-config.js';
+import { podRequests } from '../cm/resource-config.js';
 import {
+  approximateValue,
   formatQuantity,
-  parseResourceQuantity,
+  parseQuantity,
   quantityOf,
-  quantityValue,
-} from '../nodestatus/resource-quantity.js';
+  valueOf,
+  type ResourceQuantity,
+} from '../api/quantity.js';
 import type { FsStats, PodStats, Summary } from '../stats/summary-types.js';
 import { isLocalEphemeralVolume } from '../stats/fs-resource-analyzer.js';
 import {
@@ -121,12 +123,12 @@ function cmpBool(a: boolean, b: boolean): number {
   return a === b ? 0 : a ? -1 : 1;
 }
 
-function ratToNumber(r: Rational | undefined): number {
-  return r ? Number(r.num) / Number(r.den) : 0;
+function toNumber(q: ResourceQuantity | undefined): number {
+  return q ? approximateValue(q) : 0;
 }
 
 function podRequest(pod: Pod, resource: string): number {
-  return ratToNumber(podRequests(pod).get(resource));
+  return toNumber(podRequests(pod).get(resource));
 }
 
 function orderedBy(...cmps: CmpFunc[]): (pods: Pod[]) => void {
@@ -302,8 +304,8 @@ function requestOf(pod: Pod, containerName: string, resource: string): { text: s
   );
   const raw = c?.resources?.requests?.[resource];
   if (raw === undefined) return { text: '0', value: 0 };
-  const q = parseResourceQuantity(String(raw));
-  return { text: formatQuantity(q), value: Number(quantityValue(q)) };
+  const q = parseQuantity(raw);
+  return { text: formatQuantity(q), value: Number(valueOf(q)) };
 }
 
 /**

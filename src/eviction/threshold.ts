@@ -6,10 +6,10 @@
  */
 import {
   formatQuantity,
-  parseResourceQuantity,
+  parseQuantity as parseResourceQuantity,
   quantityOf,
-  quantityValue,
-} from '../nodestatus/resource-quantity.js';
+  valueOf,
+} from '../api/quantity.js';
 
 export type Signal =
   | 'memory.available'
@@ -96,7 +96,7 @@ function parsePercentage(text: string): number {
 function parseQuantity(text: string): { value: number; text: string; sign: number } {
   const q = parseResourceQuantity(text);
   return {
-    value: Number(quantityValue(q)),
+    value: Number(valueOf(q)),
     text: formatQuantity(q),
     sign: q.nano < 0n ? -1 : q.nano > 0n ? 1 : 0,
   };

@@ -69,8 +69,8 @@ export interface StatsProviderOptions {
   cgroups?: CgroupStatsReader;
   /** The pod's cgroup, relative to each hierarchy's root; undefined without per-pod cgroups. */
   podCgroupPath?: (pod: Pod) => string | undefined;
-  /** The cgroup all pods run under (kubepods), reported as the "pods" system container. */
-  podsCgroupPath?: string;
+  /** The cgroup all pods run under (kubepods), reported as the "pods" system container; known once the container manager started. */
+  podsCgroupPath?: () => string | undefined;
 }
 
 /** What one pass read from the runtime, shared by the pod and node figures. */
@@ -204,8 +204,9 @@ export class StatsProvider {
       cpu,
       memory,
     };
-    if (this.opts.cgroups && this.opts.podsCgroupPath) {
-      const pods = await this.opts.cgroups.read(this.opts.podsCgroupPath, now).catch(() => undefined);
+    const podsCgroupPath = this.opts.podsCgroupPath?.();
+    if (this.opts.cgroups && podsCgroupPath) {
+      const pods = await this.opts.cgroups.read(podsCgroupPath, now).catch(() => undefined);
       if (pods) {
         node.systemContainers = [
           {
