@@ -25,7 +25,7 @@ import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
 import { mustSucceed } from '../k8s/api-status.js';
 import { realClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
-import { logger, setVerbosity } from '../lib/log.js';
+import { logger, setLogFormat, setVModule, setVerbosity, type LogFormat } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
@@ -63,7 +63,13 @@ type RunConfig = Extract<LoadedKubeletConfig, { action: 'run' }>;
 export async function main(argv: string[]): Promise<void> {
   let loaded: LoadedKubeletConfig;
   try {
-    loaded = await loadKubeletConfig(argv);
+    loaded = await loadKubeletConfig(argv, {
+      applyLogging: (logging) => {
+        setLogFormat(logging.format as LogFormat);
+        setVerbosity(logging.verbosity);
+        setVModule(logging.vmodule);
+      },
+    });
   } catch (err) {
     process.stderr.write(`tskubelet: ${errorMessage(err)}\nRun 'tskubelet --help' for the flags.\n`);
     process.exit(1);
@@ -91,7 +97,6 @@ function nodeIPs(flag: string): string[] {
 
 async function run(loaded: RunConfig): Promise<void> {
   const { config, flags, nodeName } = loaded;
-  setVerbosity(config.logging.verbosity);
   log.info('Starting tskubelet', {
     version: KUBELET_VERSION,
     nodeName,
