@@ -49,6 +49,7 @@ import { LocalStatusManager } from '../status/status-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
 import { createClusterClients } from './cluster-clients.js';
+import { bootstrapClientCertificate, startKubeletCertificates } from './kubelet-certificates.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
 
@@ -116,6 +117,8 @@ async function run(loaded: RunConfig): Promise<void> {
   const servers: LocalServer[] = [];
   const sources: { start(): void; stop(): void }[] = [];
 
+  // TLS bootstrap: a client certificate from --bootstrap-kubeconfig when --kubeconfig has none.
+  await bootstrapClientCertificate(flags, nodeName, clock, stopController.signal);
   // Cluster mode: the API clients and what rides on them. The API pod source comes later, with PodConfig.
   let apiSource: ApiSource | undefined;
   const cluster =
@@ -145,6 +148,17 @@ async function run(loaded: RunConfig): Promise<void> {
     );
   }
 
+  const certificates = cluster
+    ? await startKubeletCertificates({
+        config,
+        flags,
+        nodeName,
+        clock,
+        cluster,
+        nodeIPs: nodeIPs(flags.nodeIP),
+      })
+    : undefined;
+
   let stopping: Promise<void> | undefined;
   const shutdown = (signal: string) => {
     if (stopping) {
@@ -159,6 +173,7 @@ async function run(loaded: RunConfig): Promise<void> {
       await started.kubelet?.stop();
       await started.volumeManager?.stop();
       started.containerManager?.stop();
+      await certificates?.stop();
       await cluster?.close();
       await Promise.all(servers.map((s) => s.close()));
       runtimeConnection?.close();
@@ -413,21 +428,28 @@ async function run(loaded: RunConfig): Promise<void> {
       mustSucceed(await cluster.kubeClient.call({ method: 'POST', path, body }, { signal }), `POST ${path}`),
   };
   if (config.enableServer) {
-    try {
-      servers.push(
-        await startKubeletServer(apiHost, {
+    const serveApi = async (servingCertificate?: { certPem: string; keyPem: string }) => {
+      try {
+        const server = await startKubeletServer(apiHost, {
           config,
           nodeName,
           certDirectory: flags.certDirectory,
           apiPoster,
           nodeLogsSymlinkRoots: [config.podLogsDir],
-        }),
-      );
-    } catch (err) {
-      // Upstream exits here. Standalone with a config file's defaults (webhook authentication and
-      // authorization, but no API client) could then never start, so this runs on without the API.
-      log.error('Unable to serve the kubelet API', { err: errorMessage(err) });
-    }
+          ...(servingCertificate ? { servingCertificate } : {}),
+        });
+        servers.push(server);
+        return server;
+      } catch (err) {
+        // Upstream exits here. Standalone with a config file's defaults (webhook authentication and
+        // authorization, but no API client) could then never start, so this runs on without the API.
+        log.error('Unable to serve the kubelet API', { err: errorMessage(err) });
+        return undefined;
+      }
+    };
+    // serverTLSBootstrap: served once the first serving certificate is issued, then swapped as it rotates.
+    if (certificates?.servingCertificates) certificates.serveWith(serveApi);
+    else await serveApi();
   }
   if (config.readOnlyPort > 0) {
     servers.push(
