@@ -27,6 +27,7 @@ import { realClock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, setLogFormat, setVModule, setVerbosity, type LogFormat } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
+import { sdNotifierFromEnv, startWatchdog, watchdogIntervalMs } from '../lib/sd-notify.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import type { Node } from '../nodestatus/types.js';
@@ -95,6 +96,8 @@ function nodeIPs(flag: string): string[] {
   }
   return ['127.0.0.1'];
 }
+
+let stopWatchdog: (() => void) | undefined;
 
 async function run(loaded: RunConfig): Promise<void> {
   const { config, flags, nodeName } = loaded;
@@ -168,6 +171,7 @@ async function run(loaded: RunConfig): Promise<void> {
     log.info('Shutting down', { signal });
     stopping = (async () => {
       stopController.abort(new Error(`received ${signal}`));
+      stopWatchdog?.();
       sources.forEach((s) => s.stop());
       await started.clusterNode?.stop();
       await started.kubelet?.stop();
@@ -461,4 +465,29 @@ async function run(loaded: RunConfig): Promise<void> {
     );
   }
   log.info('Kubelet started', { nodeName, pods: config.staticPodPath || undefined });
+  stopWatchdog = notifySystemd(host, clock);
+}
+
+/** Type=notify: READY=1 now that the kubelet serves; WATCHDOG=1 while every /healthz check passes. */
+function notifySystemd(host: ServerHost, clock: typeof realClock): (() => void) | undefined {
+  const notifier = sdNotifierFromEnv();
+  if (!notifier) return undefined;
+  void notifier.notify('READY=1').then((err) => {
+    if (err) log.warn('Unable to notify systemd', { err });
+  });
+  const intervalMs = watchdogIntervalMs();
+  if (intervalMs === undefined) return undefined;
+  return startWatchdog(
+    notifier,
+    intervalMs,
+    async () => {
+      for (const c of host.healthChecks()) {
+        const reason = await c.check();
+        if (reason !== undefined) return `${c.name}: ${reason}`;
+      }
+      return undefined;
+    },
+    clock,
+    (reason) => log.warn('Health check failed: withholding the systemd watchdog', { reason }),
+  );
 }

@@ -209,10 +209,7 @@ export class NodeLeaseController {
    * The Lease to write: a fresh one, or base renewed now. It points to the node as its owner once the
    * node can be read (upstream's setNodeOwnerFunc), so deleting the node deletes its Lease.
    */
-  private async newLease(
-    base: Lease | undefined,
-    signal: AbortSignal,
-  ): Promise<{ lease: Lease }> {
+  private async newLease(base: Lease | undefined, signal: AbortSignal): Promise<{ lease: Lease }> {
     const lease: Lease = base
       ? structuredClone(base)
       : {
