@@ -14,7 +14,11 @@ export type KubeletErrorCode =
   | 'CREATE_SANDBOX_FAILED'
   | 'CRASH_LOOP_BACKOFF'
   | 'KILL_FAILED'
-  | 'API_ERROR';
+  | 'API_ERROR'
+  /** A certificate or key on disk or from a signer that cannot be used. */
+  | 'CERTIFICATE_INVALID'
+  /** A CertificateSigningRequest denied, failed, or not issued in time. */
+  | 'CERTIFICATE_REQUEST_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -101,6 +101,8 @@ export interface NodeStatusFlags {
   nodeLabels: Readonly<Record<string, string>>;
   /** --root-dir: its filesystem is the node's ephemeral-storage. */
   rootDirectory: string;
+  /** --cloud-provider: '' or 'external'. */
+  cloudProvider?: string;
 }
 
 /** Eviction signals; until an eviction manager exists the node reports no pressure. */
@@ -380,6 +382,7 @@ export class NodeStatusManager {
       registerSchedulable: this.opts.registerSchedulable ?? true,
       enableControllerAttachDetach: this.opts.config.enableControllerAttachDetach,
       providerID: this.opts.config.providerID,
+      externalCloudProvider: this.opts.flags.cloudProvider === 'external',
     });
     await this.gatherInputs(signal, 0);
     this.setNodeStatus(node);

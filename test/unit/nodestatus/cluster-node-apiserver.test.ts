@@ -119,7 +119,14 @@ describe('ClusterNode against the test API server', () => {
     assert.equal(patch.contentType, 'application/strategic-merge-patch+json');
     assert.equal(patch.code, 200);
 
-    const lease = await waitFor('the Lease', getLease, 5000, 50);
+    await waitFor('the Lease', getLease, 5000, 50);
+    // Created at once (maybe before the Node, without an owner); a renewal adds the owner reference.
+    const lease = await waitFor(
+      'the Lease with its owner',
+      () => (getLease()?.metadata.ownerReferences ? getLease() : undefined),
+      5000,
+      50,
+    );
     assert.equal(lease.spec?.holderIdentity, NODE);
     assert.equal(lease.spec?.leaseDurationSeconds, 1);
     assert.deepEqual(lease.metadata.ownerReferences, [
