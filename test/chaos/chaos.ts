@@ -342,7 +342,9 @@ export async function healthzLatencyMs(port: number, timeoutMs = 5000): Promise<
 
 /**
  * Manifests a careless or hostile user may leave in the folder (issue 13, points 1, 2, 4, 5): each
- * must be refused alone, without hanging the kubelet or touching any other pod.
+ * must be refused alone, without hanging the kubelet or touching any other pod. Their names sort
+ * before the chaos pods' ("bad-" < "chaos-"), so that one which aborts a batch would take the good
+ * pods after it down too.
  */
 export function hostileManifests(namespace: string): Record<string, string> {
   const pod = (name: string, spec: string, meta = '') =>
@@ -368,22 +370,17 @@ export function hostileManifests(namespace: string): Record<string, string> {
       ...(extra ? [extra] : []),
     ].join('\n');
   return {
-    'hostile-negative-period.yaml': pod(
-      'hostile-negative-period',
+    'bad-negative-period.yaml': pod(
+      'bad-negative-period',
       busybox("    livenessProbe:\n      exec:\n        command: ['true']\n      periodSeconds: -1"),
     ),
-    'hostile-memory-lots.yaml': pod(
-      'hostile-memory-lots',
+    'bad-memory-lots.yaml': pod(
+      'bad-memory-lots',
       `  nodeSelector:\n    chaos.example/nowhere: 'true'\n${busybox('    resources:\n      limits:\n        memory: lots')}`,
     ),
-    'hostile-uid.yaml': pod('hostile-uid', busybox(), "  uid: '../../x'"),
-    'hostile-command-string.yaml': pod('hostile-command-string', busybox('', "'sleep 3600'")),
+    'bad-uid.yaml': pod('bad-uid', busybox(), "  uid: '../../x'"),
+    'bad-command-string.yaml': pod('bad-command-string', busybox('', "'sleep 3600'")),
   };
 }
 
-export const HOSTILE_POD_NAMES = [
-  'hostile-negative-period',
-  'hostile-memory-lots',
-  'hostile-uid',
-  'hostile-command-string',
-];
+export const HOSTILE_POD_NAMES = ['bad-negative-period', 'bad-memory-lots', 'bad-uid', 'bad-command-string'];
