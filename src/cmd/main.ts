@@ -201,6 +201,8 @@ async function run(loaded: RunConfig): Promise<void> {
     runtimeService: criRuntime,
     getContainerStatus: podCacheContainerStatus(podCache),
     kubernetesVersion: KUBERNETES_VERSION,
+    // Unhealthy and ProbeWarning events reach the API server, as every other pod event does.
+    recorder: cluster?.recorder,
     clock,
   });
   // Refused at start, as upstream refuses to start with a sysctl it cannot allow.
