@@ -52,6 +52,12 @@ const BACKOFF_INITIAL_MS = 10_000;
 const BACKOFF_MAX_MS = 300_000;
 /** The sync loop counts as stuck past this without an iteration (upstream: the syncloop health check). */
 const SYNC_LOOP_STALL_MS = 2 * 60_000;
+/**
+ * A pod only the runtime knows (left over from before a restart, or removed while the kubelet was
+ * down) is stopped with this grace period, as upstream's HandlePodCleanups stops orphans: its
+ * termination was already under way, or nobody wants it.
+ */
+const ORPHANED_POD_GRACE_PERIOD_SECONDS = 1;
 
 export interface KubeletOptions {
   nodeName: string;
@@ -472,7 +478,7 @@ export class Kubelet implements ServerHost {
       pod: `${runningPod.namespace}/${runningPod.name}`,
       podUID: runningPod.uid,
     });
-    await this.runtime.killPod(undefined, runningPod);
+    await this.runtime.killPod(undefined, runningPod, ORPHANED_POD_GRACE_PERIOD_SECONDS);
   }
 
   async syncTerminatedPod(pod: Pod, podStatus: KubePodStatus, signal: AbortSignal): Promise<void> {

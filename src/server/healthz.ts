@@ -4,6 +4,7 @@
  * from unauthenticated callers; they go to the log instead).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ComponentStatus } from '../lib/component.js';
 import { logger } from '../lib/log.js';
 
 const log = logger('healthz');
@@ -27,12 +28,21 @@ async function runCheck(c: HealthCheck): Promise<string | undefined> {
   }
 }
 
+/**
+ * `?verbose` also lists each component's state after the checks (`component pleg: RUNNING`). States
+ * are informational: only the checks decide the answer's code, as upstream's checks alone do.
+ */
+function componentLines(components: readonly ComponentStatus[] | undefined): string[] {
+  return (components ?? []).map((c) => `component ${c.name}: ${c.state}`);
+}
+
 /** Serves /healthz and /healthz/<name>; returns false when the path is not a healthz path. */
 export async function serveHealthz(
   checks: readonly HealthCheck[],
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,
+  components?: () => readonly ComponentStatus[],
 ): Promise<boolean> {
   if (url.pathname !== '/healthz' && !url.pathname.startsWith('/healthz/')) return false;
   if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -61,6 +71,7 @@ export async function serveHealthz(
   const lines = results.map((r) =>
     r.reason === undefined ? `[+]${r.name} ok` : `[-]${r.name} failed: reason withheld`,
   );
+  if (verbose) lines.push(...componentLines(components?.()));
   res.writeHead(failed.length === 0 ? 200 : 500, { 'Content-Type': 'text/plain; charset=utf-8' });
   if (failed.length === 0) {
     res.end(verbose ? `${lines.join('\n')}\nhealthz check passed\n` : 'ok');

@@ -26,6 +26,7 @@ import {
   type Authorizer,
   type TokenReviewer,
 } from './delegated-auth.js';
+import type { ComponentStatus } from '../lib/component.js';
 import { serveHealthz, type HealthCheck } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
@@ -53,6 +54,8 @@ export interface KubeletServerHost {
   /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
   healthChecks(): readonly HealthCheck[];
+  /** Every component's state, listed by /healthz?verbose. */
+  componentStatuses?(): readonly ComponentStatus[];
   /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
   runtime: RuntimeService;
   /** What /metrics exposes (the kubelet's own metrics); the server adds its HTTP metrics to it. */
@@ -450,7 +453,16 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
 
   if (root === 'healthz') {
     const url = new URL(`http://kubelet${ctx.path}?${ctx.query.toString()}`);
-    if (await serveHealthz(state.host.healthChecks(), ctx.req, res, url)) return;
+    if (
+      await serveHealthz(
+        state.host.healthChecks(),
+        ctx.req,
+        res,
+        url,
+        () => state.host.componentStatuses?.() ?? [],
+      )
+    )
+      return;
     return notFound(res);
   }
   if (ctx.path === '/pods' || ctx.path === '/pods/') {

@@ -7,6 +7,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pod, PodList } from '../api/core-v1.js';
 import { logger } from '../lib/log.js';
+import type { ComponentStatus } from '../lib/component.js';
 import { serveHealthz, type HealthCheck } from './healthz.js';
 
 const log = logger('server');
@@ -18,6 +19,8 @@ export interface ServerHost {
   /** The pods found in the runtime, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
   healthChecks(): readonly HealthCheck[];
+  /** Every component's state, listed by /healthz?verbose. */
+  componentStatuses?(): readonly ComponentStatus[];
 }
 
 export interface LocalServerOptions {
@@ -58,7 +61,7 @@ async function handle(
   res: http.ServerResponse,
 ) {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  if (await serveHealthz(host.healthChecks(), req, res, url)) return;
+  if (await serveHealthz(host.healthChecks(), req, res, url, () => host.componentStatuses?.() ?? [])) return;
   if (!opts.readOnly) return sendText(res, 404, '404 page not found\n');
   if (req.method !== 'GET' && req.method !== 'HEAD') return sendText(res, 405, 'method not allowed\n');
   switch (url.pathname) {

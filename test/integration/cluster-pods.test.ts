@@ -171,4 +171,53 @@ describe('cluster mode: pods from the API server through containerd', () => {
     );
     assert.equal(killing?.involvedObject.fieldPath, 'spec.containers{main}');
   });
+
+  test('a failing readiness probe records Unhealthy warnings about the container in the API', async () => {
+    const nodeName = `it-cluster-node-${process.pid}`;
+    server = await startTestApiServer({ nodeName });
+    server.store.create('namespaces', { metadata: { name: ns } });
+    const kubeconfig = path.join(configDir, 'kubelet.kubeconfig');
+    await server.writeKubeconfig(kubeconfig, server.nodeUser, {
+      credential: 'certificate',
+      groups: ['system:nodes'],
+    });
+    const k = new KubeletProcess({ nodeName, extraArgs: [`--kubeconfig=${kubeconfig}`] });
+    kubelet = k;
+    await k.start();
+
+    server.store.create('pods', {
+      metadata: { name: 'unready', namespace: ns },
+      spec: {
+        nodeName: k.nodeName,
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'main',
+            image: 'busybox',
+            imagePullPolicy: 'IfNotPresent',
+            command: ['sh', '-c', 'exec sleep 3600'],
+            readinessProbe: { exec: { command: ['sh', '-c', 'echo not yet; exit 1'] }, periodSeconds: 1 },
+          },
+        ],
+      },
+    });
+
+    const unhealthy = await waitFor(
+      'an Unhealthy event for unready',
+      () =>
+        (server.store.list('events', { namespace: ns }).items as unknown as CoreEvent[]).find(
+          (e) => e.reason === 'Unhealthy' && e.involvedObject.name === 'unready',
+        ),
+      60_000,
+      250,
+    ).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n--- kubelet log ---\n${(await k.logs()).slice(-6000)}`);
+    });
+    assert.equal(unhealthy.type, 'Warning');
+    assert.equal(unhealthy.involvedObject.fieldPath, 'spec.containers{main}');
+    assert.match(unhealthy.message ?? '', /^Readiness probe failed: not yet/);
+    assert.deepEqual(unhealthy.source, { component: 'kubelet', host: nodeName });
+    const p = apiPod(server, 'unready');
+    assert.equal(containerStatus(p, 'main')?.ready, false);
+  });
 });

@@ -1,0 +1,512 @@
+/**
+ * Wiring: the kubelet's object graph built from the resolved configuration, as components listed in
+ * the order they start (they stop in reverse; see ComponentRunner). Nothing here starts anything.
+ *
+ * It comes in two parts because most of the graph needs the runtime's answer to its handshake
+ * (its name, the node it makes): buildBootstrap gives what runs before the runtime answers
+ * (the API clients, /healthz, the runtime connection), buildKubelet the rest once it has.
+ *
+ * Start order (written here once; docs/architecture.md shows it):
+ *   apiclients, events, healthz, runtime,
+ *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus,
+ *   prober, podworkers, pleg, syncloop, podconfig, sources (api, file, http),
+ *   kubeletserver, readonlyserver.
+ * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
+ */
+import { mkdir } from 'node:fs/promises';
+import os from 'node:os';
+import {
+  createContainerManager as createRealContainerManager,
+  type ContainerManager,
+  type ContainerManagerOptions,
+} from '../cm/container-manager.js';
+import { ApiSource } from '../config/api-source.js';
+import { FileSource } from '../config/file-source.js';
+import { HttpSource } from '../config/http-source.js';
+import { PodConfig } from '../config/pod-config.js';
+import { connectRuntime } from '../cri/connect-runtime.js';
+import { instrumentCri } from '../cri/instrumented-runtime.js';
+import type { ImageService, RuntimeService, VersionResponse } from '../cri/types.js';
+import { mustSucceed } from '../k8s/api-status.js';
+import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
+import { Kubelet } from '../kubelet/kubelet.js';
+import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
+import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
+import { realClock, type Clock } from '../lib/clock.js';
+import { asComponent, loopComponent, type Component, type ComponentStatus } from '../lib/component.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import { MetricsRegistry } from '../lib/metrics.js';
+import { ClusterNode } from '../nodestatus/cluster-node.js';
+import type { Node } from '../nodestatus/types.js';
+import { GenericPLEG } from '../pleg/generic-pleg.js';
+import { InMemoryPodCache } from '../pleg/pod-cache.js';
+import { ApiMirrorClient } from '../pod/mirror-client.js';
+import { MirrorPods } from '../pod/mirror-pods.js';
+import { PodWorkersImpl } from '../podworkers/pod-workers.js';
+import { BasicWorkQueue } from '../podworkers/work-queue.js';
+import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
+import { ProberManager } from '../prober/prober-manager.js';
+import type { ApiPoster } from '../server/delegated-auth.js';
+import type { HealthCheck } from '../server/healthz.js';
+import {
+  startKubeletReadOnlyServer,
+  startKubeletServer,
+  type KubeletServer,
+  type KubeletServerHost,
+} from '../server/kubelet-server.js';
+import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
+import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
+import { LocalStatusManager } from '../status/status-manager.js';
+import { VolumeManagerImpl } from '../volume/volume-manager.js';
+import { apiEnvSources } from './api-env-sources.js';
+import { createClusterClients, type ClusterClients } from './cluster-clients.js';
+import type { LoadedKubeletConfig } from './load-kubelet-config.js';
+import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
+
+const log = logger('kubelet');
+
+/** Where upstream keeps `<pod>_<ns>_<container>-<id>.log` symlinks for log shippers. */
+const LEGACY_CONTAINER_LOGS_DIR = '/var/log/containers';
+
+export type RunConfig = Extract<LoadedKubeletConfig, { action: 'run' }>;
+
+/** The runtime once it has answered the handshake (RuntimeConnection, or a fake in tests). */
+export interface ConnectedRuntime {
+  readonly runtime: RuntimeService;
+  readonly images: ImageService;
+  readonly version: VersionResponse;
+  close(): void;
+}
+
+export interface BuildOptions {
+  clock?: Clock;
+  /** Every component's state, for /healthz?verbose (the runner's snapshots). */
+  componentStatuses?: () => readonly ComponentStatus[];
+  /** Dials the runtime until it answers or signal aborts; connectRuntime by default. */
+  connectRuntime?: (signal: AbortSignal) => Promise<ConnectedRuntime>;
+  /** createContainerManager by default. */
+  createContainerManager?: (opts: ContainerManagerOptions) => Promise<ContainerManager>;
+  legacyContainerLogsDir?: string;
+  /** False in tests that may not remount --root-dir. */
+  makeRootDirShared?: boolean;
+}
+
+/** What is handed on from the bootstrap to the rest of the graph. */
+export interface KubeletBootstrap {
+  readonly components: Component[];
+  readonly cluster: ClusterClients | undefined;
+  /** The runtime once its component has started; throws before. */
+  runtime(): ConnectedRuntime;
+  /** What the servers read; it answers for the process alone until the kubelet is set. */
+  readonly host: ServerHost;
+  /** Set by buildKubelet: the parts the servers and the cluster clients read once they exist. */
+  readonly late: { kubelet?: Kubelet; apiSource?: ApiSource };
+}
+
+export interface KubeletGraph {
+  /** In start order; the runner stops them in reverse. */
+  readonly components: Component[];
+  readonly kubelet: Kubelet;
+}
+
+/** The node's IPs: --node-ip when given, else the first non-loopback IPv4 address (upstream picks the default route's). */
+function nodeIPs(flag: string): string[] {
+  if (flag !== '') return flag.split(',').map((s) => s.trim());
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return [a.address];
+  }
+  return ['127.0.0.1'];
+}
+
+function serverComponent(name: string, listen: () => Promise<LocalServer | KubeletServer>, optional = false) {
+  let server: LocalServer | KubeletServer | undefined;
+  return asComponent(
+    name,
+    {
+      start: async () => {
+        server = await listen();
+      },
+      stop: () => server?.close(),
+      detail: () => (server ? { port: server.port } : undefined),
+    },
+    { optional },
+  );
+}
+
+/** What runs before the runtime answers: the API clients (cluster mode), /healthz, the runtime connection. */
+export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): Promise<KubeletBootstrap> {
+  const { config, flags, nodeName } = cfg;
+  const clock = opts.clock ?? realClock;
+  const late: KubeletBootstrap['late'] = {};
+  const cluster =
+    flags.kubeConfig !== ''
+      ? await createClusterClients(flags.kubeConfig, config, nodeName, clock, (ns, name) =>
+          late.apiSource?.getPod(ns, name),
+        )
+      : undefined;
+
+  let connection: ConnectedRuntime | undefined;
+  let connecting: AbortController | undefined;
+  const connect =
+    opts.connectRuntime ??
+    ((signal: AbortSignal) =>
+      connectRuntime(config.containerRuntimeEndpoint, {
+        imageEndpoint: config.imageServiceEndpoint,
+        runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+        signal,
+        clock,
+      }));
+  // Retries with back-off until the runtime answers; a stop during that aborts the retries.
+  const runtime = asComponent('runtime', {
+    start: async () => {
+      connecting = new AbortController();
+      connection = await connect(connecting.signal);
+    },
+    stop: () => {
+      connecting?.abort(new Error('kubelet stopping'));
+      connection?.close();
+    },
+    detail: () =>
+      connection
+        ? { runtimeName: connection.version.runtimeName, runtimeVersion: connection.version.runtimeVersion }
+        : undefined,
+  });
+
+  // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
+  const runtimeCheck: HealthCheck = {
+    name: 'runtime',
+    check: () => (connection ? undefined : 'container runtime not connected yet'),
+  };
+  const host: ServerHost = {
+    getPods: () => late.kubelet?.getPods() ?? [],
+    getRunningPods: async () => (late.kubelet ? late.kubelet.getRunningPods() : []),
+    healthChecks: () => late.kubelet?.healthChecks() ?? [runtimeCheck],
+    componentStatuses: () => opts.componentStatuses?.() ?? [],
+  };
+
+  const components: (Component | false | undefined)[] = [
+    cluster && asComponent('apiclients', { stop: () => cluster.close() }),
+    cluster && asComponent('events', { stop: () => cluster.recorder.stop() }),
+    config.healthzPort > 0 &&
+      serverComponent('healthz', () =>
+        startLocalServer(host, {
+          address: config.healthzBindAddress,
+          port: config.healthzPort,
+          readOnly: false,
+        }),
+      ),
+    runtime,
+  ];
+  return {
+    components: components.filter((c): c is Component => !!c),
+    cluster,
+    runtime: () => {
+      if (!connection) throw new Error('the container runtime is not connected');
+      return connection;
+    },
+    host,
+    late,
+  };
+}
+
+/** The rest of the kubelet, once the runtime has answered. `signal` cuts the build short on a stop. */
+export async function buildKubelet(
+  cfg: RunConfig,
+  boot: KubeletBootstrap,
+  signal: AbortSignal,
+  opts: BuildOptions = {},
+): Promise<KubeletGraph> {
+  const { config, flags, nodeName } = cfg;
+  const { cluster, late } = boot;
+  const clock = opts.clock ?? realClock;
+  const connection = boot.runtime();
+  const runtimeName = connection.version.runtimeName;
+
+  // Every CRI call the kubelet makes is counted and timed (kubelet_runtime_operations_*).
+  const kubeletMetrics = new MetricsRegistry();
+  const criRuntime = instrumentCri(connection.runtime, kubeletMetrics);
+  const criImages = instrumentCri(connection.images, kubeletMetrics);
+  const relistDuration = kubeletMetrics.histogram(
+    'kubelet_pleg_relist_duration_seconds',
+    '[ALPHA] Duration in seconds for relisting pods in PLEG.',
+  );
+
+  // Upstream makes these at start: the pod log folder and the legacy /var/log/containers symlink folder.
+  await mkdir(config.podLogsDir, { recursive: true });
+  await mkdir(opts.legacyContainerLogsDir ?? LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
+  const ips = nodeIPs(flags.nodeIP);
+  const containerManager = await (opts.createContainerManager ?? createRealContainerManager)({
+    config,
+    clock,
+  });
+  const podCache = new InMemoryPodCache();
+  const prober = new ProberManager({
+    runtimeService: criRuntime,
+    getContainerStatus: podCacheContainerStatus(podCache),
+    kubernetesVersion: KUBERNETES_VERSION,
+    clock,
+    // Unhealthy and ProbeWarning go to the API server as upstream's prober records them.
+    recorder: cluster?.recorder,
+  });
+  // Refused at start, as upstream refuses to start with a sysctl it cannot allow.
+  const sysctlAllowlist = SysctlAllowlist.forNode(config.allowedUnsafeSysctls);
+  const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
+  // The node admission reads, set below; no container starts before it is.
+  let nodeAnyWayForDownwardAPI: () => Node | undefined = () => undefined;
+  // Volumes set up by an earlier run are read back from disk (at its start) before any pod syncs.
+  const volumeManager = new VolumeManagerImpl({
+    rootDir: flags.rootDirectory,
+    nodeName,
+    clock,
+    client: cluster?.kubeClient,
+    recorder: cluster?.recorder,
+    nodeLabels: () => cluster?.nodeReflector.get(undefined, nodeName)?.metadata.labels,
+    hostIPs: ips,
+    // configMaps and secrets are re-read at most once per sync period, as a pod's periodic sync does upstream.
+    objectCacheTtlMs: config.syncFrequencyMs,
+    ...(opts.makeRootDirShared === false ? { makeRootDirShared: false } : {}),
+  });
+  const runtime = new KubeGenericRuntimeManager({
+    runtimeService: criRuntime,
+    imageService: criImages,
+    runtimeName,
+    clock,
+    rootDir: flags.rootDirectory,
+    podLogsDir: config.podLogsDir,
+    nodeName,
+    nodeIPs: ips,
+    resolvConf: config.resolvConf,
+    clusterDNS: config.clusterDNS,
+    clusterDomain: config.clusterDomain,
+    cgroupParent: (pod) => containerManager.podCgroupParent(pod),
+    cpuCFSQuota: config.cpuCFSQuota,
+    cpuCFSQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
+    podInfraContainerImage: flags.podInfraContainerImage,
+    probeResults: prober.runtimeProbeResults,
+    recorder: cluster?.recorder,
+    kubernetesVersion: KUBERNETES_VERSION,
+    seccompDefault: config.seccompDefault,
+    serializeImagePulls: config.serializeImagePulls,
+    maxParallelImagePulls: config.maxParallelImagePulls,
+    registryPullQPS: config.registryPullQPS,
+    registryBurst: config.registryBurst,
+    envSources: apiSources,
+    pullSecrets: apiSources,
+    // A container without limits sees the node's allocatable (upstream defaultPodLimitsForDownwardAPI).
+    nodeAllocatable: () => {
+      const a = nodeAnyWayForDownwardAPI()?.status?.allocatable;
+      return a?.cpu && a.memory
+        ? { cpu: a.cpu, memory: a.memory, 'ephemeral-storage': a['ephemeral-storage'] }
+        : undefined;
+    },
+    volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
+  });
+  const pleg = new GenericPLEG({
+    runtime,
+    cache: podCache,
+    clock,
+    onRelist: (ms) => relistDuration.observe(undefined, ms / 1000),
+  });
+  const workQueue = new BasicWorkQueue(clock);
+  const podConfig = new PodConfig({ clock });
+  const apiSource = cluster
+    ? new ApiSource({
+        client: cluster.kubeClient,
+        nodeName,
+        send: podConfig.channel('api'),
+        clock,
+        nodeHasSynced: () => cluster.nodeReflector.hasSynced(),
+      })
+    : undefined;
+  late.apiSource = apiSource;
+  const statusManager = new LocalStatusManager({ clock, sink: cluster?.statusSink });
+  // Admission reads the node (upstream: getNodeAnyWay): the node informer's copy in cluster mode, and
+  // until it has one (or without an API server) the node this kubelet would register.
+  let initialNode: Node | undefined;
+  try {
+    initialNode = await readInitialNode(
+      {
+        nodeName,
+        config,
+        flags,
+        clock,
+        kubeletVersion: KUBELET_VERSION,
+        runtimeService: criRuntime,
+        imageService: criImages,
+        runtimeName,
+      },
+      signal,
+    );
+  } catch (err) {
+    signal.throwIfAborted();
+    log.error('Unable to construct v1.Node object for kubelet', { err: errorMessage(err) });
+  }
+  const apiNode = cluster ? () => cluster.nodeReflector.get(undefined, nodeName) : undefined;
+  const mirrorPods =
+    cluster && apiNode
+      ? new MirrorPods({
+          client: new ApiMirrorClient({ client: cluster.kubeClient, nodeName, getNode: apiNode }),
+          getNode: apiNode,
+        })
+      : undefined;
+  const getNode = nodeAnyWay(apiNode, initialNode);
+  nodeAnyWayForDownwardAPI = getNode;
+  const kubelet: Kubelet = new Kubelet({
+    nodeName,
+    rootDir: flags.rootDirectory,
+    getNode,
+    mirrorPods,
+    recorder: cluster?.recorder,
+    sysctlAllowlist,
+    clock,
+    runtime,
+    podConfig,
+    podCache,
+    pleg,
+    workQueue,
+    statusManager,
+    // Upstream fills hostIP/hostIPs in pod status only when it has an API client.
+    statusHostIPs: cluster ? ips : undefined,
+    containerManager,
+    prober,
+    metrics: kubeletMetrics,
+    volumeManager,
+    podWorkers: () => podWorkers,
+  });
+  const podWorkers = new PodWorkersImpl({
+    syncer: kubelet,
+    podCache,
+    workQueue,
+    clock,
+    resyncIntervalMs: config.syncFrequencyMs,
+  });
+  late.kubelet = kubelet;
+
+  const fileSource =
+    config.staticPodPath !== ''
+      ? new FileSource({
+          path: config.staticPodPath,
+          nodeName,
+          periodMs: config.fileCheckFrequencyMs,
+          send: podConfig.channel('file'),
+          clock,
+        })
+      : undefined;
+  const httpSource =
+    config.staticPodURL !== ''
+      ? new HttpSource({
+          url: config.staticPodURL,
+          headers: config.staticPodURLHeader,
+          nodeName,
+          periodMs: config.httpCheckFrequencyMs,
+          send: podConfig.channel('http'),
+          clock,
+        })
+      : undefined;
+  if (!apiSource && !fileSource && !httpSource)
+    log.warn('No pod sources configured: set staticPodPath (--pod-manifest-path) or staticPodURL');
+
+  const clusterNode =
+    cluster &&
+    new ClusterNode({
+      nodeName,
+      config,
+      flags,
+      client: cluster.heartbeatClient,
+      clock,
+      recorder: cluster.recorder,
+      nodeLister: () => cluster.nodeReflector.get(undefined, nodeName),
+      kubeletVersion: KUBELET_VERSION,
+      runtimeService: criRuntime,
+      imageService: criImages,
+      runtimeName,
+      plegHealth: () => pleg.healthy(),
+      onRepeatedHeartbeatFailure: () => cluster.heartbeatClient.close(),
+    });
+
+  // The kubelet API (upstream ListenAndServeKubeletServer) and the read-only port, sharing one /metrics.
+  const probeMetrics = new MetricsRegistry();
+  probeMetrics.addCollector(() => {
+    const snapshot = prober.metricsSnapshot();
+    return [
+      { ...snapshot, samples: snapshot.samples.map((s) => ({ labels: { ...s.labels }, value: s.value })) },
+    ];
+  });
+  addRuntimeStateMetrics(kubeletMetrics, criRuntime, config.runtimeRequestTimeoutMs);
+  const apiHost: KubeletServerHost = {
+    ...boot.host,
+    runtime: criRuntime,
+    metrics: kubeletMetrics,
+    probeMetrics,
+    configz: () => config,
+  };
+  const apiPoster: ApiPoster | undefined = cluster && {
+    post: async (path, body, s) =>
+      mustSucceed(
+        await cluster.kubeClient.call({ method: 'POST', path, body }, { signal: s }),
+        `POST ${path}`,
+      ),
+  };
+
+  // The start order; the runner stops them in reverse.
+  const components: (Component | false | undefined)[] = [
+    asComponent('containermanager', {
+      start: () => containerManager.start(() => kubelet.getActivePods()),
+      stop: () => containerManager.stop(),
+      detail: () => ({ ...containerManager.status() }),
+    }),
+    asComponent('volumemanager', { start: () => volumeManager.start(), stop: () => volumeManager.stop() }),
+    cluster &&
+      asComponent('statusmanager', {
+        start: () => cluster.statusSink.start(),
+        stop: () => cluster.statusSink.stop(),
+      }),
+    cluster &&
+      loopComponent('nodeinformer', (s) => cluster.nodeReflector.run(s), {
+        detail: () => ({ ...cluster.nodeReflector.status() }),
+      }),
+    clusterNode &&
+      asComponent('nodestatus', { start: () => clusterNode.start(), stop: () => clusterNode.stop() }),
+    asComponent('prober', { stop: () => prober.stop() }),
+    asComponent('podworkers', { stop: () => podWorkers.stop() }),
+    asComponent('pleg', {
+      start: () => pleg.start(),
+      stop: () => pleg.stop(),
+      detail: () => ({ healthy: pleg.healthy().healthy }),
+    }),
+    // The sync loop stops its inputs first, then the PLEG and the pod workers it drives.
+    asComponent('syncloop', { start: () => kubelet.start(), stop: () => kubelet.stop() }),
+    asComponent('podconfig', { stop: () => podConfig.stop() }),
+    apiSource &&
+      asComponent('apisource', {
+        start: () => apiSource.start(),
+        stop: () => apiSource.stop(),
+        detail: () => ({ ...apiSource.status() }),
+      }),
+    fileSource &&
+      asComponent('filesource', { start: () => fileSource.start(), stop: () => fileSource.stop() }),
+    httpSource &&
+      asComponent('httpsource', { start: () => httpSource.start(), stop: () => httpSource.stop() }),
+    // Upstream exits when it cannot serve the API. Standalone with a config file's defaults (webhook
+    // authentication and authorization, but no API client) could then never start, so this is optional.
+    config.enableServer &&
+      serverComponent(
+        'kubeletserver',
+        () =>
+          startKubeletServer(apiHost, {
+            config,
+            nodeName,
+            certDirectory: flags.certDirectory,
+            apiPoster,
+            nodeLogsSymlinkRoots: [config.podLogsDir],
+          }),
+        true,
+      ),
+    config.readOnlyPort > 0 &&
+      serverComponent('readonlyserver', () =>
+        startKubeletReadOnlyServer(apiHost, { address: config.address, port: config.readOnlyPort, nodeName }),
+      ),
+  ];
+  return { components: components.filter((c): c is Component => !!c), kubelet };
+}
