@@ -31,6 +31,7 @@ import {
 } from './node-allocatable.js';
 import { PodContainerManager } from './pod-container-manager.js';
 import { QOSContainerManager, type QOSUpdate } from './qos-container-manager.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('container_manager');
 
@@ -137,7 +138,10 @@ class ContainerManagerImpl implements ContainerManager {
     this.config = opts.config;
     this.clock = opts.clock ?? realClock;
     this.capacity = capacity;
-    this.qosUpdatePeriodMs = opts.qosUpdatePeriodMs ?? QOS_UPDATE_PERIOD_MS;
+    this.qosUpdatePeriodMs = loopPeriodMs(
+      'QoS cgroup update',
+      opts.qosUpdatePeriodMs ?? QOS_UPDATE_PERIOD_MS,
+    );
     const hugePageSizesBytes = [...capacity.hugePagesBytes.keys()];
     this.cgroupManager = new CgroupManager({
       subsystems,

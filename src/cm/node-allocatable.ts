@@ -7,8 +7,8 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Quantity } from '../api/core-v1.js';
+import { addQuantity, milliValueOf, parseQuantity, valueOf, type ResourceQuantity } from '../api/quantity.js';
 import { milliCPUToShares } from '../kuberuntime/container-resources.js';
-import { parseQuantity } from '../kuberuntime/quantity.js';
 import type { CgroupFs } from './cgroup-fs.js';
 import { hugePageLimits, type ResourceConfig, type ResourceSums } from './resource-config.js';
 
@@ -92,15 +92,10 @@ function reservedSums(...lists: (Readonly<Record<string, Quantity>> | undefined)
     for (const [name, q] of Object.entries(list ?? {})) {
       const v = parseQuantity(q);
       const have = out.get(name);
-      out.set(name, have ? { num: have.num * v.den + v.num * have.den, den: have.den * v.den } : v);
+      out.set(name, have ? addQuantity(have, v) : v);
     }
   }
   return out;
-}
-
-function ceil(num: bigint, den: bigint): bigint {
-  const q = num / den;
-  return num % den === 0n || num < 0n ? q : q + 1n;
 }
 
 /** What the kubepods cgroup gets (upstream: getCgroupConfig of the absolute node allocatable). */
@@ -111,18 +106,18 @@ export function nodeAllocatableResourceConfig(
   const reserved: ResourceSums = opts.enforcePods
     ? reservedSums(opts.systemReserved, opts.kubeReserved)
     : new Map();
-  const minus = (have: bigint, name: string, scale: bigint): bigint => {
+  const minus = (have: bigint, name: string, inUnits: (q: ResourceQuantity) => bigint): bigint => {
     const r = reserved.get(name);
-    const v = r ? have - ceil(r.num * scale, r.den) : have;
+    const v = r ? have - inUnits(r) : have;
     // Negative allocatable makes no sense; upstream clamps it to 0 too.
     return v < 0n ? 0n : v;
   };
-  const cpuMilli = minus(BigInt(capacity.cpuMilli), 'cpu', 1000n);
+  const cpuMilli = minus(BigInt(capacity.cpuMilli), 'cpu', milliValueOf);
   const config: ResourceConfig = {
     cpuShares: milliCPUToShares(Number(cpuMilli)),
-    memoryBytes: minus(capacity.memoryBytes, 'memory', 1n),
+    memoryBytes: minus(capacity.memoryBytes, 'memory', valueOf),
   };
-  if (capacity.pids !== undefined) config.pidsLimit = Number(minus(BigInt(capacity.pids), 'pid', 1n));
+  if (capacity.pids !== undefined) config.pidsLimit = Number(minus(BigInt(capacity.pids), 'pid', valueOf));
   // Reservations name pools as the API does (hugepages-2Mi): match them to the pools by page size.
   const reservedPages = hugePageLimits(reserved);
   config.hugePageLimits = new Map();

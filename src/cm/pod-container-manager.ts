@@ -5,7 +5,7 @@
 import type { Pod } from '../api/core-v1.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { getPodQOS } from '../status/qos-class.js';
+import { getPodQOS } from '../api/qos.js';
 import { CgroupError } from './cgroup-error.js';
 import { errnoCode } from './cgroup-fs.js';
 import type { CgroupManager, DestroyResult } from './cgroup-manager.js';

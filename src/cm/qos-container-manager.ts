@@ -8,7 +8,7 @@ import type { Pod } from '../api/core-v1.js';
 import { milliCPUToShares } from '../kuberuntime/container-resources.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { getPodQOS } from '../status/qos-class.js';
+import { getPodQOS } from '../api/qos.js';
 import { CgroupError } from './cgroup-error.js';
 import type { CgroupManager } from './cgroup-manager.js';
 import { newCgroupName, type CgroupName } from './cgroup-name.js';

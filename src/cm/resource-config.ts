@@ -6,8 +6,15 @@
  */
 import type { Container, Pod, Quantity } from '../api/core-v1.js';
 import { milliCPUToQuota, milliCPUToShares } from '../kuberuntime/container-resources.js';
-import { parseQuantity } from '../kuberuntime/quantity.js';
-import { getPodQOS } from '../status/qos-class.js';
+import { getPodQOS } from '../api/qos.js';
+import {
+  addQuantity,
+  compareQuantity,
+  milliValueOf,
+  parseQuantity,
+  valueOf,
+  type ResourceQuantity,
+} from '../api/quantity.js';
 
 /** Upstream's MinShares: the kernel's minimum, and what BestEffort pods and their QoS cgroup get. */
 export const MIN_SHARES = 2;
@@ -34,50 +41,19 @@ export interface ResourceConfig {
 
 // ---- exact quantity arithmetic ---------------------------------------------------------------
 
-export interface Rational {
-  num: bigint;
-  den: bigint;
-}
-
 /** Resource name → exact amount, as a ResourceList sums Quantities. */
-export type ResourceSums = Map<string, Rational>;
+export type ResourceSums = Map<string, ResourceQuantity>;
 
-function gcd(a: bigint, b: bigint): bigint {
-  a = a < 0n ? -a : a;
-  while (b !== 0n) [a, b] = [b, a % b];
-  return a;
+function milliValue(q: ResourceQuantity | undefined): number {
+  return q === undefined ? 0 : Number(milliValueOf(q));
 }
 
-function addRational(a: Rational, b: Rational): Rational {
-  const num = a.num * b.den + b.num * a.den;
-  const den = a.den * b.den;
-  const g = gcd(num, den) || 1n;
-  return { num: num / g, den: den / g };
+function bigValue(q: ResourceQuantity | undefined): bigint {
+  return q === undefined ? 0n : valueOf(q);
 }
 
-function compareRational(a: Rational, b: Rational): number {
-  const l = a.num * b.den;
-  const r = b.num * a.den;
-  return l < r ? -1 : l > r ? 1 : 0;
-}
-
-// Away from zero, as Quantity.Value() and MilliValue() round.
-function ceilDiv(num: bigint, den: bigint): bigint {
-  const q = num / den;
-  if (num % den === 0n) return q;
-  return num > 0n ? q + 1n : q - 1n;
-}
-
-function milliValue(r: Rational | undefined): number {
-  return r === undefined ? 0 : Number(ceilDiv(r.num * 1000n, r.den));
-}
-
-function bigValue(r: Rational | undefined): bigint {
-  return r === undefined ? 0n : ceilDiv(r.num, r.den);
-}
-
-function isZero(r: Rational | undefined): boolean {
-  return r === undefined || r.num === 0n;
+function isZero(q: ResourceQuantity | undefined): boolean {
+  return q === undefined || q.nano === 0n;
 }
 
 function toSums(list: Record<string, Quantity> | undefined): ResourceSums {
@@ -89,14 +65,14 @@ function toSums(list: Record<string, Quantity> | undefined): ResourceSums {
 function addInto(into: ResourceSums, list: ResourceSums): void {
   for (const [name, v] of list) {
     const have = into.get(name);
-    into.set(name, have ? addRational(have, v) : v);
+    into.set(name, have ? addQuantity(have, v) : v);
   }
 }
 
 function maxInto(into: ResourceSums, list: ResourceSums): void {
   for (const [name, v] of list) {
     const have = into.get(name);
-    if (!have || compareRational(v, have) > 0) into.set(name, v);
+    if (!have || compareQuantity(v, have) > 0) into.set(name, v);
   }
 }
 
@@ -175,7 +151,7 @@ export function podLimits(pod: Pod, onContainer?: (limits: ResourceSums) => void
   // Overhead raises only the limits the pod has: adding it to an absent one would invent a limit.
   for (const [name, v] of podOverhead(pod)) {
     const have = limits.get(name);
-    if (have) limits.set(name, addRational(have, v));
+    if (have) limits.set(name, addQuantity(have, v));
   }
   return limits;
 }

@@ -14,7 +14,7 @@ import { isIP } from 'node:net';
 
 import { KubeletError } from '../lib/errors.js';
 import { DurationError, parseGoDurationMs } from './duration.js';
-import { isPercentage, parseQuantity } from './quantity.js';
+import { approximateValue, parseQuantity } from '../api/quantity.js';
 
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 export const KUBELET_CONFIG_KIND = 'KubeletConfiguration';
@@ -737,7 +737,7 @@ export function resolveKubeletConfiguration(
   const containerLogMaxSize = c.containerLogMaxSize ?? '10Mi';
   let containerLogMaxSizeBytes = 0;
   try {
-    containerLogMaxSizeBytes = parseQuantity(containerLogMaxSize);
+    containerLogMaxSizeBytes = approximateValue(parseQuantity(containerLogMaxSize));
   } catch (err) {
     errors.push(
       `${label('containerLogMaxSize')}: invalid quantity ${JSON.stringify(containerLogMaxSize)}: ${(err as Error).message}`,
@@ -1122,7 +1122,7 @@ function validateResolved(r: ResolvedKubeletConfig, label: (path: string) => str
   const reserved = (field: string, m: Record<string, string>) => {
     for (const [resource, value] of Object.entries(m)) {
       check(
-        isQuantity(value) && parseQuantity(value) >= 0,
+        isQuantity(value) && parseQuantity(value).nano >= 0n,
         `${field}.${resource}`,
         `must be a non-negative quantity, got ${JSON.stringify(value)}`,
       );
@@ -1152,6 +1152,11 @@ function isQuantity(v: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** True for a percentage such as `10%` or `7.5%` (eviction thresholds accept either form). */
+export function isPercentage(text: string): boolean {
+  return /^\d+(?:\.\d+)?%$/.test(text);
 }
 
 function isQuantityOrPercentage(v: string): boolean {

@@ -12,7 +12,7 @@ import { Reflector, type ListerWatcher, type ReflectorStatus } from '../k8s/refl
 import { realClock, type Clock } from '../lib/clock.js';
 import { logger, type Logger } from '../lib/log.js';
 import type { SourceChannel } from './pod-config.js';
-import { CONFIG_SOURCE_ANNOTATION } from './types.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../api/pod-source.js';
 
 /** Upstream's WaitForAPIServerSyncPeriod: how often the node's registration is checked before watching. */
 export const WAIT_FOR_NODE_SYNC_PERIOD_MS = 1000;

@@ -27,6 +27,7 @@ import { logger, type Logger } from '../lib/log.js';
 import { deadlineSignal, raceAbort } from './abortable.js';
 import type { SourceChannel } from './pod-config.js';
 import { MAX_MANIFEST_BYTES, parseManifestDocument, staticPodFromObject } from './static-pod-defaults.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 export interface FileSourceOptions {
   /** A folder of manifests or one manifest file. */
@@ -117,7 +118,10 @@ export class FileSource {
     } finally {
       this.scanning = undefined;
       if (!this.stopController.signal.aborted) {
-        this.periodTimer = this.clock.setTimeout(() => void this.rescan(), this.options.periodMs);
+        this.periodTimer = this.clock.setTimeout(
+          () => void this.rescan(),
+          loopPeriodMs('file source', this.options.periodMs),
+        );
       }
     }
   }

@@ -16,6 +16,7 @@ import { logger, type Logger } from '../lib/log.js';
 import { deadlineSignal } from './abortable.js';
 import type { SourceChannel } from './pod-config.js';
 import { MAX_MANIFEST_BYTES, parseManifestDocument, staticPodsFromObject } from './static-pod-defaults.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 export const DEFAULT_HTTP_REQUEST_TIMEOUT_MS = 10_000;
 
@@ -71,7 +72,10 @@ export class HttpSource {
       this.polling = undefined;
       if (this.timer) this.clock.clearTimeout(this.timer);
       if (!this.stopController.signal.aborted)
-        this.timer = this.clock.setTimeout(() => void this.poll(), this.options.periodMs);
+        this.timer = this.clock.setTimeout(
+          () => void this.poll(),
+          loopPeriodMs('http source', this.options.periodMs),
+        );
     });
     return this.polling;
   }

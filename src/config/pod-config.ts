@@ -20,10 +20,8 @@ import {
   CONFIG_MIRROR_ANNOTATION,
   CONFIG_SEEN_ANNOTATION,
   CONFIG_SOURCE_ANNOTATION,
-  type PodOperation,
-  type PodSource,
-  type PodUpdate,
-} from './types.js';
+} from '../api/pod-source.js';
+import type { PodOperation, PodSource, PodUpdate } from './types.js';
 
 /** What a source sends: its whole state (SET) or an increment. */
 export interface SourceUpdate {

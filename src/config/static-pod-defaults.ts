@@ -15,7 +15,8 @@ import { parseAllDocuments } from 'yaml';
 
 import type { Pod, PodList } from '../api/core-v1.js';
 import { KubeletError } from '../lib/errors.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_SOURCE_ANNOTATION, type PodSource } from './types.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../api/pod-source.js';
+import type { PodSource } from './types.js';
 import { applyPodApiDefaults } from './pod-defaults.js';
 import { validatePod } from './pod-validation.js';
 

@@ -8,8 +8,14 @@ import { toCriError } from './to-cri-error.js';
 
 const log = logger('remote_runtime');
 
-/** Upstream's limit for CRI responses (a ListContainers of a busy node can be large). */
-export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
+/**
+ * The largest CRI answer taken in. Upstream dials with 16 MiB, but its answers grow with what pods
+ * carry: each sandbox lists its pod's annotations (up to 256 KiB once validated), so 110 pods with
+ * their dead sandboxes can pass 16 MiB, and one relist that fails blinds the whole node. Four times
+ * upstream's figure gives that margin; it costs nothing until an answer is that large. (containerd
+ * sends at most its own `[grpc] max_send_message_size`, 16 MiB by default.)
+ */
+export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 export interface GrpcConnectionOptions {
   maxReceiveMessageBytes?: number;

@@ -15,13 +15,13 @@
  * Guaranteed). When no such set exists it is refused as UnexpectedAdmissionError.
  */
 import type { Container, Pod, PodStatus, Toleration } from '../api/core-v1.js';
-import { podRequests, type Rational } from '../cm/resource-config.js';
-import { parseQuantity } from '../kuberuntime/quantity.js';
+import { podRequests } from '../cm/resource-config.js';
+import { milliValueOf, parseQuantity, valueOf, type ResourceQuantity } from '../api/quantity.js';
 import { NodeStatusManager, type NodeStatusManagerOptions } from '../nodestatus/node-status-manager.js';
 import { RuntimeState } from '../nodestatus/runtime-state.js';
 import type { Node, Taint } from '../nodestatus/types.js';
-import { getPodQOS } from '../status/qos-class.js';
-import { isMirrorPod, isStaticPod } from '../config/types.js';
+import { getPodQOS } from '../api/qos.js';
+import { isCriticalPod, isStaticPod } from '../api/pod-source.js';
 
 export type AdmitResult =
   | {
@@ -60,8 +60,6 @@ const TAINT_TOLERATION_ERR_REASON = "node(s) had taints that the pod didn't tole
 export const PREEMPT_REASON = 'Preempting';
 export const PREEMPT_MESSAGE = 'Preempted in order to admit critical pod';
 const PREEMPT_CONDITION_MESSAGE = 'Pod was preempted by Kubelet to accommodate a critical pod.';
-/** scheduling.SystemCriticalPriority: 2 × the highest user-definable priority. */
-export const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
 
 const LABEL_OS = 'kubernetes.io/os';
 /** runtime.GOOS: tskubelet runs on Linux only. */
@@ -237,15 +235,9 @@ function generalFilter(
 /** Amounts as the scheduler's framework.Resource holds them: cpu in millicores, the rest in whole units. */
 type ResourceAmounts = Map<string, bigint>;
 
-function ceilDiv(num: bigint, den: bigint): bigint {
-  const q = num / den;
-  if (num % den === 0n) return q;
-  return num > 0n ? q + 1n : q - 1n;
-}
-
 /** Quantity.MilliValue() for cpu, Value() for everything else: both round away from zero. */
-function amountOf(resourceName: string, r: Rational): bigint {
-  return resourceName === 'cpu' ? ceilDiv(r.num * 1000n, r.den) : ceilDiv(r.num, r.den);
+function amountOf(resourceName: string, q: ResourceQuantity): bigint {
+  return resourceName === 'cpu' ? milliValueOf(q) : valueOf(q);
 }
 
 /** v1helper.IsExtendedResourceName: a qualified name outside kubernetes.io, not a quota name. */
@@ -512,12 +504,6 @@ function findUntoleratedNoExecuteTaint(
 }
 
 // ---- critical pods and preemption (upstream: kubetypes.IsCriticalPod, pkg/kubelet/preemption) -----------
-
-/** Static pods, mirror pods, and pods whose priority is system-critical. */
-export function isCriticalPod(pod: Pod): boolean {
-  if (isStaticPod(pod) || isMirrorPod(pod)) return true;
-  return pod.spec.priority !== undefined && pod.spec.priority >= SYSTEM_CRITICAL_PRIORITY;
-}
 
 /** kubetypes.Preemptable: a critical pod may preempt one that is not; otherwise only a higher priority may. */
 function preemptable(preemptor: Pod, preemptee: Pod): boolean {

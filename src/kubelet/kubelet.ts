@@ -20,7 +20,7 @@ import { logger } from '../lib/log.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import type { PodCache } from '../pleg/pod-cache.js';
 import type { Node } from '../nodestatus/types.js';
-import { isMirrorPod } from '../pod/mirror-client.js';
+import { isMirrorPod } from '../api/pod-source.js';
 import type { MirrorPods } from '../pod/mirror-pods.js';
 import { PodManager } from '../pod/pod-manager.js';
 import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
@@ -29,15 +29,22 @@ import type { WorkQueue } from '../podworkers/work-queue.js';
 import { pingCheck, logCheck, type HealthCheck } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
-import { getPodQOS } from '../status/qos-class.js';
+import { getPodQOS } from '../api/qos.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
 import type { StatusManager } from '../status/status-manager.js';
 import { ActiveDeadlineHandler } from './active-deadline.js';
 import type { VolumeManager } from '../volume/volume-manager.js';
-import { canAdmitPod, PREEMPT_MESSAGE, PREEMPT_REASON, preemptedPodStatus } from './admission.js';
+import {
+  AdmissionReason,
+  canAdmitPod,
+  PREEMPT_MESSAGE,
+  PREEMPT_REASON,
+  preemptedPodStatus,
+} from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');
 
@@ -172,8 +179,8 @@ export class Kubelet implements ServerHost {
       this.unsubscribers.push(prober.onUpdate((u) => this.loopIteration(() => this.handleProbeUpdate(u))));
     }
     this.plegLoop = this.consumePlegEvents();
-    this.every(SYNC_TICK_MS, () => this.loopIteration(() => this.handleSyncTick()));
-    this.every(HOUSEKEEPING_PERIOD_MS, () => this.loopIteration(() => this.housekeeping()));
+    this.every('sync tick', SYNC_TICK_MS, () => this.loopIteration(() => this.handleSyncTick()));
+    this.every('housekeeping', HOUSEKEEPING_PERIOD_MS, () => this.loopIteration(() => this.housekeeping()));
     log.info('Starting kubelet main sync loop');
   }
 
@@ -196,14 +203,15 @@ export class Kubelet implements ServerHost {
   }
 
   /** Runs fn every periodMs until stop; the Clock has no interval, so each run schedules the next. */
-  private every(periodMs: number, fn: () => void): void {
+  private every(name: string, periodMs: number, fn: () => void): void {
     const slot = this.timers.length;
+    const flooredMs = loopPeriodMs(name, periodMs);
     const schedule = () => {
       this.timers[slot] = this.clock.setTimeout(() => {
         if (this.state !== 'RUNNING') return;
         fn();
         schedule();
-      }, periodMs);
+      }, flooredMs);
     };
     schedule();
   }
@@ -223,7 +231,13 @@ export class Kubelet implements ServerHost {
   // ---- inputs ------------------------------------------------------------------------------------
 
   private handleConfigUpdate(update: PodUpdate): void {
+    this.applyConfigUpdate(update);
+    // Only a source whose whole update reached the pod manager counts as ready: until then, a pod it
+    // sent could look unwanted to housekeeping (upstream marks sources ready as the loop receives them).
     this.sourcesSeen.add(update.source);
+  }
+
+  private applyConfigUpdate(update: PodUpdate): void {
     // Mirror pods are the API's view of static pods, never pods to run (upstream: handleMirrorPod).
     const mirrors = update.pods.filter(isMirrorPod);
     if (mirrors.length > 0) this.handleMirrorPods(update.op, mirrors);
@@ -261,7 +275,19 @@ export class Kubelet implements ServerHost {
     // A removed container changes nothing the pod's spec cares about.
     if (e.type === 'ContainerRemoved') return;
     const pod = this.podManager.getPodByUid(e.podUid);
-    if (pod) this.dispatchWork(pod, 'sync');
+    if (pod) this.forPod(pod, 'sync', () => this.dispatchWork(pod, 'sync'));
+  }
+
+  /**
+   * Runs one pod's part of a loop step: what goes wrong for that pod is logged against it and the
+   * step goes on with the others (upstream: a failure in one pod's handling never aborts the batch).
+   */
+  private forPod(pod: Pod, step: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      log.error('Sync loop step failed for pod', { pod: podRef(pod), step, err: errorMessage(err) });
+    }
   }
 
   private handleSyncTick(): void {
@@ -270,10 +296,12 @@ export class Kubelet implements ServerHost {
     this.inBackoff.clear();
     // Pods past their active deadline are synced now, to be failed (upstream getPodsToSync).
     for (const pod of this.podManager.getPods())
-      if (this.activeDeadline.shouldSync(pod)) due.add(pod.metadata.uid ?? '');
+      this.forPod(pod, 'activeDeadline', () => {
+        if (this.activeDeadline.shouldSync(pod)) due.add(pod.metadata.uid ?? '');
+      });
     for (const uid of due) {
       const pod = this.podManager.getPodByUid(uid);
-      if (pod) this.dispatchWork(pod, 'sync');
+      if (pod) this.forPod(pod, 'sync', () => this.dispatchWork(pod, 'sync'));
     }
   }
 
@@ -295,48 +323,69 @@ export class Kubelet implements ServerHost {
   // ---- handlers (upstream: SyncHandler) ------------------------------------------------------------
 
   private handlePodAdditions(pods: Pod[]): void {
-    const sorted = [...pods].sort((a, b) =>
-      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
-    );
-    for (const pod of sorted) {
-      const uid = pod.metadata.uid ?? '';
-      const known = this.podManager.getPodByUid(uid) !== undefined;
-      if (!known && !this.firstSeenMs.has(uid)) this.firstSeenMs.set(uid, this.clock.now());
-      this.podManager.addPod(pod);
-      if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
-        // Only pods that are not already running can be refused (upstream: canAdmitPod), and only the
-        // admitted pods that still hold resources count against it (upstream: filterOutInactivePods).
-        const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
-        // Upstream's sysctl allowlist comes before the predicates among the admit handlers.
-        const sysctls = this.sysctlAllowlist.admit(pod);
-        const verdict = sysctls.admit ? canAdmitPod(pod, active, this.opts.getNode()) : sysctls;
-        if (!verdict.admit) {
-          this.rejectPod(pod, verdict.reason, verdict.message);
-          continue;
-        }
-        for (const victim of verdict.preempt) this.preemptPod(victim, pod);
+    const createdAt = (p: Pod) => String(p.metadata.creationTimestamp ?? '');
+    const sorted = [...pods].sort((a, b) => createdAt(a).localeCompare(createdAt(b)));
+    for (const pod of sorted) this.forPod(pod, 'add', () => this.handlePodAddition(pod));
+  }
+
+  private handlePodAddition(pod: Pod): void {
+    const uid = pod.metadata.uid ?? '';
+    const known = this.podManager.getPodByUid(uid) !== undefined;
+    if (!known && !this.firstSeenMs.has(uid)) this.firstSeenMs.set(uid, this.clock.now());
+    // First of all, so that the pod counts as wanted whatever happens to it next.
+    this.podManager.addPod(pod);
+    if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
+      const verdict = this.admitPod(pod);
+      if (!verdict.admit) {
+        this.rejectPod(pod, verdict.reason, verdict.message);
+        return;
       }
-      this.dispatchWork(pod, 'create');
+      for (const victim of verdict.preempt)
+        this.forPod(victim, 'preempt', () => this.preemptPod(victim, pod));
+    }
+    this.dispatchWork(pod, 'create');
+  }
+
+  /**
+   * Only pods that are not already running can be refused (upstream: canAdmitPod), and only the
+   * admitted pods that still hold resources count against it (upstream: filterOutInactivePods). An
+   * admit handler that fails refuses the pod, as upstream's UnexpectedAdmissionError does.
+   */
+  private admitPod(pod: Pod): ReturnType<typeof canAdmitPod> {
+    const uid = pod.metadata.uid ?? '';
+    try {
+      const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
+      // Upstream's sysctl allowlist comes before the predicates among the admit handlers.
+      const sysctls = this.sysctlAllowlist.admit(pod);
+      return sysctls.admit ? canAdmitPod(pod, active, this.opts.getNode()) : sysctls;
+    } catch (err) {
+      return {
+        admit: false,
+        reason: AdmissionReason.UnexpectedAdmissionError,
+        message: `Unexpected error while attempting to admit the pod: ${errorMessage(err)}`,
+      };
     }
   }
 
   private handlePodUpdates(pods: Pod[]): void {
-    for (const pod of pods) {
-      this.podManager.updatePod(pod);
-      this.dispatchWork(pod, 'update');
-    }
+    for (const pod of pods)
+      this.forPod(pod, 'update', () => {
+        this.podManager.updatePod(pod);
+        this.dispatchWork(pod, 'update');
+      });
   }
 
   private handlePodRemoves(pods: Pod[]): void {
-    for (const pod of pods) {
-      this.podManager.removePod(pod);
-      this.opts.prober?.removePod(pod);
-      this.podWorkers.updatePod({ updateType: 'kill', pod, startTimeMs: this.clock.now() });
-    }
+    for (const pod of pods)
+      this.forPod(pod, 'remove', () => {
+        this.podManager.removePod(pod);
+        this.opts.prober?.removePod(pod);
+        this.podWorkers.updatePod({ updateType: 'kill', pod, startTimeMs: this.clock.now() });
+      });
   }
 
   private handlePodReconcile(pods: Pod[]): void {
-    for (const pod of pods) this.podManager.updatePod(pod);
+    for (const pod of pods) this.forPod(pod, 'reconcile', () => this.podManager.updatePod(pod));
   }
 
   /** A mirror pod came, changed or went: its static pod syncs, which puts the mirror pod right. */
@@ -345,7 +394,7 @@ export class Kubelet implements ServerHost {
     if (!mirrorPods) return;
     for (const fullName of mirrorPods.apply(op, mirrors)) {
       const staticPod = this.podManager.getPodByFullName(fullName);
-      if (staticPod) this.dispatchWork(staticPod, 'update');
+      if (staticPod) this.forPod(staticPod, 'mirror', () => this.dispatchWork(staticPod, 'update'));
     }
   }
 
@@ -357,13 +406,16 @@ export class Kubelet implements ServerHost {
   /** A pod that may not run here: Failed with the reason, its containers never started (upstream: rejectPod). */
   private rejectPod(pod: Pod, reason: string, message: string): void {
     log.warn('Pod rejected at admission', { pod: podRef(pod), reason, message });
-    this.opts.recorder?.event(pod, '', 'Warning', reason, message);
-    this.opts.statusManager.setPodStatus(pod, {
-      qosClass: getPodQOS(pod),
-      phase: 'Failed',
-      reason,
-      message: `Pod was rejected: ${message}`,
-    });
+    // Each part on its own: the pod must end Failed and killed even if its event or status cannot be made.
+    this.forPod(pod, 'reject: event', () => this.opts.recorder?.event(pod, '', 'Warning', reason, message));
+    this.forPod(pod, 'reject: status', () =>
+      this.opts.statusManager.setPodStatus(pod, {
+        qosClass: getPodQOS(pod),
+        phase: 'Failed',
+        reason,
+        message: `Pod was rejected: ${message}`,
+      }),
+    );
     this.podWorkers.updatePod({ pod, updateType: 'kill', startTimeMs: this.clock.now() });
   }
 
@@ -508,7 +560,20 @@ export class Kubelet implements ServerHost {
     this.podStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
   }
 
+  /**
+   * The pod's API status. A pod whose status cannot be made keeps its last one (logged), so that it
+   * can still be synced, stopped and cleaned up like any other.
+   */
   private generateStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {
+    try {
+      return this.generatePodStatus(pod, podStatus, podIsTerminal);
+    } catch (err) {
+      log.error('Failed to generate pod status', { pod: podRef(pod), err: errorMessage(err) });
+      return this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '') ?? pod.status ?? {};
+    }
+  }
+
+  private generatePodStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {
     const uid = pod.metadata.uid ?? '';
     const status = generateAPIPodStatus({
       pod,
@@ -542,8 +607,9 @@ export class Kubelet implements ServerHost {
   // ---- housekeeping (upstream: HandlePodCleanups) -------------------------------------------------
 
   private async housekeeping(): Promise<void> {
-    // Until every source has spoken once, a runtime pod that nobody claims may still be claimed.
-    if (!this.opts.podConfig.seenAllSources(this.sourcesSeen)) return;
+    // Every cleanup below (unwanted runtime pods, pod folders and volumes, pod cgroups, dead containers
+    // and log folders) removes what no source claims: until all have spoken, one may still claim it.
+    if (!this.allSourcesReady()) return;
     if (this.housekeepingRunning) return;
     this.housekeepingRunning = true;
     try {
@@ -577,13 +643,15 @@ export class Kubelet implements ServerHost {
         (uid) => keep.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
       );
 
+      // Each pass, as upstream's HandlePodCleanups does: a pod cgroup goes once its pod cannot be running.
+      await this.opts.containerManager.cleanupOrphanedPodCgroups((uid) =>
+        this.podWorkers.couldHaveRunningContainers(uid),
+      );
+
       const now = this.clock.now();
       if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {
         this.lastContainerGcMs = now;
         const wanted = new Set(desired);
-        await this.opts.containerManager.cleanupOrphanedPodCgroups((uid) =>
-          this.podWorkers.couldHaveRunningContainers(uid),
-        );
         await this.runtime.garbageCollect(
           (uid) => wanted.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
         );
@@ -594,6 +662,14 @@ export class Kubelet implements ServerHost {
     } finally {
       this.housekeepingRunning = false;
     }
+  }
+
+  /**
+   * Upstream's sourcesReady.AllReady: every registered source has sent its whole state, and the sync
+   * loop has taken each one in completely.
+   */
+  allSourcesReady(): boolean {
+    return this.opts.podConfig.seenAllSources(this.sourcesSeen);
   }
 
   // ---- what the servers read (ServerHost) ----------------------------------------------------------
@@ -638,6 +714,8 @@ export class Kubelet implements ServerHost {
   }
 }
 
+/** namespace/name, for logs; safe on any object, as it names pods in the messages of their failures. */
 function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+  const meta = (pod as Partial<Pod>).metadata;
+  return `${String(meta?.namespace ?? '')}/${String(meta?.name ?? '')}`;
 }

@@ -7,7 +7,7 @@ import type { Container, EnvVar, Pod, Quantity } from '../api/core-v1.js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { EventRecorder } from './event-recorder.js';
-import { quantityMilliValue, quantityValue } from './quantity.js';
+import { quantityMilliValue, quantityValue } from '../api/quantity.js';
 
 const log = logger('kuberuntime');
 

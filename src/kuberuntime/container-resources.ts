@@ -1,11 +1,13 @@
 /**
  * A container's Linux resources from its requests and limits (upstream:
  * generateLinuxContainerResources / calculateLinuxResources, cm.MilliCPUToShares and
- * milliCPUToQuota, qos.GetPodQOS and qos.GetContainerOOMScoreAdjust).
+ * milliCPUToQuota, qos.GetContainerOOMScoreAdjust).
  */
-import type { Container, Pod, ResourceRequirements } from '../api/core-v1.js';
+import type { Container, Pod } from '../api/core-v1.js';
+import { isCriticalPod } from '../api/pod-source.js';
+import { getPodQOS } from '../api/qos.js';
+import { isZeroQuantity, quantityMilliValue, quantityValue } from '../api/quantity.js';
 import type { LinuxContainerResources } from '../cri/types.js';
-import { isZeroQuantity, parseQuantity, quantityMilliValue, quantityValue } from './quantity.js';
 
 const MIN_SHARES = 2;
 const MAX_SHARES = 262_144;
@@ -18,12 +20,6 @@ const MIN_QUOTA_PERIOD_US = 1000;
 
 const GUARANTEED_OOM_SCORE_ADJ = -997;
 const BESTEFFORT_OOM_SCORE_ADJ = 1000;
-const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
-// The config sources' annotations (src/config owns them; this layer may not import it).
-const CONFIG_SOURCE_ANNOTATION = 'kubernetes.io/config.source';
-const CONFIG_MIRROR_ANNOTATION = 'kubernetes.io/config.mirror';
-
-export type QOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
 export function milliCPUToShares(milliCPU: number): number {
   if (milliCPU === 0) return MIN_SHARES;
@@ -74,64 +70,6 @@ export function generateLinuxContainerResources(
     resources.cpuQuota = milliCPUToQuota(quantityMilliValue(limits.cpu), opts.cpuCFSQuotaPeriodUs);
   }
   return resources;
-}
-
-/** The pod's QoS class: status.qosClass when the API server set it, else computed as upstream does. */
-export function getPodQOS(pod: Pod): QOSClass {
-  if (pod.status?.qosClass) return pod.status.qosClass;
-  return computePodQOS(pod);
-}
-
-export function computePodQOS(pod: Pod): QOSClass {
-  const requests = new Map<string, bigint>();
-  const limits = new Map<string, bigint>();
-  let isGuaranteed = true;
-  const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
-  for (const c of all) {
-    const res: ResourceRequirements = c.resources ?? {};
-    // The API server defaults a missing request to its limit; pods from files may not be defaulted.
-    const containerRequests = { ...(res.limits ?? {}), ...(res.requests ?? {}) };
-    for (const [name, q] of Object.entries(containerRequests)) {
-      if (!isSupportedQOSResource(name) || isZeroQuantity(q)) continue;
-      requests.set(name, (requests.get(name) ?? 0n) + scaled(q));
-    }
-    const found = new Set<string>();
-    for (const [name, q] of Object.entries(res.limits ?? {})) {
-      if (!isSupportedQOSResource(name) || isZeroQuantity(q)) continue;
-      found.add(name);
-      limits.set(name, (limits.get(name) ?? 0n) + scaled(q));
-    }
-    if (!found.has('cpu') || !found.has('memory')) isGuaranteed = false;
-  }
-  if (requests.size === 0 && limits.size === 0) return 'BestEffort';
-  if (isGuaranteed) {
-    for (const [name, req] of requests) {
-      if (limits.get(name) !== req) {
-        isGuaranteed = false;
-        break;
-      }
-    }
-  }
-  if (isGuaranteed && requests.size === limits.size) return 'Guaranteed';
-  return 'Burstable';
-}
-
-function isSupportedQOSResource(name: string): boolean {
-  return name === 'cpu' || name === 'memory';
-}
-
-// In nano-units, so that sums of quantities compare exactly.
-function scaled(q: string | number): bigint {
-  const { num, den } = parseQuantity(q);
-  return (num * 1_000_000_000n) / den;
-}
-
-/** Static, mirror and system-critical pods are the node's own: the OOM killer spares them like Guaranteed ones. */
-export function isCriticalPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  if (source !== undefined && source !== 'api') return true;
-  if (pod.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION] !== undefined) return true;
-  return (pod.spec.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
 }
 
 export function containerOOMScoreAdjust(pod: Pod, container: Container, memoryCapacityBytes: number): number {

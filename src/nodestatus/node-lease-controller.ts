@@ -14,6 +14,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { leaseRefPath, nodeRefPath, NODE_LEASE_NAMESPACE, type NodeApiClient } from './node-client.js';
 import type { Lease, Node } from './types.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');
 
@@ -61,8 +62,10 @@ export class NodeLeaseController {
     this.client = opts.client;
     this.clock = opts.clock;
     this.nodeName = opts.nodeName;
-    this.renewIntervalMs =
-      opts.renewIntervalMs ?? opts.leaseDurationSeconds * 1000 * NODE_LEASE_RENEW_INTERVAL_FRACTION;
+    this.renewIntervalMs = loopPeriodMs(
+      'node lease',
+      opts.renewIntervalMs ?? opts.leaseDurationSeconds * 1000 * NODE_LEASE_RENEW_INTERVAL_FRACTION,
+    );
     this.random = opts.random ?? Math.random;
   }
 

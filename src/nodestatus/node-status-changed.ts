@@ -3,7 +3,7 @@
  * (upstream: nodeStatusHasChanged and nodeConditionsHaveChanged). Only a change, or the report
  * interval running out, sends a status patch: the Lease is the heartbeat.
  */
-import { parseResourceQuantity } from './resource-quantity.js';
+import { parseQuantity } from '../api/quantity.js';
 import type { NodeCondition, NodeStatus } from './types.js';
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -49,7 +49,7 @@ function resourceListsEqual(a: Record<string, unknown>, b: Record<string, unknow
     const y = b[k];
     if (x === undefined || y === undefined) return false;
     try {
-      if (parseResourceQuantity(String(x)).nano !== parseResourceQuantity(String(y)).nano) return false;
+      if (parseQuantity(String(x)).nano !== parseQuantity(String(y)).nano) return false;
     } catch {
       if (x !== y) return false;
     }

@@ -55,6 +55,7 @@ import {
   type Setter,
 } from './setters.js';
 import { nodeRef, type EventType, type Node, type NodeEventRecorder, type Taint } from './types.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');
 
@@ -198,7 +199,7 @@ export class NodeStatusManager {
     const controller = new AbortController();
     this.controller = controller;
     const { signal } = controller;
-    const periodMs = this.opts.config.nodeStatusUpdateFrequencyMs;
+    const periodMs = loopPeriodMs('node status', this.opts.config.nodeStatusUpdateFrequencyMs);
     const random = this.opts.random ?? Math.random;
     this.loops.push(
       (async () => {

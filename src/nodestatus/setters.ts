@@ -14,11 +14,11 @@ import type { MachineInfo } from './machine-info.js';
 import {
   formatQuantity,
   milliQuantity,
-  parseResourceQuantity,
+  parseQuantity,
   quantityOf,
   subtractQuantity,
   type ResourceQuantity,
-} from './resource-quantity.js';
+} from '../api/quantity.js';
 import type { ContainerImage, EventType, Node, NodeCondition, NodeStatus, NodeSystemInfo } from './types.js';
 
 export type Setter = (node: Node) => void;
@@ -195,7 +195,7 @@ function parseList(list: Record<string, string> | undefined): Record<string, Res
   const out: Record<string, ResourceQuantity> = {};
   for (const [k, v] of Object.entries(list ?? {})) {
     try {
-      out[k] = parseResourceQuantity(String(v));
+      out[k] = parseQuantity(String(v));
     } catch {
       // A value the server holds but we cannot read is left as the server has it.
     }
@@ -296,7 +296,7 @@ export function hardEvictionReservation(
       out[resource] = quantityOf(Math.trunc(capUnits * percentage), 'BinarySI');
     } else {
       try {
-        const q = parseResourceQuantity(text);
+        const q = parseQuantity(text);
         if (q.nano > 0n) out[resource] = q;
       } catch {
         // Validation at start rejects these; an unreadable threshold reserves nothing.
@@ -326,7 +326,7 @@ export function nodeAllocatableReservation(
       const v = list[k];
       if (v === undefined) continue;
       try {
-        nano += parseResourceQuantity(v).nano;
+        nano += parseQuantity(v).nano;
       } catch {
         // As above: validated at start.
       }

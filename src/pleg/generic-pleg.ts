@@ -11,6 +11,7 @@ import type { KubeContainerState, KubePodStatus, Runtime, RunningPod } from '../
 import { BoundedChannel } from './bounded-channel.js';
 import { formatGoDuration } from './go-duration.js';
 import type { PodCache } from './pod-cache.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('pleg');
 
@@ -164,11 +165,15 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     discardedEvents: 0,
   };
 
+  /** The reason relists fail, while they do (reported once per change). */
+  private relistError: string | undefined;
+  private failedRelistsInARow = 0;
+
   constructor(opts: GenericPlegOptions) {
     this.runtime = opts.runtime;
     this.cache = opts.cache;
     this.clock = opts.clock;
-    this.relistPeriodMs = opts.relistPeriodMs ?? DEFAULT_RELIST_PERIOD_MS;
+    this.relistPeriodMs = loopPeriodMs('pleg relist', opts.relistPeriodMs ?? DEFAULT_RELIST_PERIOD_MS);
     this.relistThresholdMs = opts.relistThresholdMs ?? DEFAULT_RELIST_THRESHOLD_MS;
     this.events = new BoundedChannel(opts.eventChannelCapacity ?? DEFAULT_EVENT_CHANNEL_CAPACITY);
     this.onRelist = opts.onRelist;
@@ -233,14 +238,37 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.counters.relistCount++;
     try {
       await this.relistOnce(startMs);
+      if (this.relistError !== undefined) {
+        log.info('GenericPLEG: Retrieving pods works again', { failedRelists: this.failedRelistsInARow });
+        this.relistError = undefined;
+        this.failedRelistsInARow = 0;
+      }
     } catch (err) {
       // The runtime is down or failing: healthy() falls once this has lasted relistThresholdMs.
       this.counters.relistFailures++;
-      log.error('GenericPLEG: Unable to retrieve pods', { err: errorMessage(err) });
+      this.failedRelistsInARow++;
+      this.reportRelistError(errorMessage(err));
     } finally {
       this.counters.lastRelistDurationMs = this.clock.now() - startMs;
       this.onRelist?.(this.counters.lastRelistDurationMs);
     }
+  }
+
+  /**
+   * Once per state change, not once a second: the first failure and each new reason are errors, the
+   * same reason again is only logged at verbosity 4 (the count shows in the metrics and, past the
+   * threshold, in healthy()).
+   */
+  private reportRelistError(message: string): void {
+    if (message === this.relistError) {
+      log.v(4, 'GenericPLEG: Unable to retrieve pods', {
+        err: message,
+        failedRelists: this.failedRelistsInARow,
+      });
+      return;
+    }
+    this.relistError = message;
+    log.error('GenericPLEG: Unable to retrieve pods', { err: message });
   }
 
   private async relistOnce(startMs: number): Promise<void> {

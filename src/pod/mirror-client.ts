@@ -9,15 +9,12 @@
  * UID as precondition when the caller names the copy it means.
  */
 import type { Pod } from '../api/core-v1.js';
-import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../config/types.js';
+import { CONFIG_HASH_ANNOTATION, CONFIG_MIRROR_ANNOTATION } from '../api/pod-source.js';
 import { isKubeApiError } from '../k8s/api-status.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import type { Node } from '../nodestatus/types.js';
-import { isMirrorPod, isStaticPod } from '../config/types.js';
-
-export { isMirrorPod, isStaticPod };
 
 /**
  * The deadline of each mirror pod call: they are made from a pod's sync and from housekeeping, which

@@ -17,7 +17,8 @@ import type { PodOperation } from '../config/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import type { Node } from '../nodestatus/types.js';
-import { isMirrorPodOf, isStaticPod, type MirrorClient } from './mirror-client.js';
+import { isStaticPod } from '../api/pod-source.js';
+import { isMirrorPodOf, type MirrorClient } from './mirror-client.js';
 
 export interface MirrorPodsOptions {
   client: MirrorClient;

@@ -13,7 +13,8 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodCache } from '../pleg/pod-cache.js';
 import type { WorkQueue } from './work-queue.js';
-import { isStaticPod } from '../config/types.js';
+import { isStaticPod } from '../api/pod-source.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('pod_workers');
 
@@ -237,8 +238,11 @@ export class PodWorkersImpl implements PodWorkers {
     this.podCache = opts.podCache;
     this.workQueue = opts.workQueue;
     this.clock = opts.clock;
-    this.resyncIntervalMs = opts.resyncIntervalMs ?? DEFAULT_RESYNC_INTERVAL_MS;
-    this.backOffPeriodMs = opts.backOffPeriodMs ?? DEFAULT_BACK_OFF_PERIOD_MS;
+    this.resyncIntervalMs = loopPeriodMs('pod resync', opts.resyncIntervalMs ?? DEFAULT_RESYNC_INTERVAL_MS);
+    this.backOffPeriodMs = loopPeriodMs(
+      'pod sync back-off',
+      opts.backOffPeriodMs ?? DEFAULT_BACK_OFF_PERIOD_MS,
+    );
     this.random = opts.random ?? Math.random;
   }
 

@@ -56,6 +56,21 @@ export const MAX_PROBE_RETRIES = 3;
 /** The API server's default timeoutSeconds, for specs that were not defaulted. */
 export const DEFAULT_TIMEOUT_SECONDS = 1;
 
+/** The largest value of an int32 field. */
+const MAX_PROBE_SECONDS = 2 ** 31 - 1;
+
+/**
+ * A probe's whole-seconds field (periodSeconds, timeoutSeconds, the thresholds) as the kubelet may use
+ * it: 0 or absent is the API's default, and anything else is at least upstream's minimum of 1, so
+ * that a spec that slipped past validation (-1, 0.001, NaN) can neither spin a worker nor time out at once.
+ */
+export function probeSeconds(value: number | undefined, defaultValue: number): number {
+  if (value === undefined || value === 0 || typeof value !== 'number' || Number.isNaN(value))
+    return defaultValue;
+  if (!Number.isFinite(value)) return value > 0 ? MAX_PROBE_SECONDS : 1;
+  return Math.min(Math.max(1, Math.floor(value)), MAX_PROBE_SECONDS);
+}
+
 /** `v1.30.0` → `kube-probe/1.30` (upstream's User-Agent for HTTP and gRPC probes). */
 export function probeUserAgent(kubernetesVersion: string): string {
   const [major = '0', minor = '0'] = kubernetesVersion.replace(/^v/, '').split('.');
@@ -207,7 +222,7 @@ export class Prober implements ProbeRunner {
     target: ProbeTarget,
     signal?: AbortSignal,
   ): Promise<ProbeOutcome> {
-    const timeoutSeconds = spec.timeoutSeconds || DEFAULT_TIMEOUT_SECONDS;
+    const timeoutSeconds = probeSeconds(spec.timeoutSeconds, DEFAULT_TIMEOUT_SECONDS);
     const timeoutMs = timeoutSeconds * 1000;
     try {
       if (spec.exec) {

@@ -16,7 +16,14 @@ import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { ProberMetrics, ProbeCounterLabels } from './metrics.js';
-import { podRef, probeSpecFor, probeTypeName, type ProbeRunner, type ProbeType } from './prober.js';
+import {
+  podRef,
+  probeSeconds,
+  probeSpecFor,
+  probeTypeName,
+  type ProbeRunner,
+  type ProbeType,
+} from './prober.js';
 import { runtimeIdOf, type ProbeResult, type ResultsManager } from './results-manager.js';
 
 const log = logger('prober');
@@ -70,10 +77,11 @@ export interface NormalizedProbe {
 /** The probe's timing with defaults filled in; liveness and startup succeed on the first success (the API insists on 1). */
 export function normalizeProbe(spec: Probe, probeType: ProbeType): NormalizedProbe {
   return {
-    initialDelaySeconds: Math.max(spec.initialDelaySeconds ?? 0, 0),
-    periodSeconds: spec.periodSeconds || DEFAULT_PERIOD_SECONDS,
-    successThreshold: probeType === 'readiness' ? spec.successThreshold || DEFAULT_SUCCESS_THRESHOLD : 1,
-    failureThreshold: spec.failureThreshold || DEFAULT_FAILURE_THRESHOLD,
+    initialDelaySeconds: Math.max(Number(spec.initialDelaySeconds) || 0, 0),
+    periodSeconds: probeSeconds(spec.periodSeconds, DEFAULT_PERIOD_SECONDS),
+    successThreshold:
+      probeType === 'readiness' ? probeSeconds(spec.successThreshold, DEFAULT_SUCCESS_THRESHOLD) : 1,
+    failureThreshold: probeSeconds(spec.failureThreshold, DEFAULT_FAILURE_THRESHOLD),
   };
 }
 

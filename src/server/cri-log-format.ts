@@ -27,15 +27,38 @@ export function parseRfc3339Nano(text: string): bigint | undefined {
   const m = RFC3339_RE.exec(text);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac = '', zone] = m;
-  const ms = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s));
-  if (Number.isNaN(ms)) return undefined;
+  const [year, month, day, hour, minute, second] = [y, mo, d, h, mi, s].map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  // Go's time.Parse refuses fields out of range (month 13, day 45, hour 99) where Date.UTC rolls over.
+  if (month < 1 || month > 12 || day < 1 || day > daysIn(year, month)) return undefined;
+  if (hour > 23 || minute > 59 || second > 59) return undefined;
+  // Not Date.UTC, which reads years 0-99 as 1900-1999.
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(hour, minute, second, 0);
+  const ms = date.getTime();
   let offsetSeconds = 0;
   if (zone !== 'Z' && zone !== 'z') {
     const sign = zone!.startsWith('-') ? -1 : 1;
-    offsetSeconds = sign * (Number(zone!.slice(1, 3)) * 3600 + Number(zone!.slice(4, 6)) * 60);
+    const offsetHours = Number(zone!.slice(1, 3));
+    const offsetMinutes = Number(zone!.slice(4, 6));
+    if (offsetHours > 23 || offsetMinutes > 59) return undefined;
+    offsetSeconds = sign * (offsetHours * 3600 + offsetMinutes * 60);
   }
   const seconds = BigInt(ms / 1000 - offsetSeconds);
   return seconds * 1_000_000_000n + BigInt(frac.padEnd(9, '0'));
+}
+
+/** Days in month (1-12) of year, leap years included. */
+function daysIn(year: number, month: number): number {
+  if (month === 2) return (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28;
+  return [4, 6, 9, 11].includes(month) ? 30 : 31;
 }
 
 /** Upstream's output format, RFC3339NanoFixed in UTC: always nine fraction digits. */

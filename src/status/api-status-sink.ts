@@ -35,7 +35,8 @@ import {
 } from './pod-conditions.js';
 import { rfc3339Seconds } from './rfc3339-seconds.js';
 import type { PodStatusSink, VersionedPodStatus } from './status-manager.js';
-import { isMirrorPod } from '../config/types.js';
+import { isMirrorPod } from '../api/pod-source.js';
+import { loopPeriodMs } from '../lib/loop-period.js';
 
 /** Upstream's syncPeriod: how often every status is compared with the API's copy. */
 export const STATUS_RECONCILE_PERIOD_MS = 10_000;
@@ -97,7 +98,10 @@ export class ApiStatusSink implements PodStatusSink {
   /** Starts the periodic reconcile. Status changes are sent as they come, started or not. */
   start(): void {
     if (this.reconcileTimer || this.stopped) return;
-    const period = this.opts.reconcilePeriodMs ?? STATUS_RECONCILE_PERIOD_MS;
+    const period = loopPeriodMs(
+      'status reconcile',
+      this.opts.reconcilePeriodMs ?? STATUS_RECONCILE_PERIOD_MS,
+    );
     const tick = () => {
       this.reconcile();
       if (!this.stopped) this.reconcileTimer = this.clock.setTimeout(tick, period);

@@ -15,7 +15,7 @@ import type {
   PodStatus,
 } from '../api/core-v1.js';
 import type { KubeContainerStatus, KubePodStatus } from '../kuberuntime/types.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../config/types.js';
+import { isStaticPod } from '../api/pod-source.js';
 import {
   DISRUPTION_TARGET,
   POD_SCHEDULED,
@@ -28,7 +28,7 @@ import {
   isRestartableInitContainer,
   updateLastTransitionTimes,
 } from './pod-conditions.js';
-import { getPodQOS } from './qos-class.js';
+import { getPodQOS } from '../api/qos.js';
 import { rfc3339Seconds } from './rfc3339-seconds.js';
 import { findContainerStatusByName, shouldContainerBeRestarted } from '../kuberuntime/compute-pod-actions.js';
 
@@ -177,11 +177,6 @@ function rest(c: PodCondition): Partial<PodCondition> {
 
 function isTerminalPhase(phase: PodPhase | undefined): boolean {
   return phase === 'Failed' || phase === 'Succeeded';
-}
-
-function isStaticPod(pod: Pod): boolean {
-  const source = pod.metadata.annotations?.[CONFIG_SOURCE_ANNOTATION];
-  return source !== undefined && source !== 'api';
 }
 
 function ipFamily(ip: string): 4 | 6 | 0 {

@@ -8,7 +8,7 @@ import { chmod, lstat, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod, Quantity } from '../api/core-v1.js';
 import { resourceConfigForPod } from '../cm/resource-config.js';
-import { quantityValue } from '../kuberuntime/quantity.js';
+import { quantityValue } from '../api/quantity.js';
 import { logger } from '../lib/log.js';
 import { mountTypeAt, removeAllOneFilesystem } from './mounter.js';
 import type {

@@ -4,7 +4,7 @@
  * fail ensurePodCgroup or to find a cgroup busy.
  */
 import type { Pod } from '../../api/core-v1.js';
-import { getPodQOS } from '../../status/qos-class.js';
+import { getPodQOS } from '../../api/qos.js';
 import type {
   ContainerManager,
   ContainerManagerState,

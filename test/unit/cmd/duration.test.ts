@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
 import { formatGoDuration, parseGoDurationMs } from '../../../src/cmd/duration.js';
-import { isPercentage, parseQuantity } from '../../../src/cmd/quantity.js';
+import { isPercentage } from '../../../src/cmd/kubelet-configuration.js';
 
 describe('parseGoDurationMs', () => {
   const cases: [string, number][] = [
@@ -48,24 +48,7 @@ describe('parseGoDurationMs', () => {
   });
 });
 
-describe('parseQuantity', () => {
-  test('binary, decimal, milli and exponent forms', () => {
-    assert.equal(parseQuantity('10Mi'), 10 * 1024 * 1024);
-    assert.equal(parseQuantity('1Gi'), 2 ** 30);
-    assert.equal(parseQuantity('1.5Gi'), 1.5 * 2 ** 30);
-    assert.equal(parseQuantity('100M'), 100e6);
-    assert.equal(parseQuantity('500m'), 0.5);
-    assert.equal(parseQuantity('1e3'), 1000);
-    assert.equal(parseQuantity('42'), 42);
-    assert.equal(parseQuantity('1k'), 1000);
-  });
-
-  test('rejects malformed quantities', () => {
-    assert.throws(() => parseQuantity('10MB'), /suffix/);
-    assert.throws(() => parseQuantity('abc'), /regular expression/);
-    assert.throws(() => parseQuantity(''), /regular expression/);
-  });
-
+describe('isPercentage', () => {
   test('percentages', () => {
     assert.ok(isPercentage('10%'));
     assert.ok(isPercentage('7.5%'));

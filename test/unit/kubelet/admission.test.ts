@@ -6,12 +6,11 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
+import { isCriticalPod, SYSTEM_CRITICAL_PRIORITY } from '../../../src/api/pod-source.js';
 import {
   canAdmitPod,
-  isCriticalPod,
   nodeAnyWay,
   preemptedPodStatus,
-  SYSTEM_CRITICAL_PRIORITY,
   type AdmitResult,
 } from '../../../src/kubelet/admission.js';
 import type { Node } from '../../../src/nodestatus/types.js';

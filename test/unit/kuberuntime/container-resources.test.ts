@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
+import { computePodQOS } from '../../../src/api/qos.js';
 import {
-  computePodQOS,
   containerOOMScoreAdjust,
   generateLinuxContainerResources,
   milliCPUToQuota,

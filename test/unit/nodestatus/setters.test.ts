@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import type { MachineInfo } from '../../../src/nodestatus/machine-info.js';
-import { parseResourceQuantity } from '../../../src/nodestatus/resource-quantity.js';
+import { parseQuantity as parseResourceQuantity } from '../../../src/api/quantity.js';
 import {
   aggregateMessage,
   capacityFromMachineInfo,

@@ -268,3 +268,48 @@ describe('formatGoDuration', () => {
     assert.equal(formatGoDuration(3_723_250), '1h2m3.25s');
   });
 });
+
+describe('GenericPLEG relist failures', () => {
+  it('reports a failing relist once per state change, and recovers once the runtime answers', async () => {
+    const { runtime, pleg, clock, cache } = setup();
+    runtime.pods = [runningPod('a', [{}], [{ state: 'running' }])];
+    pleg.start();
+    await flushPromises();
+    assert.equal(pleg.healthy().healthy, true);
+    drain(pleg);
+
+    // The runtime answers with an error a relist after another, for longer than the threshold.
+    const tooLarge = new Error(
+      'rpc error: code = ResourceExhausted desc = Received message larger than max (17000000 vs 16777216)',
+    );
+    runtime.getPodsError = tooLarge;
+    logLines.length = 0;
+    for (let i = 0; i < 200; i++) {
+      clock.advance(1000);
+      await flushPromises();
+    }
+    const errors = () => logLines.filter((l) => l.startsWith('E') && l.includes('Unable to retrieve pods'));
+    assert.equal(errors().length, 1, 'one error line for 200 failed relists');
+    assert.ok(pleg.metrics().relistFailures >= 200);
+    assert.equal(pleg.healthy().healthy, false, 'past the threshold the node is unhealthy');
+
+    // A new reason is a new state: reported once more.
+    runtime.getPodsError = new Error('connection refused');
+    for (let i = 0; i < 5; i++) {
+      clock.advance(1000);
+      await flushPromises();
+    }
+    assert.equal(errors().length, 2);
+
+    // The cause is gone: the next relist succeeds, health comes back, and a killed container is seen.
+    runtime.getPodsError = undefined;
+    runtime.pods = [runningPod('a', [{}], [{ state: 'exited' }])];
+    clock.advance(1000);
+    await flushPromises();
+    assert.deepEqual(pleg.healthy(), { healthy: true });
+    assert.ok(logLines.some((l) => l.includes('Retrieving pods works again')));
+    assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0']);
+    assert.ok(cache.get('a'), 'the cache was refreshed');
+    await pleg.stop();
+  });
+});

@@ -10,12 +10,11 @@ import { podFullName, type Pod } from '../../../src/api/core-v1.js';
 import { RestClient } from '../../../src/k8s/rest-client.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import type { Node } from '../../../src/nodestatus/types.js';
+import { isMirrorPod, isStaticPod } from '../../../src/api/pod-source.js';
 import {
   ApiMirrorClient,
   getPodHash,
-  isMirrorPod,
   isMirrorPodOf,
-  isStaticPod,
   mirrorPodFor,
   parsePodFullName,
   type MirrorClient,

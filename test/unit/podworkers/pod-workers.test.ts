@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Pod } from '../../../src/api/core-v1.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../../../src/config/types.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../../../src/api/pod-source.js';
 import type { KubePodStatus, RunningPod } from '../../../src/kuberuntime/types.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';

@@ -64,6 +64,20 @@ test('timestamps parse with any fraction and offset, and print in upstream fixed
   assert.equal(parseRfc3339Nano('1970-01-01T00:00:01.5Z'), 1_500_000_000n);
   assert.equal(parseRfc3339Nano('1970-01-01T01:00:01+01:00'), 1_000_000_000n);
   assert.equal(parseRfc3339Nano('1970-01-01T00:00:01'), undefined);
+  // Out of range fields are refused, as Go's time.Parse does, not rolled over.
+  for (const bad of [
+    '2026-13-45T99:99:99Z',
+    '2026-00-01T00:00:00Z',
+    '2026-02-29T00:00:00Z',
+    '2026-04-31T00:00:00Z',
+    '2026-01-01T24:00:00Z',
+    '2026-01-01T00:60:00Z',
+    '2026-01-01T00:00:60Z',
+    '2026-01-01T00:00:00+24:00',
+  ])
+    assert.equal(parseRfc3339Nano(bad), undefined, bad);
+  assert.equal(parseRfc3339Nano('2024-02-29T00:00:00Z'), BigInt(Date.UTC(2024, 1, 29)) * 1_000_000n);
+  assert.equal(parseRfc3339Nano('0050-01-01T00:00:00Z'), -60589296000n * 1_000_000_000n);
   assert.equal(formatRfc3339NanoFixed(1475713029669794202n), '2016-10-06T00:17:09.669794202Z');
   assert.equal(formatRfc3339NanoFixed(1_500_000_000n), '1970-01-01T00:00:01.500000000Z');
 });

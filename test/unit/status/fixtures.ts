@@ -2,7 +2,7 @@
  * Realistic runtime states of a pod, as kuberuntime reads them back from containerd, for the status tests.
  */
 import type { Container, Pod, PodSpec } from '../../../src/api/core-v1.js';
-import { CONFIG_SOURCE_ANNOTATION } from '../../../src/config/types.js';
+import { CONFIG_SOURCE_ANNOTATION } from '../../../src/api/pod-source.js';
 import type { PodSandboxStatus } from '../../../src/cri/types.js';
 import type { KubeContainerStatus, KubePodStatus } from '../../../src/kuberuntime/types.js';
 

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
-import { parseQuantityNano } from '../../../src/status/parse-quantity.js';
-import { computePodQOS, getPodQOS } from '../../../src/status/qos-class.js';
+import { computePodQOS, getPodQOS } from '../../../src/api/qos.js';
 
 function podWith(containers: Partial<Container>[], init: Partial<Container>[] = []): Pod {
   return {
@@ -65,25 +64,5 @@ describe('computePodQOS', () => {
     const p = podWith([{}]);
     p.status = { qosClass: 'Burstable' };
     assert.equal(getPodQOS(p), 'Burstable');
-  });
-});
-
-describe('parseQuantityNano', () => {
-  it('parses decimal, binary and exponent forms exactly', () => {
-    assert.equal(parseQuantityNano('1'), 1_000_000_000n);
-    assert.equal(parseQuantityNano('100m'), 100_000_000n);
-    assert.equal(parseQuantityNano('0.1'), 100_000_000n);
-    assert.equal(parseQuantityNano('1Ki'), 1024n * 1_000_000_000n);
-    assert.equal(parseQuantityNano('1.5Gi'), 1610612736n * 1_000_000_000n);
-    assert.equal(parseQuantityNano('1e3'), 1000n * 1_000_000_000n);
-    assert.equal(parseQuantityNano('2k'), 2000n * 1_000_000_000n);
-    assert.equal(parseQuantityNano(250), 250n * 1_000_000_000n);
-    assert.equal(parseQuantityNano('1n'), 1n);
-  });
-
-  it('rejects what is not a quantity', () => {
-    assert.throws(() => parseQuantityNano('abc'), /invalid quantity/);
-    assert.throws(() => parseQuantityNano('1Zi'), /invalid quantity suffix/);
-    assert.throws(() => parseQuantityNano(''), /invalid quantity/);
   });
 });

@@ -1,9 +1,10 @@
 /**
  * The pod's quality-of-service class (upstream: v1qos.GetPodQOS / ComputePodQOS), from the cpu and
- * memory requests and limits of its containers and init containers.
+ * memory requests and limits of its containers and init containers. The cgroup tier, the OOM score
+ * and status.qosClass all read it from here, so they cannot disagree.
  */
-import type { Container, Pod, Quantity } from '../api/core-v1.js';
-import { parseQuantityNano } from './parse-quantity.js';
+import type { Container, Pod, Quantity } from './core-v1.js';
+import { parseQuantity } from './quantity.js';
 
 export type PodQOSClass = 'Guaranteed' | 'Burstable' | 'BestEffort';
 
@@ -14,9 +15,18 @@ export function getPodQOS(pod: Pod): PodQOSClass {
   return pod.status?.qosClass ?? computePodQOS(pod);
 }
 
-function positive(q: Quantity | undefined): bigint | undefined {
+/**
+ * The quantity when above zero. One the API would refuse (`lots`) counts as absent: the class is read
+ * by admission, cgroups and status for every pod, and one such pod must not make them fail for all.
+ */
+function positiveNano(q: Quantity | undefined): bigint | undefined {
   if (q === undefined) return undefined;
-  const v = parseQuantityNano(q);
+  let v: bigint;
+  try {
+    v = parseQuantity(q).nano;
+  } catch {
+    return undefined;
+  }
   return v > 0n ? v : undefined;
 }
 
@@ -28,10 +38,10 @@ export function computePodQOS(pod: Pod): PodQOSClass {
   for (const c of containers) {
     const limitsFound = new Set<string>();
     for (const name of QOS_RESOURCES) {
-      const limit = positive(c.resources?.limits?.[name]);
+      const limit = positiveNano(c.resources?.limits?.[name]);
       // The API server defaults a missing request to its limit; a source that skipped defaulting
       // (a manifest file read as is) must still land in the same class.
-      const request = positive(c.resources?.requests?.[name] ?? c.resources?.limits?.[name]);
+      const request = positiveNano(c.resources?.requests?.[name] ?? c.resources?.limits?.[name]);
       if (request !== undefined) requests.set(name, (requests.get(name) ?? 0n) + request);
       if (limit !== undefined) {
         limitsFound.add(name);
