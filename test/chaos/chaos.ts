@@ -328,15 +328,24 @@ export async function startContainerd(): Promise<void> {
   await run('bash', [STACK_SCRIPT, 'up'], { timeout: 180_000 });
 }
 
-/** How long /healthz took to answer 200, or Infinity when it did not within timeoutMs. */
-export async function healthzLatencyMs(port: number, timeoutMs = 5000): Promise<number> {
+export interface HealthzAnswer {
+  /** How long /healthz took to answer 200, or Infinity when it did not within the timeout. */
+  ms: number;
+  /** What it said instead of 200, for the report. */
+  failure: string;
+}
+
+export async function probeHealthz(port: number, timeoutMs = 5000): Promise<HealthzAnswer> {
   const started = Date.now();
   try {
-    const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.status === 200 ? Date.now() - started : Infinity;
-  } catch {
-    return Infinity;
+    const res = await fetch(`http://127.0.0.1:${port}/healthz?verbose`, {
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    const body = await res.text();
+    if (res.status === 200) return { ms: Date.now() - started, failure: '' };
+    return { ms: Infinity, failure: `${res.status}: ${body.slice(0, 500)}` };
+  } catch (err) {
+    return { ms: Infinity, failure: err instanceof Error ? err.message : String(err) };
   }
 }
 
