@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The benchmarks (see docs/benchmarks.md): builds, brings the private containerd up, runs relist,
-# status and density, prints a table and one JSON line per figure. Leaves the runtime stack as it
+# status, websocket and density, prints a table and one JSON line per figure. Leaves the runtime stack as it
 # found it: if this script started containerd, it stops it again ('down').
 #
 # Usage: bench/run.sh [--quick] [--no-build]     (npm run bench [-- --quick])
@@ -61,7 +61,7 @@ machine() {
 machine >&2
 
 failed=()
-for bench in relist status density; do
+for bench in relist status websocket density; do
   log "running $bench"
   if ! node "dist/bench/$bench.js" >>"$out"; then
     failed+=("$bench")

@@ -315,26 +315,25 @@ cmd_up() {
 # Stops and removes every pod through the CRI API, as a kubelet would: that is what runs CNI DEL
 # (releasing the IP, the hostPort rules) and unmounts the pod's netns and shm. Needs node_modules.
 cri_remove_all_pods() {
-  local proto=$REPO_ROOT/src/cri/proto/api.proto
-  if ! command -v node >/dev/null || [[ ! -d $REPO_ROOT/node_modules/@grpc/proto-loader || ! -f $proto ]]; then
-    log "node, node_modules or $proto missing: skipping the CRI clean-up, falling back to runc and umount"
+  local api=$REPO_ROOT/src/cri/generated/runtime/v1/api.ts
+  if ! command -v node >/dev/null || [[ ! -d $REPO_ROOT/node_modules/tsx || ! -f $api ]]; then
+    log "node, node_modules or $api missing: skipping the CRI clean-up, falling back to runc and umount"
     return 1
   fi
   # shellcheck disable=SC2016 # the single-quoted text is JavaScript, not shell
-  (cd "$REPO_ROOT" && SOCK=$SOCK PROTO=$proto timeout 120 node --input-type=module -e '
+  (cd "$REPO_ROOT" && SOCK=$SOCK timeout 120 node --import tsx --input-type=module -e '
     import grpc from "@grpc/grpc-js";
-    import protoLoader from "@grpc/proto-loader";
-    const { RuntimeService } = grpc.loadPackageDefinition(protoLoader.loadSync(process.env.PROTO)).runtime.v1;
-    const client = new RuntimeService("unix://" + process.env.SOCK, grpc.credentials.createInsecure());
+    import * as cri from "./src/cri/generated/runtime/v1/api.ts";
+    const client = new cri.RuntimeServiceClient("unix://" + process.env.SOCK, grpc.credentials.createInsecure());
     const call = (method, req, ms) =>
       new Promise((resolve, reject) =>
-        client[method](req, { deadline: Date.now() + ms }, (err, res) => (err ? reject(err) : resolve(res))));
+        client[method](req, new grpc.Metadata(), { deadline: Date.now() + ms }, (err, res) => (err ? reject(err) : resolve(res))));
     let failed = 0;
-    const { items = [] } = await call("ListPodSandbox", {}, 10000);
+    const { items } = await call("listPodSandbox", cri.ListPodSandboxRequest.fromPartial({}), 10000);
     for (const { id } of items) {
       try {
-        await call("StopPodSandbox", { podSandboxId: id }, 30000);
-        await call("RemovePodSandbox", { podSandboxId: id }, 30000);
+        await call("stopPodSandbox", cri.StopPodSandboxRequest.fromPartial({ podSandboxId: id }), 30000);
+        await call("removePodSandbox", cri.RemovePodSandboxRequest.fromPartial({ podSandboxId: id }), 30000);
       } catch (err) {
         failed++;
         console.error(`runtime-stack: pod ${id.slice(0, 12)}: ${err.message}`);

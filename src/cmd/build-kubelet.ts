@@ -8,7 +8,7 @@
  *
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
- *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus,
+ *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus, nodelease,
  *   prober, podworkers, pleg, syncloop, podconfig, sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
@@ -391,6 +391,7 @@ export async function buildKubelet(
           periodMs: config.fileCheckFrequencyMs,
           send: podConfig.channel('file'),
           clock,
+          recorder: cluster?.recorder,
         })
       : undefined;
   const httpSource =
@@ -466,8 +467,16 @@ export async function buildKubelet(
       loopComponent('nodeinformer', (s) => cluster.nodeReflector.run(s), {
         detail: () => ({ ...cluster.nodeReflector.status() }),
       }),
+    // ClusterNode starts the runtime-up loop, node status and the Lease side by side; listed apart,
+    // the Lease stops first (its start here finds it running).
     clusterNode &&
       asComponent('nodestatus', { start: () => clusterNode.start(), stop: () => clusterNode.stop() }),
+    clusterNode &&
+      asComponent('nodelease', {
+        start: () => clusterNode.lease.start(),
+        stop: () => clusterNode.lease.stop(),
+        detail: () => ({ renewals: clusterNode.lease.renewCount }),
+      }),
     asComponent('prober', { stop: () => prober.stop() }),
     asComponent('podworkers', { stop: () => podWorkers.stop() }),
     asComponent('pleg', {

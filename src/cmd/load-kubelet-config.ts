@@ -8,10 +8,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-import { parse as parseYaml } from 'yaml';
-
 import { KubeletError, errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
+import { parseYaml11 } from '../lib/yaml11.js';
 import { flagForField, parseKubeletFlags, kubeletUsage, type KubeletFlags } from './flags.js';
 import {
   KUBELET_CONFIG_API_VERSION,
@@ -131,7 +130,8 @@ export function parseKubeletConfigText(
   let doc: unknown;
   try {
     // JSON is YAML; one parser reads both. Duplicate keys are errors, as in Go's strict decoder.
-    doc = parseYaml(text, { uniqueKeys: true, prettyErrors: true });
+    // YAML 1.1, as upstream's decoder reads it (octal modes, yes/no booleans).
+    doc = parseYaml11(text, { uniqueKeys: true, prettyErrors: true });
   } catch (err) {
     throw fail(errorMessage(err), err);
   }

@@ -17,16 +17,18 @@
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, open, readdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 
-import type { Pod } from '../api/core-v1.js';
+import { podFullName, type Pod } from '../api/core-v1.js';
+import { nodeReference, type ObjectEventRecorder } from '../events/event-recorder.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { deadlineSignal, raceAbort } from './abortable.js';
 import type { SourceChannel } from './pod-config.js';
-import { MAX_MANIFEST_BYTES, parseManifestDocument, staticPodFromObject } from './static-pod-defaults.js';
+import { decodeManifest } from './manifest-decoder.js';
+import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 export interface FileSourceOptions {
@@ -44,7 +46,12 @@ export interface FileSourceOptions {
   debounceMs?: number;
   /** Bound on one scan's file system calls (default 30 s). */
   scanTimeoutMs?: number;
+  /** Cluster mode: a refused manifest is also a Warning event on the node. */
+  recorder?: Pick<ObjectEventRecorder, 'eventFor'>;
 }
+
+/** Upstream's events.FailedValidation, the reason of events about pods a source refuses. */
+export const FAILED_VALIDATION_REASON = 'FailedValidation';
 
 interface CachedFile {
   fingerprint: string;
@@ -59,8 +66,11 @@ export class FileSource {
   private readonly debounceMs: number;
   private readonly scanTimeoutMs: number;
   private readonly cache = new Map<string, CachedFile>();
-  // Problems with entries that are not manifests (subfolders, sockets), each logged once.
-  private readonly reportedEntries = new Set<string>();
+  // Problems with entries that are not manifests (subfolders, sockets, dangling symlinks, symlink
+  // loops), each logged when it first appears or changes.
+  private readonly reportedEntries = new Map<string, string>();
+  // Pod full name → the files that declare it, for the duplicates last reported.
+  private reportedDuplicates = '';
   private readonly stopController = new AbortController();
   private watcher: FSWatcher | undefined;
   private watchedIno: bigint | undefined;
@@ -163,17 +173,18 @@ export class FileSource {
       this.ensureWatch(this.root, undefined, rootStat);
       const names = (await raceAbort(readdir(this.root), signal)).filter((n) => !n.startsWith('.')).sort();
       this.clearPathProblem();
-      const pods: Pod[] = [];
+      const found: { file: string; pod: Pod }[] = [];
       const present = new Set<string>();
       for (const name of names) {
         const file = path.join(this.root, name);
         present.add(file);
         const pod = await this.readManifest(file, signal);
-        if (pod) pods.push(pod);
+        if (pod) found.push({ file, pod });
       }
       for (const file of this.cache.keys()) if (!present.has(file)) this.cache.delete(file);
-      for (const entry of this.reportedEntries) if (!present.has(entry)) this.reportedEntries.delete(entry);
-      return pods;
+      for (const entry of this.reportedEntries.keys())
+        if (!present.has(entry)) this.reportedEntries.delete(entry);
+      return this.withoutDuplicateNames(found);
     }
 
     if (rootStat.isFile()) {
@@ -197,7 +208,14 @@ export class FileSource {
     } catch (err) {
       if (signal.aborted) throw err;
       this.cache.delete(file);
-      return undefined; // vanished between readdir and stat: the next scan settles it
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ELOOP') this.reportEntry(file, 'Manifest path is a symlink loop, ignoring');
+      else if (code === 'ENOENT' && (await this.isSymlink(file, signal)))
+        this.reportEntry(file, 'Manifest path is a dangling symlink, ignoring');
+      else if (code !== 'ENOENT')
+        this.reportEntry(file, `Unable to read manifest path: ${errorMessage(err)}`);
+      // else: vanished between readdir and stat; the next scan settles it
+      return undefined;
     }
     if (st.isDirectory()) {
       this.reportEntry(file, 'Not recursing into manifest path');
@@ -207,63 +225,108 @@ export class FileSource {
       this.reportEntry(file, 'Manifest path is not a directory or file');
       return undefined;
     }
-    this.reportedEntries.delete(file);
+    this.clearEntry(file);
 
     const fingerprint = `${st.dev}:${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
     const cached = this.cache.get(file);
     if (cached && cached.fingerprint === fingerprint)
       return 'pod' in cached.result ? cached.result.pod : undefined;
 
-    let result: CachedFile['result'];
+    let result: CachedFile['result'] | undefined;
     let contentHash = '';
-    if (st.size > MAX_MANIFEST_BYTES) {
-      result = {
-        error: `the file is ${st.size} bytes, more than the ${MAX_MANIFEST_BYTES} a manifest may have`,
-      };
-    } else {
-      let data: Buffer;
-      try {
-        data = await readFile(file, { signal });
-      } catch (err) {
-        if (signal.aborted) throw err;
-        if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-          this.cache.delete(file);
-          return undefined;
-        }
-        data = Buffer.alloc(0);
-        result = { error: errorMessage(err) };
+    let data: Buffer = Buffer.alloc(0);
+    try {
+      data = await readAtMost(file, MAX_MANIFEST_BYTES, signal);
+    } catch (err) {
+      if (signal.aborted) throw err;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.cache.delete(file);
+        return undefined;
       }
+      result = { error: errorMessage(err) };
+    }
+    if (result === undefined) {
       contentHash = createHash('sha256').update(data).digest('hex');
       if (cached && cached.contentHash === contentHash) {
         // Touched, not changed: same outcome, and no second log line.
         cached.fingerprint = fingerprint;
         return 'pod' in cached.result ? cached.result.pod : undefined;
       }
-      result ??= this.decode(file, data);
+      result = await this.decode(file, data);
+      if (signal.aborted) throw signal.reason as Error;
     }
 
     this.cache.set(file, { fingerprint, contentHash, result });
     if ('error' in result) {
       this.log.error('Could not process manifest file', { path: file, err: result.error });
+      this.options.recorder?.eventFor(
+        nodeReference(this.options.nodeName),
+        'Warning',
+        FAILED_VALIDATION_REASON,
+        `Could not process manifest file ${file}: ${result.error}`,
+      );
       return undefined;
     }
     if (cached && 'error' in cached.result) this.log.info('Manifest file is valid again', { path: file });
     return result.pod;
   }
 
-  private decode(file: string, data: Buffer): CachedFile['result'] {
+  private async isSymlink(file: string, signal: AbortSignal): Promise<boolean> {
     try {
-      const obj = parseManifestDocument(data.toString('utf8'), file);
-      const pod = staticPodFromObject(
-        obj,
-        { source: 'file', location: file, nodeName: this.options.nodeName },
-        file,
-      );
-      return { pod };
-    } catch (err) {
-      // The message already starts with the file's name; keep only what is wrong.
-      return { error: errorMessage(err).replace(`${file}: `, '') };
+      return (await raceAbort(lstat(file), signal)).isSymbolicLink();
+    } catch {
+      return false;
     }
+  }
+
+  private async decode(file: string, data: Buffer): Promise<CachedFile['result']> {
+    const result = await decodeManifest({
+      text: data.toString('utf8'),
+      origin: { source: 'file', location: file, nodeName: this.options.nodeName },
+      what: file,
+      shape: 'pod',
+    });
+    if ('error' in result) {
+      // The message starts with the file's name, which the log line gives already.
+      return { error: result.error.replace(`${file}: `, '') };
+    }
+    const pod = result.pods[0];
+    return pod ? { pod } : { error: 'the manifest holds no pod' };
+  }
+
+  /**
+   * Two files with one pod name and namespace: the first file (in name order) wins, as upstream's
+   * PodConfig keeps the first. Reported when the set of duplicates changes, naming the files.
+   */
+  private withoutDuplicateNames(found: { file: string; pod: Pod }[]): Pod[] {
+    const firstFile = new Map<string, string>();
+    const pods: Pod[] = [];
+    const duplicates: { pod: string; kept: string; ignored: string }[] = [];
+    for (const { file, pod } of found) {
+      const name = podFullName(pod);
+      const kept = firstFile.get(name);
+      if (kept !== undefined) {
+        duplicates.push({ pod: name, kept, ignored: file });
+        continue;
+      }
+      firstFile.set(name, file);
+      pods.push(pod);
+    }
+    const signature = JSON.stringify(duplicates);
+    if (signature !== this.reportedDuplicates) {
+      this.reportedDuplicates = signature;
+      for (const d of duplicates) {
+        const message = `Pod failed validation due to duplicate pod name ${d.pod}: file ${d.ignored} is ignored, file ${d.kept} declares it first`;
+        this.log.error(message, { pod: d.pod, path: d.ignored, firstPath: d.kept });
+        this.options.recorder?.eventFor(
+          nodeReference(this.options.nodeName),
+          'Warning',
+          FAILED_VALIDATION_REASON,
+          message,
+        );
+      }
+    }
+    return pods;
   }
 
   private ensureWatch(dir: string, onlyName: string | undefined, dirStat: Stats | undefined): void {
@@ -325,8 +388,39 @@ export class FileSource {
   }
 
   private reportEntry(file: string, message: string): void {
-    if (this.reportedEntries.has(file)) return;
-    this.reportedEntries.add(file);
+    if (this.reportedEntries.get(file) === message) return;
+    this.reportedEntries.set(file, message);
     this.log.error(message, { path: file });
+  }
+
+  private clearEntry(file: string): void {
+    this.reportedEntries.delete(file);
+  }
+}
+
+/**
+ * The file's bytes, refusing one larger than maxBytes without reading past the limit (a file may
+ * grow between stat and read, and a FIFO or /dev/zero has no size at all).
+ */
+export async function readAtMost(file: string, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  const handle = await open(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    const chunkBytes = 1024 * 1024;
+    for (;;) {
+      if (signal.aborted) throw signal.reason as Error;
+      const buf = Buffer.allocUnsafe(Math.min(chunkBytes, maxBytes + 1 - total));
+      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > maxBytes) {
+        throw new Error(`the file is larger than the ${maxBytes} bytes a manifest may have; refused`);
+      }
+      chunks.push(buf.subarray(0, bytesRead));
+    }
+    return Buffer.concat(chunks, total);
+  } finally {
+    await handle.close();
   }
 }

@@ -15,7 +15,8 @@ import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { deadlineSignal } from './abortable.js';
 import type { SourceChannel } from './pod-config.js';
-import { MAX_MANIFEST_BYTES, parseManifestDocument, staticPodsFromObject } from './static-pod-defaults.js';
+import { decodeManifest, podsOrThrow } from './manifest-decoder.js';
+import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 export const DEFAULT_HTTP_REQUEST_TIMEOUT_MS = 10_000;
@@ -139,12 +140,15 @@ export class HttpSource {
 
     let pods: Pod[];
     try {
-      const obj = parseManifestDocument(body, url);
-      pods = staticPodsFromObject(
-        obj,
-        { source: 'http', location: url, nodeName: this.options.nodeName },
-        url,
-      );
+      // A large body is decoded off the main thread, so /healthz and the sync loop go on.
+      const result = await decodeManifest({
+        text: body,
+        origin: { source: 'http', location: url, nodeName: this.options.nodeName },
+        what: url,
+        shape: 'podOrList',
+      });
+      if (this.stopController.signal.aborted) return;
+      pods = podsOrThrow(result);
     } catch (err) {
       throw new Error(`${errorMessage(err)}; the last good pods from this URL keep running`, { cause: err });
     }
@@ -157,7 +161,9 @@ async function readLimited(resp: Response, maxBytes: number): Promise<string> {
   const declared = Number(resp.headers.get('content-length') ?? NaN);
   if (declared > maxBytes) {
     await resp.body?.cancel();
-    throw new Error(`response of ${declared} bytes is larger than ${maxBytes}`);
+    throw new Error(
+      `response of ${declared} bytes is larger than the ${maxBytes} bytes a manifest may have; refused`,
+    );
   }
   if (!resp.body) return '';
   const chunks: Uint8Array[] = [];
@@ -165,7 +171,10 @@ async function readLimited(resp: Response, maxBytes: number): Promise<string> {
   for await (const chunk of resp.body as AsyncIterable<Uint8Array>) {
     total += chunk.byteLength;
     // Throwing out of the loop cancels the stream: the rest is never downloaded.
-    if (total > maxBytes) throw new Error(`response is larger than ${maxBytes} bytes`);
+    if (total > maxBytes)
+      throw new Error(
+        `response is larger than the ${maxBytes} bytes a manifest may have; stopped reading, refused`,
+      );
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

@@ -11,14 +11,15 @@
  */
 import { createHash } from 'node:crypto';
 
-import { parseAllDocuments } from 'yaml';
-
 import type { Pod, PodList } from '../api/core-v1.js';
 import { KubeletError } from '../lib/errors.js';
 import { CONFIG_HASH_ANNOTATION, CONFIG_SOURCE_ANNOTATION } from '../api/pod-source.js';
+import { parseAllYaml11Documents } from '../lib/yaml11.js';
 import type { PodSource } from './types.js';
 import { applyPodApiDefaults } from './pod-defaults.js';
-import { validatePod } from './pod-validation.js';
+import { fieldErrorText, type FieldError } from './field-errors.js';
+import { validatePodFields } from './pod-validation.js';
+import { decodePod } from './pod-schema.js';
 
 /** Upstream refuses manifests larger than this. */
 export const MAX_MANIFEST_BYTES = 10 * 1024 * 1024;
@@ -34,15 +35,24 @@ function invalidManifest(message: string, cause?: unknown): KubeletError {
   return new KubeletError('INVALID_MANIFEST', message, { cause });
 }
 
+/** The most field errors one message lists; a pod with thousands of bad fields stays one short line. */
+const MAX_LISTED_FIELD_ERRORS = 10;
+
+function invalidPod(what: string, errs: FieldError[]): KubeletError {
+  const listed = errs.slice(0, MAX_LISTED_FIELD_ERRORS).map(fieldErrorText);
+  if (errs.length > listed.length) listed.push(`and ${errs.length - listed.length} more`);
+  return invalidManifest(`${what}: invalid pod: ${listed.join('; ')}`);
+}
+
 /** Parses YAML or JSON holding exactly one document; `what` names it in messages. */
 export function parseManifestDocument(text: string, what: string): unknown {
   let docs;
   try {
-    docs = parseAllDocuments(text, { uniqueKeys: true, prettyErrors: true });
+    // YAML 1.1, as upstream's decoder reads it: `defaultMode: 0400` is 256.
+    docs = parseAllYaml11Documents(text, { uniqueKeys: true, prettyErrors: true });
   } catch (err) {
     throw invalidManifest(`${what}: ${(err as Error).message}`, err);
   }
-  if (!Array.isArray(docs)) docs = [docs];
   const nonEmpty = docs.filter((d) => d.contents !== null || d.errors.length > 0);
   for (const d of nonEmpty) {
     const first = d.errors[0];
@@ -96,13 +106,14 @@ export function staticPodsFromObject(obj: unknown, origin: StaticPodOrigin, what
 }
 
 function defaultAndValidate(obj: Record<string, unknown>, origin: StaticPodOrigin, what: string): Pod {
-  const shapeErrors = checkPodShape(obj);
-  if (shapeErrors.length > 0) throw invalidManifest(`${what}: invalid pod: ${shapeErrors.join('; ')}`);
-  const pod = structuredClone(obj) as unknown as Pod;
+  // Go's decoder refuses wrong JSON types before anything else looks at the pod.
+  const decoded = decodePod(obj);
+  if (decoded.errors.length > 0) throw invalidPod(what, decoded.errors);
+  const pod = decoded.pod!;
   if (!pod.metadata.name) throw invalidManifest(`${what}: invalid pod: name is needed for the pod`);
   applyStaticPodDefaults(pod, obj, origin);
-  const errs = validatePod(pod);
-  if (errs.length > 0) throw invalidManifest(`${what}: invalid pod: ${errs.join('; ')}`);
+  const errs = validatePodFields(pod);
+  if (errs.length > 0) throw invalidPod(what, errs);
   return pod;
 }
 
@@ -155,50 +166,4 @@ export function canonicalJson(v: unknown): string {
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((v as Record<string, unknown>)[k])}`).join(',')}}`;
   }
   return JSON.stringify(v) ?? 'null';
-}
-
-// Structural checks before the typed code touches the object: the types the kubelet relies on.
-function checkPodShape(obj: Record<string, unknown>): string[] {
-  const errs: string[] = [];
-  const metadata = obj.metadata;
-  if (metadata === undefined || metadata === null) {
-    errs.push('metadata: Required value');
-    return errs;
-  }
-  if (!isObject(metadata)) return ['metadata: must be an object'];
-  for (const key of ['name', 'namespace', 'uid'] as const) {
-    if (metadata[key] !== undefined && typeof metadata[key] !== 'string')
-      errs.push(`metadata.${key}: must be a string`);
-  }
-  for (const key of ['labels', 'annotations'] as const) {
-    if (metadata[key] !== undefined && metadata[key] !== null && !isObject(metadata[key]))
-      errs.push(`metadata.${key}: must be a map of strings`);
-  }
-  const spec = obj.spec;
-  if (!isObject(spec)) {
-    errs.push(spec === undefined || spec === null ? 'spec: Required value' : 'spec: must be an object');
-    return errs;
-  }
-  if (spec.containers === undefined || spec.containers === null) {
-    errs.push('spec.containers: Required value');
-  }
-  for (const field of ['containers', 'initContainers', 'volumes', 'tolerations'] as const) {
-    const list = spec[field];
-    if (list === undefined || list === null) continue;
-    if (!Array.isArray(list)) {
-      errs.push(`spec.${field}: must be a list`);
-      continue;
-    }
-    list.forEach((item, i) => {
-      if (!isObject(item)) errs.push(`spec.${field}[${i}]: must be an object`);
-      else if (
-        (field === 'containers' || field === 'initContainers') &&
-        item.ports !== undefined &&
-        !Array.isArray(item.ports)
-      ) {
-        errs.push(`spec.${field}[${i}].ports: must be a list`);
-      }
-    });
-  }
-  return errs;
 }

@@ -1,114 +1,44 @@
 /**
- * The one place where runtime.v1 wire messages meet the facade types of ./types.ts.
+ * The one place where the generated runtime.v1 messages (./generated, from upstream's api.proto)
+ * meet the project's own types of ./types.ts.
  *
- * Decoded messages (see cri-proto.ts) already use the facade's camelCase names, string enums,
- * numbers and Buffers, and carry every scalar, list and map; what they lack is the facade's
- * guarantees: absent sub-messages arrive as null, unknown enum values as numbers. The `*FromWire`
- * functions below supply those guarantees. In the other direction protobufjs encodes facade objects
- * as they are (it skips undefined fields and keys it does not know), so only the shapes that differ
- * on the wire (filters, whose state is wrapped in a message) need a `*ToWire` function.
+ * Responses: generated decoders fill every scalar, list and map; what the project's types add is
+ * numbers for int64 (nanosecond timestamps in a double keep ~256 ns), required sub-messages filled
+ * in, and enum values newer than our proto (UNRECOGNIZED) mapped to a safe fallback. The
+ * `*FromCri` functions do that. Requests: the facade builds them with the generated `fromPartial`,
+ * whose exact types refuse a field the proto does not have; project types that match the proto's
+ * shape go in as they are, and only filters (whose state is wrapped) need a `*ToCri` function.
  */
+import type * as cri from './generated/runtime/v1/api.js';
 import type {
-  Capability,
   Container,
   ContainerConfig,
   ContainerFilter,
   ContainerMetadata,
-  ContainerState,
   ContainerStats,
   ContainerStatus,
-  CriProtocol,
-  DNSConfig,
   ExecSyncResponse,
   FilesystemUsage,
   Image,
   ImageSpec,
   Int64Value,
-  KeyValueEnv,
   LinuxContainerConfig,
   LinuxContainerResources,
   LinuxContainerSecurityContext,
   LinuxPodSandboxConfig,
   LinuxSandboxSecurityContext,
   Mount,
-  MountPropagation,
-  NamespaceMode,
   NamespaceOption,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
   PodSandboxMetadata,
-  PodSandboxNetworkStatus,
-  PodSandboxState,
   PodSandboxStatus,
-  PortMapping,
-  RuntimeCondition,
   RuntimeStatus,
   SecurityProfile,
   UInt64Value,
   VersionResponse,
 } from './types.js';
-
-/** A decoded protobuf message: field names in camelCase, values as cri-proto.ts's load options make them. */
-export type WireMessage = Record<string, unknown>;
-
-// ---- readers: tolerant of null, absent and mistyped values, so a runtime's omission never throws ----
-
-function msg(v: unknown): WireMessage | undefined {
-  return v !== null && typeof v === 'object' && !Buffer.isBuffer(v) && !Array.isArray(v)
-    ? (v as WireMessage)
-    : undefined;
-}
-
-function str(v: unknown): string {
-  return typeof v === 'string' ? v : '';
-}
-
-function num(v: unknown): number {
-  if (typeof v === 'number') return v;
-  if (typeof v === 'string' && v !== '') return Number(v);
-  return 0;
-}
-
-function bool(v: unknown): boolean {
-  return v === true;
-}
-
-function bytes(v: unknown): Buffer {
-  if (Buffer.isBuffer(v)) return v;
-  if (v instanceof Uint8Array) return Buffer.from(v);
-  return Buffer.alloc(0);
-}
-
-function strings(v: unknown): string[] {
-  return Array.isArray(v) ? v.map(str) : [];
-}
-
-function numbers(v: unknown): number[] {
-  return Array.isArray(v) ? v.map(num) : [];
-}
-
-function list<T>(v: unknown, convert: (m: WireMessage) => T): T[] {
-  if (!Array.isArray(v)) return [];
-  const out: T[] = [];
-  for (const item of v) {
-    const m = msg(item);
-    if (m) out.push(convert(m));
-  }
-  return out;
-}
-
-function strMap(v: unknown): Record<string, string> {
-  const m = msg(v);
-  const out: Record<string, string> = {};
-  if (m) for (const [k, val] of Object.entries(m)) out[k] = str(val);
-  return out;
-}
-
-function optional<T>(v: unknown, convert: (m: WireMessage) => T): T | undefined {
-  const m = msg(v);
-  return m ? convert(m) : undefined;
-}
 
 /** Drops keys whose value is undefined, so an absent optional field is absent, not present-and-undefined. */
 function compact<T extends object>(o: T): T {
@@ -116,372 +46,349 @@ function compact<T extends object>(o: T): T {
   return o;
 }
 
-/** A value of a closed string enum; a number means the runtime sent a value newer than our proto. */
-function enumValue<T extends string>(v: unknown, values: readonly T[], fallback: T): T {
-  return typeof v === 'string' && (values as readonly string[]).includes(v) ? (v as T) : fallback;
+/** An enum value the proto knows; UNRECOGNIZED (a runtime newer than our proto) becomes fallback. */
+function known<T extends string>(v: T | 'UNRECOGNIZED', fallback: T): T {
+  return v === 'UNRECOGNIZED' ? fallback : v;
 }
 
-const CONTAINER_STATES: readonly ContainerState[] = [
-  'CONTAINER_CREATED',
-  'CONTAINER_RUNNING',
-  'CONTAINER_EXITED',
-  'CONTAINER_UNKNOWN',
-];
-const SANDBOX_STATES: readonly PodSandboxState[] = ['SANDBOX_READY', 'SANDBOX_NOTREADY'];
-const NAMESPACE_MODES: readonly NamespaceMode[] = ['POD', 'CONTAINER', 'NODE', 'TARGET'];
-const PROTOCOLS: readonly CriProtocol[] = ['TCP', 'UDP', 'SCTP'];
-const PROPAGATIONS: readonly MountPropagation[] = [
-  'PROPAGATION_PRIVATE',
-  'PROPAGATION_HOST_TO_CONTAINER',
-  'PROPAGATION_BIDIRECTIONAL',
-];
-const PROFILE_TYPES: readonly SecurityProfile['profileType'][] = [
-  'RuntimeDefault',
-  'Unconfined',
-  'Localhost',
-];
+function optional<M, T>(m: M | undefined, convert: (m: M) => T): T | undefined {
+  return m === undefined ? undefined : convert(m);
+}
 
-// ---- wire -> facade ----
+/** Copies a decoded map: ts-proto's maps are plain objects already, but the facade owns its values. */
+function strMap(m: { [key: string]: string }): Record<string, string> {
+  return { ...m };
+}
 
-export function versionFromWire(m: WireMessage): VersionResponse {
+// ---- generated -> project ----
+
+export function versionFromCri(m: cri.VersionResponse): VersionResponse {
   return {
-    version: str(m.version),
-    runtimeName: str(m.runtimeName),
-    runtimeVersion: str(m.runtimeVersion),
-    runtimeApiVersion: str(m.runtimeApiVersion),
+    version: m.version,
+    runtimeName: m.runtimeName,
+    runtimeVersion: m.runtimeVersion,
+    runtimeApiVersion: m.runtimeApiVersion,
   };
 }
 
-export function podSandboxMetadataFromWire(m: WireMessage | undefined): PodSandboxMetadata {
-  return { name: str(m?.name), uid: str(m?.uid), namespace: str(m?.namespace), attempt: num(m?.attempt) };
+export function podSandboxMetadataFromCri(m: cri.PodSandboxMetadata | undefined): PodSandboxMetadata {
+  return { name: m?.name ?? '', uid: m?.uid ?? '', namespace: m?.namespace ?? '', attempt: m?.attempt ?? 0 };
 }
 
-export function containerMetadataFromWire(m: WireMessage | undefined): ContainerMetadata {
-  return { name: str(m?.name), attempt: num(m?.attempt) };
+export function containerMetadataFromCri(m: cri.ContainerMetadata | undefined): ContainerMetadata {
+  return { name: m?.name ?? '', attempt: m?.attempt ?? 0 };
 }
 
-export function imageSpecFromWire(m: WireMessage | undefined): ImageSpec {
-  const spec: ImageSpec = { image: str(m?.image), annotations: strMap(m?.annotations) };
-  const userSpecified = str(m?.userSpecifiedImage);
-  if (userSpecified) spec.userSpecifiedImage = userSpecified;
-  const handler = str(m?.runtimeHandler);
-  if (handler) spec.runtimeHandler = handler;
+export function imageSpecFromCri(m: cri.ImageSpec | undefined): ImageSpec {
+  const spec: ImageSpec = { image: m?.image ?? '', annotations: strMap(m?.annotations ?? {}) };
+  if (m?.userSpecifiedImage) spec.userSpecifiedImage = m.userSpecifiedImage;
+  if (m?.runtimeHandler) spec.runtimeHandler = m.runtimeHandler;
   return spec;
 }
 
-function int64ValueFromWire(m: WireMessage): Int64Value {
-  return { value: num(m.value) };
+function int64ValueFromCri(m: cri.Int64Value): Int64Value {
+  return { value: Number(m.value) };
 }
 
-function uint64ValueFromWire(m: WireMessage): UInt64Value {
-  return { value: num(m.value) };
+function uint64ValueFromCri(m: cri.UInt64Value): UInt64Value {
+  return { value: Number(m.value) };
 }
 
-export function namespaceOptionFromWire(m: WireMessage): NamespaceOption {
+export function namespaceOptionFromCri(m: cri.NamespaceOption): NamespaceOption {
   const out: NamespaceOption = {
-    network: enumValue(m.network, NAMESPACE_MODES, 'POD'),
-    pid: enumValue(m.pid, NAMESPACE_MODES, 'POD'),
-    ipc: enumValue(m.ipc, NAMESPACE_MODES, 'POD'),
+    network: known(m.network, 'POD'),
+    pid: known(m.pid, 'POD'),
+    ipc: known(m.ipc, 'POD'),
   };
-  const target = str(m.targetId);
-  if (target) out.targetId = target;
+  if (m.targetId) out.targetId = m.targetId;
   return out;
 }
 
-function securityProfileFromWire(m: WireMessage): SecurityProfile {
-  return {
-    profileType: enumValue(m.profileType, PROFILE_TYPES, 'RuntimeDefault'),
-    localhostRef: str(m.localhostRef),
-  };
+function securityProfileFromCri(m: cri.SecurityProfile): SecurityProfile {
+  return { profileType: known(m.profileType, 'RuntimeDefault'), localhostRef: m.localhostRef };
 }
 
-export function linuxContainerResourcesFromWire(m: WireMessage): LinuxContainerResources {
+export function linuxContainerResourcesFromCri(m: cri.LinuxContainerResources): LinuxContainerResources {
   return {
-    cpuPeriod: num(m.cpuPeriod),
-    cpuQuota: num(m.cpuQuota),
-    cpuShares: num(m.cpuShares),
-    memoryLimitInBytes: num(m.memoryLimitInBytes),
-    oomScoreAdj: num(m.oomScoreAdj),
-    cpusetCpus: str(m.cpusetCpus),
-    cpusetMems: str(m.cpusetMems),
+    cpuPeriod: Number(m.cpuPeriod),
+    cpuQuota: Number(m.cpuQuota),
+    cpuShares: Number(m.cpuShares),
+    memoryLimitInBytes: Number(m.memoryLimitInBytes),
+    oomScoreAdj: Number(m.oomScoreAdj),
+    cpusetCpus: m.cpusetCpus,
+    cpusetMems: m.cpusetMems,
     unified: strMap(m.unified),
-    memorySwapLimitInBytes: num(m.memorySwapLimitInBytes),
+    memorySwapLimitInBytes: Number(m.memorySwapLimitInBytes),
   };
 }
 
-function dnsConfigFromWire(m: WireMessage): DNSConfig {
-  return { servers: strings(m.servers), searches: strings(m.searches), options: strings(m.options) };
-}
-
-function portMappingFromWire(m: WireMessage): PortMapping {
-  return {
-    protocol: enumValue(m.protocol, PROTOCOLS, 'TCP'),
-    containerPort: num(m.containerPort),
-    hostPort: num(m.hostPort),
-    hostIp: str(m.hostIp),
-  };
-}
-
-function linuxSandboxSecurityContextFromWire(m: WireMessage): LinuxSandboxSecurityContext {
+function linuxSandboxSecurityContextFromCri(m: cri.LinuxSandboxSecurityContext): LinuxSandboxSecurityContext {
   return compact({
-    namespaceOptions: optional(m.namespaceOptions, namespaceOptionFromWire),
-    runAsUser: optional(m.runAsUser, int64ValueFromWire),
-    runAsGroup: optional(m.runAsGroup, int64ValueFromWire),
-    readonlyRootfs: bool(m.readonlyRootfs),
-    supplementalGroups: numbers(m.supplementalGroups),
-    privileged: bool(m.privileged),
-    seccomp: optional(m.seccomp, securityProfileFromWire),
+    namespaceOptions: optional(m.namespaceOptions, namespaceOptionFromCri),
+    runAsUser: optional(m.runAsUser, int64ValueFromCri),
+    runAsGroup: optional(m.runAsGroup, int64ValueFromCri),
+    readonlyRootfs: m.readonlyRootfs,
+    supplementalGroups: m.supplementalGroups.map(Number),
+    privileged: m.privileged,
+    seccomp: optional(m.seccomp, securityProfileFromCri),
   });
 }
 
-function linuxPodSandboxConfigFromWire(m: WireMessage): LinuxPodSandboxConfig {
+function linuxPodSandboxConfigFromCri(m: cri.LinuxPodSandboxConfig): LinuxPodSandboxConfig {
   return compact({
-    cgroupParent: str(m.cgroupParent),
-    securityContext: optional(m.securityContext, linuxSandboxSecurityContextFromWire),
+    cgroupParent: m.cgroupParent,
+    securityContext: optional(m.securityContext, linuxSandboxSecurityContextFromCri),
     sysctls: strMap(m.sysctls),
-    resources: optional(m.resources, linuxContainerResourcesFromWire),
-    overhead: optional(m.overhead, linuxContainerResourcesFromWire),
+    resources: optional(m.resources, linuxContainerResourcesFromCri),
+    overhead: optional(m.overhead, linuxContainerResourcesFromCri),
   });
 }
 
-export function podSandboxConfigFromWire(m: WireMessage | undefined): PodSandboxConfig {
+/** As the test server reads a RunPodSandbox or CreateContainer request back. */
+export function podSandboxConfigFromCri(m: cri.PodSandboxConfig | undefined): PodSandboxConfig {
   return compact({
-    metadata: podSandboxMetadataFromWire(msg(m?.metadata)),
-    hostname: str(m?.hostname),
-    logDirectory: str(m?.logDirectory),
-    dnsConfig: optional(m?.dnsConfig, dnsConfigFromWire),
-    portMappings: list(m?.portMappings, portMappingFromWire),
-    labels: strMap(m?.labels),
-    annotations: strMap(m?.annotations),
-    linux: optional(m?.linux, linuxPodSandboxConfigFromWire),
+    metadata: podSandboxMetadataFromCri(m?.metadata),
+    hostname: m?.hostname ?? '',
+    logDirectory: m?.logDirectory ?? '',
+    dnsConfig: optional(m?.dnsConfig, (d) => ({
+      servers: d.servers,
+      searches: d.searches,
+      options: d.options,
+    })),
+    portMappings: (m?.portMappings ?? []).map((p) => ({
+      protocol: known(p.protocol, 'TCP'),
+      containerPort: p.containerPort,
+      hostPort: p.hostPort,
+      hostIp: p.hostIp,
+    })),
+    labels: strMap(m?.labels ?? {}),
+    annotations: strMap(m?.annotations ?? {}),
+    linux: optional(m?.linux, linuxPodSandboxConfigFromCri),
   });
 }
 
-export function mountFromWire(m: WireMessage): Mount {
+export function mountFromCri(m: cri.Mount): Mount {
   return {
-    containerPath: str(m.containerPath),
-    hostPath: str(m.hostPath),
-    readonly: bool(m.readonly),
-    selinuxRelabel: bool(m.selinuxRelabel),
-    propagation: enumValue(m.propagation, PROPAGATIONS, 'PROPAGATION_PRIVATE'),
+    containerPath: m.containerPath,
+    hostPath: m.hostPath,
+    readonly: m.readonly,
+    selinuxRelabel: m.selinuxRelabel,
+    propagation: known(m.propagation, 'PROPAGATION_PRIVATE'),
   };
 }
 
-function keyValueFromWire(m: WireMessage): KeyValueEnv {
-  return { key: str(m.key), value: str(m.value) };
-}
-
-function capabilityFromWire(m: WireMessage): Capability {
-  return { addCapabilities: strings(m.addCapabilities), dropCapabilities: strings(m.dropCapabilities) };
-}
-
-function linuxContainerSecurityContextFromWire(m: WireMessage): LinuxContainerSecurityContext {
+function linuxContainerSecurityContextFromCri(
+  m: cri.LinuxContainerSecurityContext,
+): LinuxContainerSecurityContext {
   return compact({
-    capabilities: optional(m.capabilities, capabilityFromWire),
-    privileged: bool(m.privileged),
-    namespaceOptions: optional(m.namespaceOptions, namespaceOptionFromWire),
-    runAsUser: optional(m.runAsUser, int64ValueFromWire),
-    runAsGroup: optional(m.runAsGroup, int64ValueFromWire),
-    runAsUsername: str(m.runAsUsername),
-    readonlyRootfs: bool(m.readonlyRootfs),
-    supplementalGroups: numbers(m.supplementalGroups),
-    noNewPrivs: bool(m.noNewPrivs),
-    maskedPaths: strings(m.maskedPaths),
-    readonlyPaths: strings(m.readonlyPaths),
-    seccomp: optional(m.seccomp, securityProfileFromWire),
+    capabilities: optional(m.capabilities, (c) => ({
+      addCapabilities: c.addCapabilities,
+      dropCapabilities: c.dropCapabilities,
+    })),
+    privileged: m.privileged,
+    namespaceOptions: optional(m.namespaceOptions, namespaceOptionFromCri),
+    runAsUser: optional(m.runAsUser, int64ValueFromCri),
+    runAsGroup: optional(m.runAsGroup, int64ValueFromCri),
+    runAsUsername: m.runAsUsername,
+    readonlyRootfs: m.readonlyRootfs,
+    supplementalGroups: m.supplementalGroups.map(Number),
+    noNewPrivs: m.noNewPrivs,
+    maskedPaths: m.maskedPaths,
+    readonlyPaths: m.readonlyPaths,
+    seccomp: optional(m.seccomp, securityProfileFromCri),
   });
 }
 
-function linuxContainerConfigFromWire(m: WireMessage): LinuxContainerConfig {
+function linuxContainerConfigFromCri(m: cri.LinuxContainerConfig): LinuxContainerConfig {
   return compact({
-    resources: optional(m.resources, linuxContainerResourcesFromWire),
-    securityContext: optional(m.securityContext, linuxContainerSecurityContextFromWire),
+    resources: optional(m.resources, linuxContainerResourcesFromCri),
+    securityContext: optional(m.securityContext, linuxContainerSecurityContextFromCri),
   });
 }
 
-export function containerConfigFromWire(m: WireMessage | undefined): ContainerConfig {
+/** As the test server reads a CreateContainer request back. */
+export function containerConfigFromCri(m: cri.ContainerConfig | undefined): ContainerConfig {
   return compact({
-    metadata: containerMetadataFromWire(msg(m?.metadata)),
-    image: imageSpecFromWire(msg(m?.image)),
-    command: strings(m?.command),
-    args: strings(m?.args),
-    workingDir: str(m?.workingDir),
-    envs: list(m?.envs, keyValueFromWire),
-    mounts: list(m?.mounts, mountFromWire),
-    labels: strMap(m?.labels),
-    annotations: strMap(m?.annotations),
-    logPath: str(m?.logPath),
-    stdin: bool(m?.stdin),
-    stdinOnce: bool(m?.stdinOnce),
-    tty: bool(m?.tty),
-    linux: optional(m?.linux, linuxContainerConfigFromWire),
+    metadata: containerMetadataFromCri(m?.metadata),
+    image: imageSpecFromCri(m?.image),
+    command: m?.command ?? [],
+    args: m?.args ?? [],
+    workingDir: m?.workingDir ?? '',
+    envs: (m?.envs ?? []).map((e) => ({ key: e.key, value: e.value })),
+    mounts: (m?.mounts ?? []).map(mountFromCri),
+    labels: strMap(m?.labels ?? {}),
+    annotations: strMap(m?.annotations ?? {}),
+    logPath: m?.logPath ?? '',
+    stdin: m?.stdin ?? false,
+    stdinOnce: m?.stdinOnce ?? false,
+    tty: m?.tty ?? false,
+    linux: optional(m?.linux, linuxContainerConfigFromCri),
   });
 }
 
-export function podSandboxFromWire(m: WireMessage): PodSandbox {
+export function podSandboxFromCri(m: cri.PodSandbox): PodSandbox {
   return {
-    id: str(m.id),
-    metadata: podSandboxMetadataFromWire(msg(m.metadata)),
-    state: enumValue(m.state, SANDBOX_STATES, 'SANDBOX_NOTREADY'),
-    createdAt: num(m.createdAt),
+    id: m.id,
+    metadata: podSandboxMetadataFromCri(m.metadata),
+    state: known(m.state, 'SANDBOX_NOTREADY'),
+    createdAt: Number(m.createdAt),
     labels: strMap(m.labels),
     annotations: strMap(m.annotations),
-    runtimeHandler: str(m.runtimeHandler),
+    runtimeHandler: m.runtimeHandler,
   };
 }
 
-function networkStatusFromWire(m: WireMessage): PodSandboxNetworkStatus {
-  return { ip: str(m.ip), additionalIps: list(m.additionalIps, (p) => ({ ip: str(p.ip) })) };
-}
-
-export function podSandboxStatusFromWire(m: WireMessage): PodSandboxStatus {
-  const linux = msg(m.linux);
-  const namespaces = msg(linux?.namespaces);
+export function podSandboxStatusFromCri(m: cri.PodSandboxStatus): PodSandboxStatus {
   return compact({
-    id: str(m.id),
-    metadata: podSandboxMetadataFromWire(msg(m.metadata)),
-    state: enumValue(m.state, SANDBOX_STATES, 'SANDBOX_NOTREADY'),
-    createdAt: num(m.createdAt),
-    network: optional(m.network, networkStatusFromWire),
-    linux: linux
-      ? {
-          namespaces: namespaces
-            ? { options: optional(namespaces.options, namespaceOptionFromWire) }
-            : undefined,
-        }
-      : undefined,
+    id: m.id,
+    metadata: podSandboxMetadataFromCri(m.metadata),
+    state: known(m.state, 'SANDBOX_NOTREADY'),
+    createdAt: Number(m.createdAt),
+    network: optional(m.network, (n) => ({
+      ip: n.ip,
+      additionalIps: n.additionalIps.map((p) => ({ ip: p.ip })),
+    })),
+    linux: optional(m.linux, (l) =>
+      compact({
+        namespaces: optional(l.namespaces, (ns) => ({
+          options: optional(ns.options, namespaceOptionFromCri),
+        })),
+      }),
+    ),
     labels: strMap(m.labels),
     annotations: strMap(m.annotations),
-    runtimeHandler: str(m.runtimeHandler),
+    runtimeHandler: m.runtimeHandler,
   });
 }
 
-export function containerFromWire(m: WireMessage): Container {
+export function containerFromCri(m: cri.Container): Container {
   return {
-    id: str(m.id),
-    podSandboxId: str(m.podSandboxId),
-    metadata: containerMetadataFromWire(msg(m.metadata)),
-    image: imageSpecFromWire(msg(m.image)),
-    imageRef: str(m.imageRef),
-    state: enumValue(m.state, CONTAINER_STATES, 'CONTAINER_UNKNOWN'),
-    createdAt: num(m.createdAt),
+    id: m.id,
+    podSandboxId: m.podSandboxId,
+    metadata: containerMetadataFromCri(m.metadata),
+    image: imageSpecFromCri(m.image),
+    imageRef: m.imageRef,
+    state: known(m.state, 'CONTAINER_UNKNOWN'),
+    createdAt: Number(m.createdAt),
     labels: strMap(m.labels),
     annotations: strMap(m.annotations),
   };
 }
 
-export function containerStatusFromWire(m: WireMessage): ContainerStatus {
+export function containerStatusFromCri(m: cri.ContainerStatus): ContainerStatus {
   return {
-    id: str(m.id),
-    metadata: containerMetadataFromWire(msg(m.metadata)),
-    state: enumValue(m.state, CONTAINER_STATES, 'CONTAINER_UNKNOWN'),
-    createdAt: num(m.createdAt),
-    startedAt: num(m.startedAt),
-    finishedAt: num(m.finishedAt),
-    exitCode: num(m.exitCode),
-    image: imageSpecFromWire(msg(m.image)),
-    imageRef: str(m.imageRef),
-    reason: str(m.reason),
-    message: str(m.message),
+    id: m.id,
+    metadata: containerMetadataFromCri(m.metadata),
+    state: known(m.state, 'CONTAINER_UNKNOWN'),
+    createdAt: Number(m.createdAt),
+    startedAt: Number(m.startedAt),
+    finishedAt: Number(m.finishedAt),
+    exitCode: m.exitCode,
+    image: imageSpecFromCri(m.image),
+    imageRef: m.imageRef,
+    reason: m.reason,
+    message: m.message,
     labels: strMap(m.labels),
     annotations: strMap(m.annotations),
-    mounts: list(m.mounts, mountFromWire),
-    logPath: str(m.logPath),
+    mounts: m.mounts.map(mountFromCri),
+    logPath: m.logPath,
   };
 }
 
-export function execSyncResponseFromWire(m: WireMessage): ExecSyncResponse {
-  return { stdout: bytes(m.stdout), stderr: bytes(m.stderr), exitCode: num(m.exitCode) };
+export function execSyncResponseFromCri(m: cri.ExecSyncResponse): ExecSyncResponse {
+  return { stdout: m.stdout, stderr: m.stderr, exitCode: m.exitCode };
 }
 
-function runtimeConditionFromWire(m: WireMessage): RuntimeCondition {
-  return { type: str(m.type), status: bool(m.status), reason: str(m.reason), message: str(m.message) };
+export function runtimeStatusFromCri(m: cri.RuntimeStatus | undefined): RuntimeStatus {
+  return {
+    conditions: (m?.conditions ?? []).map((c) => ({
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message,
+    })),
+  };
 }
 
-export function runtimeStatusFromWire(m: WireMessage | undefined): RuntimeStatus {
-  return { conditions: list(m?.conditions, runtimeConditionFromWire) };
-}
-
-export function filesystemUsageFromWire(m: WireMessage): FilesystemUsage {
+export function filesystemUsageFromCri(m: cri.FilesystemUsage): FilesystemUsage {
   return compact({
-    timestamp: num(m.timestamp),
-    fsId: optional(m.fsId, (f) => ({ mountpoint: str(f.mountpoint) })),
-    usedBytes: optional(m.usedBytes, uint64ValueFromWire),
-    inodesUsed: optional(m.inodesUsed, uint64ValueFromWire),
+    timestamp: Number(m.timestamp),
+    fsId: optional(m.fsId, (f) => ({ mountpoint: f.mountpoint })),
+    usedBytes: optional(m.usedBytes, uint64ValueFromCri),
+    inodesUsed: optional(m.inodesUsed, uint64ValueFromCri),
   });
 }
 
-export function containerStatsFromWire(m: WireMessage): ContainerStats {
-  const attributes = msg(m.attributes);
+export function containerStatsFromCri(m: cri.ContainerStats): ContainerStats {
   return compact({
     attributes: {
-      id: str(attributes?.id),
-      metadata: containerMetadataFromWire(msg(attributes?.metadata)),
-      labels: strMap(attributes?.labels),
-      annotations: strMap(attributes?.annotations),
+      id: m.attributes?.id ?? '',
+      metadata: containerMetadataFromCri(m.attributes?.metadata),
+      labels: strMap(m.attributes?.labels ?? {}),
+      annotations: strMap(m.attributes?.annotations ?? {}),
     },
     cpu: optional(m.cpu, (c) =>
       compact({
-        timestamp: num(c.timestamp),
-        usageCoreNanoSeconds: optional(c.usageCoreNanoSeconds, uint64ValueFromWire),
-        usageNanoCores: optional(c.usageNanoCores, uint64ValueFromWire),
+        timestamp: Number(c.timestamp),
+        usageCoreNanoSeconds: optional(c.usageCoreNanoSeconds, uint64ValueFromCri),
+        usageNanoCores: optional(c.usageNanoCores, uint64ValueFromCri),
       }),
     ),
     memory: optional(m.memory, (mem) =>
       compact({
-        timestamp: num(mem.timestamp),
-        workingSetBytes: optional(mem.workingSetBytes, uint64ValueFromWire),
-        availableBytes: optional(mem.availableBytes, uint64ValueFromWire),
-        usageBytes: optional(mem.usageBytes, uint64ValueFromWire),
-        rssBytes: optional(mem.rssBytes, uint64ValueFromWire),
-        pageFaults: optional(mem.pageFaults, uint64ValueFromWire),
-        majorPageFaults: optional(mem.majorPageFaults, uint64ValueFromWire),
+        timestamp: Number(mem.timestamp),
+        workingSetBytes: optional(mem.workingSetBytes, uint64ValueFromCri),
+        availableBytes: optional(mem.availableBytes, uint64ValueFromCri),
+        usageBytes: optional(mem.usageBytes, uint64ValueFromCri),
+        rssBytes: optional(mem.rssBytes, uint64ValueFromCri),
+        pageFaults: optional(mem.pageFaults, uint64ValueFromCri),
+        majorPageFaults: optional(mem.majorPageFaults, uint64ValueFromCri),
       }),
     ),
-    writableLayer: optional(m.writableLayer, filesystemUsageFromWire),
+    writableLayer: optional(m.writableLayer, filesystemUsageFromCri),
   });
 }
 
-export function imageFromWire(m: WireMessage): Image {
+export function imageFromCri(m: cri.Image): Image {
   return compact({
-    id: str(m.id),
-    repoTags: strings(m.repoTags),
-    repoDigests: strings(m.repoDigests),
-    size: num(m.size),
-    uid: optional(m.uid, int64ValueFromWire),
-    username: str(m.username),
-    spec: optional(m.spec, (s) => imageSpecFromWire(s)),
-    pinned: bool(m.pinned),
+    id: m.id,
+    repoTags: m.repoTags,
+    repoDigests: m.repoDigests,
+    size: Number(m.size),
+    uid: optional(m.uid, int64ValueFromCri),
+    username: m.username,
+    spec: optional(m.spec, imageSpecFromCri),
+    pinned: m.pinned,
   });
 }
 
 /** Request filters as the test server reads them back. */
-export function podSandboxFilterFromWire(m: WireMessage | undefined): PodSandboxFilter {
+export function podSandboxFilterFromCri(m: cri.PodSandboxFilter | undefined): PodSandboxFilter {
   const filter: PodSandboxFilter = {};
   if (!m) return filter;
-  if (str(m.id)) filter.id = str(m.id);
-  const state = msg(m.state);
-  if (state) filter.state = enumValue(state.state, SANDBOX_STATES, 'SANDBOX_NOTREADY');
-  const selector = strMap(m.labelSelector);
-  if (Object.keys(selector).length > 0) filter.labelSelector = selector;
+  if (m.id) filter.id = m.id;
+  if (m.state) filter.state = known(m.state.state, 'SANDBOX_NOTREADY');
+  if (Object.keys(m.labelSelector).length > 0) filter.labelSelector = strMap(m.labelSelector);
   return filter;
 }
 
-export function containerFilterFromWire(m: WireMessage | undefined): ContainerFilter {
+export function containerFilterFromCri(
+  m: cri.ContainerFilter | cri.ContainerStatsFilter | undefined,
+): ContainerFilter {
   const filter: ContainerFilter = {};
   if (!m) return filter;
-  if (str(m.id)) filter.id = str(m.id);
-  if (str(m.podSandboxId)) filter.podSandboxId = str(m.podSandboxId);
-  const state = msg(m.state);
-  if (state) filter.state = enumValue(state.state, CONTAINER_STATES, 'CONTAINER_UNKNOWN');
-  const selector = strMap(m.labelSelector);
-  if (Object.keys(selector).length > 0) filter.labelSelector = selector;
+  if (m.id) filter.id = m.id;
+  if (m.podSandboxId) filter.podSandboxId = m.podSandboxId;
+  if ('state' in m && m.state) filter.state = known(m.state.state, 'CONTAINER_UNKNOWN');
+  if (Object.keys(m.labelSelector).length > 0) filter.labelSelector = strMap(m.labelSelector);
   return filter;
 }
 
-// ---- facade -> wire, where the shapes differ ----
+// ---- project -> generated, where the shapes differ ----
 
-export function podSandboxFilterToWire(filter: PodSandboxFilter | undefined): WireMessage | undefined {
+export function podSandboxFilterToCri(
+  filter: PodSandboxFilter | undefined,
+): cri.PodSandboxFilter | undefined {
   if (!filter) return undefined;
   return {
     id: filter.id ?? '',
@@ -491,7 +398,7 @@ export function podSandboxFilterToWire(filter: PodSandboxFilter | undefined): Wi
   };
 }
 
-export function containerFilterToWire(filter: ContainerFilter | undefined): WireMessage | undefined {
+export function containerFilterToCri(filter: ContainerFilter | undefined): cri.ContainerFilter | undefined {
   if (!filter) return undefined;
   return {
     id: filter.id ?? '',

@@ -1,8 +1,6 @@
 import * as grpc from '@grpc/grpc-js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import type { WireMessage } from './convert.js';
-import { criMethod } from './cri-proto.js';
 import { parseCriEndpoint } from './cri-endpoint.js';
 import { toCriError } from './to-cri-error.js';
 
@@ -19,6 +17,14 @@ export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 export interface GrpcConnectionOptions {
   maxReceiveMessageBytes?: number;
+}
+
+/** One generated RPC (see ./generated): its path and codecs; the request and response types follow from it. */
+export type CriMethod<Request, Response> = grpc.MethodDefinition<Request, Response>;
+
+/** `Version` of `/runtime.v1.RuntimeService/Version`: the name errors and logs use. */
+export function methodName(method: { path: string }): string {
+  return method.path.slice(method.path.lastIndexOf('/') + 1);
 }
 
 export interface UnaryCallOptions {
@@ -68,24 +74,28 @@ export class GrpcConnection {
   }
 
   /** Makes one unary call; rejects with a KubeletError (see toCriError), or with the signal's reason when aborted. */
-  call(method: string, request: object, options: UnaryCallOptions): Promise<WireMessage> {
+  call<Request, Response>(
+    definition: CriMethod<Request, Response>,
+    request: Request,
+    options: UnaryCallOptions,
+  ): Promise<Response> {
     const { timeoutMs, signal } = options;
+    const method = methodName(definition);
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.closed) {
       return Promise.reject(
         new KubeletError('CRI_UNAVAILABLE', `${method}: the connection to ${this.endpoint} is closed`),
       );
     }
-    const m = criMethod(method);
     const client = this.currentClient();
-    return new Promise<WireMessage>((resolve, reject) => {
+    return new Promise<Response>((resolve, reject) => {
       // grpc-js deadlines are wall-clock instants, so they come from Date.now(), not an injected Clock.
       const callOptions: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
       const onAbort = (): void => call.cancel();
-      const call = client.makeUnaryRequest<object, WireMessage>(
-        m.path,
-        m.serializeRequest,
-        m.deserializeResponse,
+      const call = client.makeUnaryRequest<Request, Response>(
+        definition.path,
+        definition.requestSerialize,
+        definition.responseDeserialize,
         request,
         new grpc.Metadata(),
         callOptions,
@@ -98,7 +108,10 @@ export class GrpcConnection {
             return reject(criError);
           }
           this.noteOutcome(undefined);
-          resolve(response ?? {});
+          // grpc-js hands a response to every successful unary call; undefined only in its types.
+          if (response === undefined)
+            return reject(toCriError(new Error('no response'), method, this.endpoint, timeoutMs));
+          resolve(response);
         },
       );
       signal?.addEventListener('abort', onAbort, { once: true });

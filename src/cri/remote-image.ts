@@ -1,6 +1,14 @@
 import { KubeletError } from '../lib/errors.js';
-import { filesystemUsageFromWire, imageFromWire, type WireMessage } from './convert.js';
-import { GrpcConnection, type GrpcConnectionOptions } from './grpc-connection.js';
+import { filesystemUsageFromCri, imageFromCri } from './convert.js';
+import {
+  ImageFsInfoRequest,
+  ImageServiceService as IS,
+  ImageStatusRequest,
+  ListImagesRequest,
+  PullImageRequest,
+  RemoveImageRequest,
+} from './generated/runtime/v1/api.js';
+import { GrpcConnection, type CriMethod, type GrpcConnectionOptions } from './grpc-connection.js';
 import { DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS } from './remote-runtime.js';
 import type {
   AuthConfig,
@@ -29,11 +37,6 @@ function invalidResponse(method: string, problem: string): KubeletError {
   return new KubeletError('CRI_ERROR', `${method}: the runtime's response is invalid: ${problem}`);
 }
 
-function messageOf(m: WireMessage, key: string): WireMessage | undefined {
-  const v = m[key];
-  return v !== null && typeof v === 'object' ? (v as WireMessage) : undefined;
-}
-
 /** runtime.v1.ImageService over gRPC (upstream's remoteImageService). Errors as RemoteRuntimeService's. */
 export class RemoteImageService implements ImageService {
   readonly runtimeRequestTimeoutMs: number;
@@ -60,12 +63,12 @@ export class RemoteImageService implements ImageService {
     if (this.ownsConnection) this.connection.close();
   }
 
-  private call(
-    method: string,
-    request: object,
+  private call<Request, Response>(
+    method: CriMethod<Request, Response>,
+    request: Request,
     opts: CallOptions | undefined,
     baseTimeoutMs = this.runtimeRequestTimeoutMs,
-  ) {
+  ): Promise<Response> {
     return this.connection.call(method, request, {
       timeoutMs: opts?.timeoutMs ?? baseTimeoutMs,
       signal: opts?.signal,
@@ -73,15 +76,14 @@ export class RemoteImageService implements ImageService {
   }
 
   async listImages(filter?: { image?: ImageSpec }, opts?: CallOptions): Promise<Image[]> {
-    const res = await this.call('ListImages', { filter }, opts);
-    const images = res.images;
-    return Array.isArray(images) ? images.map((m: WireMessage) => imageFromWire(m)) : [];
+    const res = await this.call(IS.listImages, ListImagesRequest.fromPartial({ filter }), opts);
+    return res.images.map(imageFromCri);
   }
 
   async imageStatus(image: ImageSpec, verbose = false, opts?: CallOptions): Promise<Image | undefined> {
-    const wireImage = messageOf(await this.call('ImageStatus', { image, verbose }, opts), 'image');
-    if (!wireImage) return undefined;
-    const status = imageFromWire(wireImage);
+    const res = await this.call(IS.imageStatus, ImageStatusRequest.fromPartial({ image, verbose }), opts);
+    if (!res.image) return undefined;
+    const status = imageFromCri(res.image);
     if (!status.id || status.size === 0)
       throw invalidResponse('ImageStatus', `id or size of image ${image.image} is not set`);
     return status;
@@ -93,19 +95,18 @@ export class RemoteImageService implements ImageService {
     sandboxConfig: PodSandboxConfig | undefined,
     opts?: CallOptions,
   ): Promise<string> {
-    const res = await this.call('PullImage', { image, auth, sandboxConfig }, opts, this.imagePullTimeoutMs);
-    const ref = typeof res.imageRef === 'string' ? res.imageRef : '';
-    if (!ref) throw invalidResponse('PullImage', `imageRef of image ${image.image} is not set`);
-    return ref;
+    const req = PullImageRequest.fromPartial({ image, auth, sandboxConfig });
+    const res = await this.call(IS.pullImage, req, opts, this.imagePullTimeoutMs);
+    if (!res.imageRef) throw invalidResponse('PullImage', `imageRef of image ${image.image} is not set`);
+    return res.imageRef;
   }
 
   async removeImage(image: ImageSpec, opts?: CallOptions): Promise<void> {
-    await this.call('RemoveImage', { image }, opts);
+    await this.call(IS.removeImage, RemoveImageRequest.fromPartial({ image }), opts);
   }
 
   async imageFsInfo(opts?: CallOptions): Promise<FilesystemUsage[]> {
-    const res = await this.call('ImageFsInfo', {}, opts);
-    const filesystems = res.imageFilesystems;
-    return Array.isArray(filesystems) ? filesystems.map((m: WireMessage) => filesystemUsageFromWire(m)) : [];
+    const res = await this.call(IS.imageFsInfo, ImageFsInfoRequest.fromPartial({}), opts);
+    return res.imageFilesystems.map(filesystemUsageFromCri);
   }
 }

@@ -1,18 +1,41 @@
 import { KubeletError } from '../lib/errors.js';
 import {
-  containerFilterToWire,
-  containerFromWire,
-  containerStatsFromWire,
-  containerStatusFromWire,
-  execSyncResponseFromWire,
-  podSandboxFilterToWire,
-  podSandboxFromWire,
-  podSandboxStatusFromWire,
-  runtimeStatusFromWire,
-  versionFromWire,
-  type WireMessage,
+  containerFilterToCri,
+  containerFromCri,
+  containerStatsFromCri,
+  containerStatusFromCri,
+  execSyncResponseFromCri,
+  podSandboxFilterToCri,
+  podSandboxFromCri,
+  podSandboxStatusFromCri,
+  runtimeStatusFromCri,
+  versionFromCri,
 } from './convert.js';
-import { GrpcConnection, type GrpcConnectionOptions } from './grpc-connection.js';
+import {
+  AttachRequest as CriAttachRequest,
+  ContainerStatsRequest,
+  ContainerStatusRequest,
+  CreateContainerRequest,
+  ExecRequest as CriExecRequest,
+  ExecSyncRequest,
+  ListContainerStatsRequest,
+  ListContainersRequest,
+  ListPodSandboxRequest,
+  PodSandboxStatusRequest,
+  PortForwardRequest as CriPortForwardRequest,
+  RemoveContainerRequest,
+  RemovePodSandboxRequest,
+  ReopenContainerLogRequest,
+  RunPodSandboxRequest,
+  RuntimeServiceService as RS,
+  StartContainerRequest,
+  StatusRequest,
+  StopContainerRequest,
+  StopPodSandboxRequest,
+  UpdateContainerResourcesRequest,
+  VersionRequest,
+} from './generated/runtime/v1/api.js';
+import { GrpcConnection, type CriMethod, type GrpcConnectionOptions } from './grpc-connection.js';
 import type {
   AttachRequest,
   CallOptions,
@@ -45,23 +68,6 @@ export const DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS = 2 * 60_000;
 export interface RemoteRuntimeOptions extends GrpcConnectionOptions {
   /** Deadline of every call that does not give its own timeoutMs (default 2 min). */
   runtimeRequestTimeoutMs?: number;
-}
-
-function dataOf(m: WireMessage, key: string): WireMessage | undefined {
-  const v = m[key];
-  return v !== null && typeof v === 'object' ? (v as WireMessage) : undefined;
-}
-
-function stringOf(m: WireMessage, key: string): string {
-  const v = m[key];
-  return typeof v === 'string' ? v : '';
-}
-
-function infoOf(m: WireMessage): Record<string, string> {
-  const out: Record<string, string> = {};
-  const info = dataOf(m, 'info');
-  if (info) for (const [k, v] of Object.entries(info)) out[k] = String(v);
-  return out;
 }
 
 function invalidResponse(method: string, problem: string): KubeletError {
@@ -123,42 +129,38 @@ export class RemoteRuntimeService implements RuntimeService {
     if (this.ownsConnection) this.connection.close();
   }
 
-  private call(
-    method: string,
-    request: object,
+  private call<Request, Response>(
+    method: CriMethod<Request, Response>,
+    request: Request,
     opts: CallOptions | undefined,
     baseTimeoutMs = this.runtimeRequestTimeoutMs,
     extraMs = 0,
-  ) {
+  ): Promise<Response> {
     const timeoutMs = (opts?.timeoutMs ?? baseTimeoutMs) + extraMs;
     return this.connection.call(method, request, { timeoutMs, signal: opts?.signal });
   }
 
   async version(opts?: CallOptions): Promise<VersionResponse> {
-    return versionFromWire(await this.call('Version', { version: KUBE_RUNTIME_API_VERSION }, opts));
+    const req = VersionRequest.fromPartial({ version: KUBE_RUNTIME_API_VERSION });
+    return versionFromCri(await this.call(RS.version, req, opts));
   }
 
   async runPodSandbox(config: PodSandboxConfig, runtimeHandler: string, opts?: CallOptions): Promise<string> {
-    const res = await this.call(
-      'RunPodSandbox',
-      { config, runtimeHandler },
-      opts,
-      2 * this.runtimeRequestTimeoutMs,
-    );
-    const id = stringOf(res, 'podSandboxId');
-    if (!id) {
+    const req = RunPodSandboxRequest.fromPartial({ config, runtimeHandler });
+    const res = await this.call(RS.runPodSandbox, req, opts, 2 * this.runtimeRequestTimeoutMs);
+    if (!res.podSandboxId) {
       const { namespace, name } = config.metadata;
       throw invalidResponse('RunPodSandbox', `podSandboxId is not set for sandbox ${namespace}/${name}`);
     }
-    return id;
+    return res.podSandboxId;
   }
 
   async stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
-    await this.call('StopPodSandbox', { podSandboxId }, opts);
+    await this.call(RS.stopPodSandbox, StopPodSandboxRequest.fromPartial({ podSandboxId }), opts);
   }
 
   async removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
-    await this.call('RemovePodSandbox', { podSandboxId }, opts);
+    await this.call(RS.removePodSandbox, RemovePodSandboxRequest.fromPartial({ podSandboxId }), opts);
   }
 
   async podSandboxStatus(
@@ -166,18 +168,18 @@ export class RemoteRuntimeService implements RuntimeService {
     verbose = false,
     opts?: CallOptions,
   ): Promise<PodSandboxStatusResponse> {
-    const res = await this.call('PodSandboxStatus', { podSandboxId, verbose }, opts);
-    const wireStatus = dataOf(res, 'status');
-    if (!wireStatus) throw invalidResponse('PodSandboxStatus', `no status for sandbox ${podSandboxId}`);
-    const status = podSandboxStatusFromWire(wireStatus);
+    const req = PodSandboxStatusRequest.fromPartial({ podSandboxId, verbose });
+    const res = await this.call(RS.podSandboxStatus, req, opts);
+    if (!res.status) throw invalidResponse('PodSandboxStatus', `no status for sandbox ${podSandboxId}`);
+    const status = podSandboxStatusFromCri(res.status);
     verifySandboxStatus(status);
-    return { status, info: infoOf(res) };
+    return { status, info: { ...res.info } };
   }
 
   async listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]> {
-    const res = await this.call('ListPodSandbox', { filter: podSandboxFilterToWire(filter) }, opts);
-    const items = res.items;
-    return Array.isArray(items) ? items.map((m: WireMessage) => podSandboxFromWire(m)) : [];
+    const req = ListPodSandboxRequest.fromPartial({ filter: podSandboxFilterToCri(filter) });
+    const res = await this.call(RS.listPodSandbox, req, opts);
+    return res.items.map(podSandboxFromCri);
   }
 
   async createContainer(
@@ -186,33 +188,34 @@ export class RemoteRuntimeService implements RuntimeService {
     sandboxConfig: PodSandboxConfig,
     opts?: CallOptions,
   ): Promise<string> {
-    const res = await this.call('CreateContainer', { podSandboxId, config, sandboxConfig }, opts);
-    const id = stringOf(res, 'containerId');
-    if (!id)
+    const req = CreateContainerRequest.fromPartial({ podSandboxId, config, sandboxConfig });
+    const res = await this.call(RS.createContainer, req, opts);
+    if (!res.containerId)
       throw invalidResponse(
         'CreateContainer',
         `containerId is not set for container ${config.metadata.name}`,
       );
-    return id;
+    return res.containerId;
   }
 
   async startContainer(containerId: string, opts?: CallOptions): Promise<void> {
-    await this.call('StartContainer', { containerId }, opts);
+    await this.call(RS.startContainer, StartContainerRequest.fromPartial({ containerId }), opts);
   }
 
   async stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void> {
     const graceMs = Math.max(timeoutSeconds, 0) * 1000;
-    await this.call('StopContainer', { containerId, timeout: timeoutSeconds }, opts, undefined, graceMs);
+    const req = StopContainerRequest.fromPartial({ containerId, timeout: Math.trunc(timeoutSeconds) });
+    await this.call(RS.stopContainer, req, opts, undefined, graceMs);
   }
 
   async removeContainer(containerId: string, opts?: CallOptions): Promise<void> {
-    await this.call('RemoveContainer', { containerId }, opts);
+    await this.call(RS.removeContainer, RemoveContainerRequest.fromPartial({ containerId }), opts);
   }
 
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
-    const res = await this.call('ListContainers', { filter: containerFilterToWire(filter) }, opts);
-    const containers = res.containers;
-    return Array.isArray(containers) ? containers.map((m: WireMessage) => containerFromWire(m)) : [];
+    const req = ListContainersRequest.fromPartial({ filter: containerFilterToCri(filter) });
+    const res = await this.call(RS.listContainers, req, opts);
+    return res.containers.map(containerFromCri);
   }
 
   async containerStatus(
@@ -220,12 +223,12 @@ export class RemoteRuntimeService implements RuntimeService {
     verbose = false,
     opts?: CallOptions,
   ): Promise<ContainerStatusResponse> {
-    const res = await this.call('ContainerStatus', { containerId, verbose }, opts);
-    const wireStatus = dataOf(res, 'status');
-    if (!wireStatus) throw invalidResponse('ContainerStatus', `no status for container ${containerId}`);
-    const status = containerStatusFromWire(wireStatus);
+    const req = ContainerStatusRequest.fromPartial({ containerId, verbose });
+    const res = await this.call(RS.containerStatus, req, opts);
+    if (!res.status) throw invalidResponse('ContainerStatus', `no status for container ${containerId}`);
+    const status = containerStatusFromCri(res.status);
     verifyContainerStatus(status);
-    return { status, info: infoOf(res) };
+    return { status, info: { ...res.info } };
   }
 
   async updateContainerResources(
@@ -233,11 +236,12 @@ export class RemoteRuntimeService implements RuntimeService {
     linux: LinuxContainerResources,
     opts?: CallOptions,
   ): Promise<void> {
-    await this.call('UpdateContainerResources', { containerId, linux }, opts);
+    const req = UpdateContainerResourcesRequest.fromPartial({ containerId, linux });
+    await this.call(RS.updateContainerResources, req, opts);
   }
 
   async reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {
-    await this.call('ReopenContainerLog', { containerId }, opts);
+    await this.call(RS.reopenContainerLog, ReopenContainerLogRequest.fromPartial({ containerId }), opts);
   }
 
   async execSync(
@@ -248,61 +252,53 @@ export class RemoteRuntimeService implements RuntimeService {
   ): Promise<ExecSyncResponse> {
     // A timeout of 0 asks the runtime to run the command for ever; the call still ends at the plain deadline.
     const commandMs = Math.max(timeoutSeconds, 0) * 1000;
-    const res = await this.call(
-      'ExecSync',
-      { containerId, cmd, timeout: timeoutSeconds },
-      opts,
-      undefined,
-      commandMs,
-    );
-    return execSyncResponseFromWire(res);
+    const req = ExecSyncRequest.fromPartial({ containerId, cmd, timeout: Math.trunc(timeoutSeconds) });
+    return execSyncResponseFromCri(await this.call(RS.execSync, req, opts, undefined, commandMs));
   }
 
-  private async streamingUrl(
-    method: string,
-    request: object,
-    opts: CallOptions | undefined,
-  ): Promise<string> {
-    const url = stringOf(await this.call(method, request, opts), 'url');
+  private checkedUrl(method: string, url: string): string {
     if (!url) throw invalidResponse(method, 'url is not set');
     return url;
   }
 
-  exec(req: ExecRequest, opts?: CallOptions): Promise<string> {
-    return this.streamingUrl('Exec', req, opts);
+  async exec(req: ExecRequest, opts?: CallOptions): Promise<string> {
+    const res = await this.call(RS.exec, CriExecRequest.fromPartial(req), opts);
+    return this.checkedUrl('Exec', res.url);
   }
 
-  attach(req: AttachRequest, opts?: CallOptions): Promise<string> {
-    return this.streamingUrl('Attach', req, opts);
+  async attach(req: AttachRequest, opts?: CallOptions): Promise<string> {
+    const res = await this.call(RS.attach, CriAttachRequest.fromPartial(req), opts);
+    return this.checkedUrl('Attach', res.url);
   }
 
-  portForward(req: PortForwardRequest, opts?: CallOptions): Promise<string> {
-    return this.streamingUrl('PortForward', req, opts);
+  async portForward(req: PortForwardRequest, opts?: CallOptions): Promise<string> {
+    const res = await this.call(RS.portForward, CriPortForwardRequest.fromPartial(req), opts);
+    return this.checkedUrl('PortForward', res.url);
   }
 
   async containerStats(containerId: string, opts?: CallOptions): Promise<ContainerStats | undefined> {
-    const stats = dataOf(await this.call('ContainerStats', { containerId }, opts), 'stats');
-    return stats ? containerStatsFromWire(stats) : undefined;
+    const res = await this.call(RS.containerStats, ContainerStatsRequest.fromPartial({ containerId }), opts);
+    return res.stats ? containerStatsFromCri(res.stats) : undefined;
   }
 
   async listContainerStats(
     filter?: { id?: string; podSandboxId?: string; labelSelector?: Record<string, string> },
     opts?: CallOptions,
   ): Promise<ContainerStats[]> {
-    const res = await this.call('ListContainerStats', { filter }, opts);
-    const stats = res.stats;
-    return Array.isArray(stats) ? stats.map((m: WireMessage) => containerStatsFromWire(m)) : [];
+    const req = ListContainerStatsRequest.fromPartial({ filter });
+    const res = await this.call(RS.listContainerStats, req, opts);
+    return res.stats.map(containerStatsFromCri);
   }
 
   async status(
     verbose = false,
     opts?: CallOptions,
   ): Promise<{ status: RuntimeStatus; info: Record<string, string> }> {
-    const res = await this.call('Status', { verbose }, opts);
-    const status = runtimeStatusFromWire(dataOf(res, 'status'));
+    const res = await this.call(RS.status, StatusRequest.fromPartial({ verbose }), opts);
+    const status = runtimeStatusFromCri(res.status);
     // Upstream refuses a status without both required conditions (RuntimeReady and NetworkReady).
     if (status.conditions.length < 2)
       throw invalidResponse('Status', 'RuntimeReady or NetworkReady condition is not set');
-    return { status, info: infoOf(res) };
+    return { status, info: { ...res.info } };
   }
 }

@@ -45,6 +45,7 @@ import {
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
+import { checkedPodUid } from '../api/pod-uid.js';
 
 const log = logger('kubelet');
 
@@ -599,7 +600,8 @@ export class Kubelet implements ServerHost {
 
   /** Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. */
   private async makePodDataDirs(uid: string): Promise<void> {
-    const podDir = path.join(this.opts.rootDir, 'pods', uid);
+    // Never a folder outside --root-dir, whatever a source said the UID is.
+    const podDir = path.join(this.opts.rootDir, 'pods', checkedPodUid(uid));
     await mkdir(path.join(podDir, 'volumes'), { recursive: true });
     await mkdir(path.join(podDir, 'plugins'), { recursive: true });
   }

@@ -14,6 +14,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { newContainerAnnotations, newContainerLabels } from './labels.js';
 import { buildContainerLogsDirectory } from './sandbox-config.js';
 import { generateLinuxContainerSecurityContext, verifyRunAsNonRoot } from './security-context.js';
+import { checkedPodUid } from '../api/pod-uid.js';
 
 /** The API server's defaults for these; pods from files may come without them. */
 export const DEFAULT_TERMINATION_MESSAGE_PATH = '/dev/termination-log';
@@ -122,7 +123,7 @@ export async function generateContainerConfig(
 
 /** `<rootDir>/pods/<uid>/containers/<name>`: per-container files the kubelet keeps for the pod. */
 export function podContainerDir(rootDir: string, podUid: string, containerName: string): string {
-  return path.join(rootDir, 'pods', podUid, 'containers', containerName);
+  return path.join(rootDir, 'pods', checkedPodUid(podUid), 'containers', containerName);
 }
 
 /**

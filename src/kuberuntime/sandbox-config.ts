@@ -18,6 +18,7 @@ import { logger } from '../lib/log.js';
 import type { EventRecorder } from './event-recorder.js';
 import { newPodAnnotations, newPodLabels } from './labels.js';
 import { getPodDNS } from './pod-dns.js';
+import { checkedPodUid } from '../api/pod-uid.js';
 
 const log = logger('kuberuntime');
 
@@ -56,7 +57,7 @@ export function buildPodLogsDirectory(
 export function buildContainerLogsDirectory(podLogsDir: string, pod: Pod, containerName: string): string {
   const m = pod.metadata;
   return path.join(
-    buildPodLogsDirectory(podLogsDir, m.namespace ?? '', m.name ?? '', m.uid ?? ''),
+    buildPodLogsDirectory(podLogsDir, m.namespace ?? '', m.name ?? '', checkedPodUid(m.uid)),
     containerName,
   );
 }
@@ -76,7 +77,12 @@ export function generatePodSandboxConfig(
   const config: PodSandboxConfig = {
     metadata: { name: m.name ?? '', namespace: m.namespace ?? '', uid: m.uid ?? '', attempt },
     hostname: '',
-    logDirectory: buildPodLogsDirectory(opts.podLogsDir, m.namespace ?? '', m.name ?? '', m.uid ?? ''),
+    logDirectory: buildPodLogsDirectory(
+      opts.podLogsDir,
+      m.namespace ?? '',
+      m.name ?? '',
+      checkedPodUid(m.uid),
+    ),
     dnsConfig: getPodDNS(pod, {
       hostDNS: opts.hostDNS,
       clusterDNS: opts.clusterDNS,

@@ -20,6 +20,8 @@ const RST_CANCEL = 5;
 /** Frames are at most 16 MiB (24-bit length); data is sent in chunks well below that. */
 const MAX_DATA_CHUNK_BYTES = 32 * 1024;
 const MAX_FRAME_BYTES = 16 * 1024 * 1024 - 1;
+/** How long frames still being decoded may hold the close of a connection whose peer hung up. */
+const CLOSE_DRAIN_MS = 1000;
 
 /** The SPDY/3 header compression dictionary (draft-mbelshe-httpbis-spdy-00, 2.6.10.1): length-prefixed names, then a text tail. */
 const DICTIONARY_WORDS = [
@@ -52,6 +54,70 @@ export const SPDY_DICTIONARY: Buffer = Buffer.concat([
 
 export type SpdyHeaders = Record<string, string>;
 
+/** GOAWAY status for a peer that broke the framing. */
+export const GOAWAY_PROTOCOL_ERROR = 1;
+
+/** The least payload each SPDY/3 control frame type carries (types 1-9; 5, NOOP, is gone from SPDY/3). */
+const MIN_CONTROL_PAYLOAD: Record<number, number> = { 1: 10, 2: 4, 3: 8, 4: 4, 6: 4, 7: 8, 8: 4, 9: 8 };
+
+/**
+ * Why an 8-byte frame header cannot begin a SPDY/3 frame (a version other than 3, an unknown control
+ * type, a payload too short for its type, data on stream 0), or undefined when it can.
+ */
+export function spdyFrameHeaderProblem(header: Buffer): string | undefined {
+  const length = header.readUInt32BE(4) & 0xffffff;
+  if ((header[0]! & 0x80) === 0) {
+    return (header.readUInt32BE(0) & 0x7fffffff) === 0 ? 'SPDY data frame on stream 0' : undefined;
+  }
+  const version = header.readUInt16BE(0) & 0x7fff;
+  if (version !== SPDY_VERSION) return `unsupported SPDY version ${version}`;
+  const type = header.readUInt16BE(2);
+  const min = MIN_CONTROL_PAYLOAD[type];
+  if (min === undefined) return `invalid SPDY control frame type ${type}`;
+  if (length < min) return `SPDY control frame type ${type} too short (${length} bytes)`;
+  return undefined;
+}
+
+/**
+ * Follows the frame boundaries of a SPDY/3 byte stream fed in arbitrary chunks, without keeping the
+ * payloads, and says what is wrong at the first header that cannot begin a frame.
+ */
+export class SpdyFrameChecker {
+  private header = Buffer.alloc(0);
+  /** Payload bytes of the current frame still to skip. */
+  private skip = 0;
+  private problem: string | undefined;
+
+  /** The problem found so far (it stays), or undefined while the stream is well framed. */
+  push(chunk: Buffer): string | undefined {
+    let off = 0;
+    while (this.problem === undefined && off < chunk.length) {
+      if (this.skip > 0) {
+        const n = Math.min(this.skip, chunk.length - off);
+        this.skip -= n;
+        off += n;
+        continue;
+      }
+      const need = 8 - this.header.length;
+      this.header = Buffer.concat([this.header, chunk.subarray(off, off + need)]);
+      off += Math.min(need, chunk.length - off);
+      if (this.header.length < 8) break;
+      this.problem = spdyFrameHeaderProblem(this.header);
+      this.skip = this.header.readUInt32BE(4) & 0xffffff;
+      this.header = Buffer.alloc(0);
+    }
+    return this.problem;
+  }
+}
+
+/** GOAWAY (last good stream 0) with status, the answer SPDY gives a peer before closing. */
+export function goAwayFrame(status: number): Buffer {
+  const payload = Buffer.alloc(8);
+  payload.writeUInt32BE(0, 0);
+  payload.writeUInt32BE(status, 4);
+  return controlFrame(TYPE_GOAWAY, 0, payload);
+}
+
 /** Runs one zlib operation at a time on a long-lived context, collecting what each flush produces. */
 class ZlibContext {
   private chunks: Buffer[] = [];
@@ -65,6 +131,10 @@ class ZlibContext {
   process(input: Buffer): Promise<Buffer> {
     const run = () =>
       new Promise<Buffer>((resolve, reject) => {
+        // A stream that failed once (bad compressed data) never calls back again: fail at once instead.
+        if (this.stream.destroyed) return reject(new Error('spdy header compression context is broken'));
+        // Nothing to inflate: the context is unchanged (and a flush with no input may never call back).
+        if (input.length === 0) return resolve(Buffer.alloc(0));
         const onError = (err: Error) => reject(err);
         this.stream.once('error', onError);
         this.stream.write(input);
@@ -220,7 +290,14 @@ export class SpdyConnection extends EventEmitter {
     super();
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     // Frames still being decoded when the peer hangs up (its last status, say) are delivered first.
-    socket.on('close', () => void this.processing.then(() => this.shutdown()));
+    // Bounded: frames that never finish decoding must not keep the connection from closing.
+    socket.on('close', () => {
+      const timer = setTimeout(() => this.shutdown(), CLOSE_DRAIN_MS);
+      void this.processing.then(() => {
+        clearTimeout(timer);
+        this.shutdown();
+      });
+    });
     socket.on('error', (err: Error) => {
       this.reportError(err);
       socket.destroy();
@@ -316,6 +393,9 @@ export class SpdyConnection extends EventEmitter {
     while (!this.closed && this.inbound.length >= 8) {
       const length = this.inbound.readUInt32BE(4) & 0xffffff;
       if (length > MAX_FRAME_BYTES) throw new Error('spdy frame too large');
+      // A peer that breaks the framing is not waited on: the connection closes at once.
+      const problem = spdyFrameHeaderProblem(this.inbound.subarray(0, 8));
+      if (problem) throw new Error(problem);
       if (this.inbound.length < 8 + length) return;
       const frame = this.inbound.subarray(0, 8 + length);
       this.inbound = this.inbound.subarray(8 + length);

@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { sendText, type RequestContext } from './request-context.js';
+import { goAwayFrame, GOAWAY_PROTOCOL_ERROR, SpdyFrameChecker } from './spdy.js';
 
 const log = logger('server');
 
@@ -214,5 +215,36 @@ export async function proxyUpgrade(
   if (dialed.head.length > 0) client.write(dialed.head);
   if (ctx.upgrade.head.length > 0) dialed.socket.write(ctx.upgrade.head);
   dialed.socket.setNoDelay(true);
+  if (isSpdyUpgrade(dialed.response)) closeOnBadSpdyFrames(client, dialed.socket, ctx.upgrade.head);
   pipeSockets(client, dialed.socket, idleMs, registry, ctx.path.split('/')[1] ?? '');
+}
+
+function isSpdyUpgrade(response: IncomingMessage): boolean {
+  return /^spdy\//i.test(String(response.headers.upgrade ?? ''));
+}
+
+/** How long a client that broke the SPDY framing has to read our GOAWAY before its socket is destroyed. */
+const GOAWAY_LINGER_MS = 1000;
+
+/**
+ * Watches what the client sends: at the first bytes that cannot be a SPDY/3 frame the runtime is cut
+ * off and the client gets a GOAWAY (PROTOCOL_ERROR) and is closed, rather than left waiting on a
+ * connection that will never answer.
+ */
+function closeOnBadSpdyFrames(client: Duplex, runtime: Duplex, head: Buffer): void {
+  const checker = new SpdyFrameChecker();
+  const check = (chunk: Buffer) => {
+    const problem = checker.push(chunk);
+    if (problem === undefined) return;
+    client.off('data', check);
+    log.v(2, 'Closing a SPDY stream that broke the framing', { err: problem });
+    client.unpipe(runtime);
+    runtime.unpipe(client);
+    client.end(goAwayFrame(GOAWAY_PROTOCOL_ERROR));
+    // The runtime goes once the GOAWAY has left (pipeSockets closes both sides on the client's close).
+    client.once('finish', () => client.destroy());
+    setTimeout(() => client.destroy(), GOAWAY_LINGER_MS).unref();
+  };
+  if (head.length > 0) check(head);
+  client.on('data', check);
 }

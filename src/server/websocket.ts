@@ -1,24 +1,19 @@
 /**
- * The server side of RFC 6455, as much as the kubelet's streams need: the opening handshake with a
- * chosen subprotocol, binary and text messages (fragmented or not), ping/pong and the closing
- * handshake. Client frames must be masked; messages are capped so a peer cannot make us buffer
- * without bound. Backpressure: send() reports whether the socket wants a pause, and the reader pauses
- * the socket while the consumer asks it to.
+ * The kubelet's WebSocket endpoints, on the `ws` library: the opening handshake with the subprotocol
+ * the caller chose, binary and text messages (text checked for UTF-8), ping/pong and the closing
+ * handshake all come from `ws`. This file adapts it to what the stream handlers need: a message
+ * callback, a close callback, backpressure in both directions, and a bound on what a peer can make
+ * us buffer.
  */
-import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
 
-const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
-/** Larger than any single write a kubectl or a runtime makes; a bigger message is a protocol abuse. */
+/** Larger than any single write a kubectl or a runtime makes; a bigger message is a protocol abuse (closed with 1009). */
 export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
 
-const OP_CONTINUATION = 0x0;
-const OP_TEXT = 0x1;
-const OP_BINARY = 0x2;
-const OP_CLOSE = 0x8;
-const OP_PING = 0x9;
-const OP_PONG = 0xa;
+/** How long a peer has to answer our close frame before its socket is cut. */
+const CLOSE_GRACE_MS = 2000;
 
 /** True for a request asking to switch to WebSocket (wsstream.IsWebSocketRequest). */
 export function isWebSocketRequest(req: IncomingMessage): boolean {
@@ -42,187 +37,80 @@ export interface WebSocketHandlers {
   onClose(code: number): void;
 }
 
+/** One accepted WebSocket, as the stream handlers use it. */
 export class WebSocketConnection {
-  private buffer: Buffer = Buffer.alloc(0);
-  private fragments: Buffer[] = [];
-  private fragmentsBytes = 0;
-  private fragmentBinary = true;
-  private closed = false;
   private closeSent = false;
 
   constructor(
+    private readonly ws: WebSocket,
+    /** The upgraded socket under ws: its 'drain' is when a send that returned false may go on. */
     readonly socket: Duplex,
     readonly protocol: string,
-    private readonly handlers: WebSocketHandlers,
-    head: Buffer,
+    handlers: WebSocketHandlers,
   ) {
-    socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('close', () => this.finish(1006));
-    socket.on('error', () => socket.destroy());
-    if (head.length > 0) this.receive(head);
+    ws.on('message', (data: Buffer, isBinary: boolean) => handlers.onMessage(data, isBinary));
+    ws.once('close', (code: number) => handlers.onClose(code));
+    // A protocol error (bad frame, invalid UTF-8 in a text message, a message over the cap): ws
+    // has already sent the close frame with the right code; 'close' follows and reports it.
+    ws.on('error', () => undefined);
   }
 
   get isOpen(): boolean {
-    return !this.closed;
+    return this.ws.readyState === this.ws.OPEN;
   }
 
   /** Sends one message; false when the socket's buffer is full (wait for 'drain' on socket). */
   send(data: Buffer, binary = true): boolean {
-    if (this.closed || this.closeSent) return true;
-    return this.socket.write(frame(binary ? OP_BINARY : OP_TEXT, data));
+    if (!this.isOpen) return true;
+    this.ws.send(data, { binary });
+    return !this.socket.writableNeedDrain;
   }
 
   /** Starts the closing handshake; the socket ends when the peer answers or after a short grace. */
   close(code = 1000, reason = ''): void {
-    if (this.closed || this.closeSent) return;
+    if (this.closeSent || !this.isOpen) return;
     this.closeSent = true;
-    const payload = Buffer.alloc(2 + Buffer.byteLength(reason));
-    payload.writeUInt16BE(code, 0);
-    payload.write(reason, 2);
-    this.socket.write(frame(OP_CLOSE, payload));
-    // A peer that never answers the close must not keep the socket: end it ourselves soon after.
-    const t = setTimeout(() => this.socket.destroy(), 2000);
-    t.unref();
-    this.socket.once('close', () => clearTimeout(t));
-    this.socket.end();
+    this.ws.close(code, reason);
+    // ws waits 30 s for the peer's close frame; a stream's peer gets far less.
+    const timer = setTimeout(() => this.ws.terminate(), CLOSE_GRACE_MS);
+    timer.unref();
+    this.ws.once('close', () => clearTimeout(timer));
   }
 
   destroy(): void {
-    this.socket.destroy();
+    this.ws.terminate();
   }
 
+  /** Stops reading the peer's messages until resume(). */
   pause(): void {
-    this.socket.pause();
+    this.ws.pause();
   }
 
   resume(): void {
-    this.socket.resume();
-  }
-
-  private finish(code: number): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.handlers.onClose(code);
-  }
-
-  private fail(code: number, reason: string): void {
-    this.close(code, reason);
-    this.finish(code);
-  }
-
-  private receive(chunk: Buffer): void {
-    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-    while (!this.closed) {
-      const f = parseFrame(this.buffer);
-      if (f === undefined) return;
-      if ('error' in f) return this.fail(1002, f.error);
-      this.buffer = this.buffer.subarray(f.length);
-      this.handleFrame(f.fin, f.opcode, f.payload);
-    }
-  }
-
-  private handleFrame(fin: boolean, opcode: number, payload: Buffer): void {
-    switch (opcode) {
-      case OP_PING:
-        if (!this.closeSent) this.socket.write(frame(OP_PONG, payload));
-        return;
-      case OP_PONG:
-        return;
-      case OP_CLOSE: {
-        const code = payload.length >= 2 ? payload.readUInt16BE(0) : 1005;
-        if (!this.closeSent) {
-          this.closeSent = true;
-          this.socket.write(frame(OP_CLOSE, payload.subarray(0, 2)));
-          this.socket.end();
-        }
-        return this.finish(code);
-      }
-      case OP_TEXT:
-      case OP_BINARY:
-        if (this.fragments.length > 0) return this.fail(1002, 'new message inside a fragmented one');
-        if (fin) return this.handlers.onMessage(payload, opcode === OP_BINARY);
-        this.fragmentBinary = opcode === OP_BINARY;
-        this.addFragment(payload);
-        return;
-      case OP_CONTINUATION: {
-        if (this.fragments.length === 0) return this.fail(1002, 'continuation without a message');
-        if (!this.addFragment(payload)) return;
-        if (!fin) return;
-        const whole = Buffer.concat(this.fragments);
-        this.fragments = [];
-        this.fragmentsBytes = 0;
-        return this.handlers.onMessage(whole, this.fragmentBinary);
-      }
-      default:
-        return this.fail(1002, `unknown opcode ${opcode}`);
-    }
-  }
-
-  private addFragment(payload: Buffer): boolean {
-    this.fragmentsBytes += payload.length;
-    if (this.fragmentsBytes > MAX_MESSAGE_BYTES) {
-      this.fail(1009, 'message too big');
-      return false;
-    }
-    this.fragments.push(payload);
-    return true;
+    this.ws.resume();
   }
 }
 
-type ParsedFrame = { fin: boolean; opcode: number; payload: Buffer; length: number } | { error: string };
+// One server object for every upgrade: it holds only options (no listening socket of its own).
+let server: WebSocketServer | undefined;
+let chosenProtocol = '';
 
-/** One client frame from the start of buf, or undefined when it has not all arrived. */
-function parseFrame(buf: Buffer): ParsedFrame | undefined {
-  if (buf.length < 2) return undefined;
-  const b0 = buf[0]!;
-  const b1 = buf[1]!;
-  if ((b0 & 0x70) !== 0) return { error: 'reserved bits set' };
-  if ((b1 & 0x80) === 0) return { error: 'client frames must be masked' };
-  let len = b1 & 0x7f;
-  let offset = 2;
-  if (len === 126) {
-    if (buf.length < 4) return undefined;
-    len = buf.readUInt16BE(2);
-    offset = 4;
-  } else if (len === 127) {
-    if (buf.length < 10) return undefined;
-    const big = buf.readBigUInt64BE(2);
-    if (big > BigInt(MAX_MESSAGE_BYTES)) return { error: 'frame too big' };
-    len = Number(big);
-    offset = 10;
-  }
-  const opcode = b0 & 0x0f;
-  if (opcode >= 0x8 && (len > 125 || (b0 & 0x80) === 0)) return { error: 'bad control frame' };
-  if (buf.length < offset + 4 + len) return undefined;
-  const mask = buf.subarray(offset, offset + 4);
-  const payload = Buffer.from(buf.subarray(offset + 4, offset + 4 + len));
-  for (let i = 0; i < payload.length; i++) payload[i]! ^= mask[i & 3]!;
-  return { fin: (b0 & 0x80) !== 0, opcode, payload, length: offset + 4 + len };
-}
-
-/** A server frame (never masked). */
-function frame(opcode: number, payload: Buffer): Buffer {
-  const len = payload.length;
-  let header: Buffer;
-  if (len < 126) {
-    header = Buffer.from([0x80 | opcode, len]);
-  } else if (len < 65536) {
-    header = Buffer.alloc(4);
-    header[0] = 0x80 | opcode;
-    header[1] = 126;
-    header.writeUInt16BE(len, 2);
-  } else {
-    header = Buffer.alloc(10);
-    header[0] = 0x80 | opcode;
-    header[1] = 127;
-    header.writeBigUInt64BE(BigInt(len), 2);
-  }
-  return Buffer.concat([header, payload]);
+function upgradeServer(): WebSocketServer {
+  server ??= new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_MESSAGE_BYTES,
+    perMessageDeflate: false,
+    clientTracking: false,
+    // handleUpgrade runs this synchronously for the upgrade being answered, so the module-level
+    // value is the one acceptWebSocket set just before. '' answers with no subprotocol header.
+    handleProtocols: () => chosenProtocol || false,
+  });
+  return server;
 }
 
 /**
  * Completes the opening handshake on socket with the given subprotocol ('' for none). Returns
- * undefined after answering 400 when the request is not a valid WebSocket handshake.
+ * undefined after ws answered with a 4xx when the request is not a valid WebSocket handshake.
  */
 export function acceptWebSocket(
   req: IncomingMessage,
@@ -230,29 +118,16 @@ export function acceptWebSocket(
   head: Buffer,
   protocol: string,
   handlers: WebSocketHandlers,
-  extraHeaders: Record<string, string> = {},
 ): WebSocketConnection | undefined {
-  const key = req.headers['sec-websocket-key'];
-  const version = req.headers['sec-websocket-version'];
-  if (typeof key !== 'string' || Buffer.from(key, 'base64').length !== 16 || version !== '13') {
-    socket.end(
-      'HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n' +
-        'invalid websocket handshake\n',
-    );
-    return undefined;
+  let accepted: WebSocket | undefined;
+  chosenProtocol = protocol;
+  try {
+    // Without a verifyClient hook, ws completes (or refuses) the handshake before handleUpgrade returns.
+    upgradeServer().handleUpgrade(req, socket, head, (ws) => (accepted = ws));
+  } finally {
+    chosenProtocol = '';
   }
-  const accept = createHash('sha1')
-    .update(key + GUID)
-    .digest('base64');
-  const lines = [
-    'HTTP/1.1 101 Switching Protocols',
-    'Upgrade: websocket',
-    'Connection: Upgrade',
-    `Sec-WebSocket-Accept: ${accept}`,
-    ...(protocol !== '' ? [`Sec-WebSocket-Protocol: ${protocol}`] : []),
-    ...Object.entries(extraHeaders).map(([k, v]) => `${k}: ${v}`),
-  ];
-  socket.write(lines.join('\r\n') + '\r\n\r\n');
+  if (!accepted) return undefined;
   if ('setNoDelay' in socket && typeof socket.setNoDelay === 'function') socket.setNoDelay(true);
-  return new WebSocketConnection(socket, protocol, handlers, head);
+  return new WebSocketConnection(accepted, socket, protocol, handlers);
 }

@@ -8,6 +8,8 @@
  */
 import path from 'node:path';
 
+import { checkedPodUid } from '../api/pod-uid.js';
+
 export const PODS_DIR_NAME = 'pods';
 export const VOLUMES_DIR_NAME = 'volumes';
 export const PLUGINS_DIR_NAME = 'plugins';
@@ -38,7 +40,12 @@ export function podVolumeDir(
   pluginName: string,
   volumeName: string,
 ): string {
-  return path.join(podVolumesDir(rootDir, podUid), escapeQualifiedName(pluginName), volumeName);
+  // Volumes are made here: never outside --root-dir, whatever a source said the UID is.
+  return path.join(
+    podVolumesDir(rootDir, checkedPodUid(podUid)),
+    escapeQualifiedName(pluginName),
+    volumeName,
+  );
 }
 
 export function podPluginDir(
@@ -47,7 +54,12 @@ export function podPluginDir(
   pluginName: string,
   volumeName: string,
 ): string {
-  return path.join(podDir(rootDir, podUid), PLUGINS_DIR_NAME, escapeQualifiedName(pluginName), volumeName);
+  return path.join(
+    podDir(rootDir, checkedPodUid(podUid)),
+    PLUGINS_DIR_NAME,
+    escapeQualifiedName(pluginName),
+    volumeName,
+  );
 }
 
 export function podSubpathsDir(rootDir: string, podUid: string): string {

@@ -101,15 +101,21 @@ export class KubeletProcess {
     );
   }
 
-  /** Stops the kubelet: SIGTERM (or SIGKILL to simulate a crash), bounded. Pods keep running, as upstream. */
-  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  /** Stops the kubelet: SIGTERM (or SIGKILL to simulate a crash), bounded. Pods keep running, as upstream. Resolves to the exit code. */
+  async stop(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
     const child = this.child;
-    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
     child.kill(signal);
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-    await this.exited;
+    const code = await this.exited;
     clearTimeout(timer);
     this.child = undefined;
+    return code ?? null;
+  }
+
+  /** Sends a signal and returns at once (see stop to wait for the exit). */
+  signal(signal: NodeJS.Signals): void {
+    this.child?.kill(signal);
   }
 
   isRunning(): boolean {

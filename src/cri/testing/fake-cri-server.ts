@@ -12,15 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import {
-  containerConfigFromWire,
-  containerFilterFromWire,
-  imageSpecFromWire,
-  linuxContainerResourcesFromWire,
-  podSandboxConfigFromWire,
-  podSandboxFilterFromWire,
-  type WireMessage,
+  containerConfigFromCri,
+  containerFilterFromCri,
+  imageSpecFromCri,
+  linuxContainerResourcesFromCri,
+  podSandboxConfigFromCri,
+  podSandboxFilterFromCri,
 } from '../convert.js';
-import { loadCriProto } from '../cri-proto.js';
+import * as cri from '../generated/runtime/v1/api.js';
+import { methodName } from '../grpc-connection.js';
 import type {
   Container,
   ContainerConfig,
@@ -98,6 +98,17 @@ interface InjectedFailure {
 }
 
 const NS_PER_MS = 1_000_000;
+
+/** A decoded request, as the generated decoder made it, looked at by field name. */
+export type WireMessage = Record<string, unknown>;
+
+/** The generated `fromPartial` of a unary method's response message (`Version` → VersionResponse). */
+function responseOf(method: string): ((value: object) => object) | undefined {
+  const type = (cri as unknown as Record<string, { fromPartial?: (value: object) => object }>)[
+    `${method}Response`
+  ];
+  return type?.fromPartial?.bind(type);
+}
 
 function newId(): string {
   return randomBytes(32).toString('hex');
@@ -222,15 +233,8 @@ export class FakeCriServer {
     if (this.server) return;
     await unlink(this.socketPath).catch(() => undefined);
     const server = new grpc.Server();
-    const proto = loadCriProto();
-    server.addService(
-      proto.runtimeService as grpc.ServiceDefinition,
-      this.handlers(Object.keys(proto.runtimeService)),
-    );
-    server.addService(
-      proto.imageService as grpc.ServiceDefinition,
-      this.handlers(Object.keys(proto.imageService)),
-    );
+    server.addService(cri.RuntimeServiceService, this.handlers(cri.RuntimeServiceService));
+    server.addService(cri.ImageServiceService, this.handlers(cri.ImageServiceService));
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
         err ? reject(err) : resolve(),
@@ -370,14 +374,25 @@ export class FakeCriServer {
 
   // ---- the RPCs ----
 
-  private handlers(methods: string[]): grpc.UntypedServiceImplementation {
+  private handlers(service: grpc.ServiceDefinition): grpc.UntypedServiceImplementation {
     const impl: grpc.UntypedServiceImplementation = {};
-    for (const method of methods) {
-      impl[method] = (
-        call: grpc.ServerUnaryCall<WireMessage, object>,
-        callback: grpc.sendUnaryData<object>,
-      ) => {
-        void this.dispatch(method, call.request, callback);
+    for (const [key, definition] of Object.entries(service)) {
+      const method = methodName(definition);
+      const toResponse = responseOf(method);
+      if (definition.responseStream || !toResponse) {
+        // Streaming RPCs (GetContainerEvents) are not part of what the fake runtime serves.
+        impl[key] = (call: grpc.ServerWritableStream<WireMessage, object>) =>
+          call.destroy(
+            Object.assign(new Error(`fake CRI: ${method} is not implemented`), {
+              code: grpc.status.UNIMPLEMENTED,
+            }),
+          );
+        continue;
+      }
+      impl[key] = (call: grpc.ServerUnaryCall<WireMessage, object>, callback: grpc.sendUnaryData<object>) => {
+        void this.dispatch(method, call.request, (err, value) =>
+          err ? callback(err) : callback(null, toResponse(value ?? {})),
+        );
       };
     }
     return impl;
@@ -428,7 +443,7 @@ export class FakeCriServer {
 
   private async handle(method: string, req: WireMessage): Promise<object> {
     const s = (key: string): string => (typeof req[key] === 'string' ? (req[key] as string) : '');
-    const m = (key: string): WireMessage | undefined => (req[key] ? (req[key] as WireMessage) : undefined);
+    const m = <T>(key: string): T | undefined => (req[key] ? (req[key] as T) : undefined);
     switch (method) {
       case 'Version':
         return this.version;
@@ -437,7 +452,7 @@ export class FakeCriServer {
 
       case 'RunPodSandbox':
         return {
-          podSandboxId: this.addSandbox(podSandboxConfigFromWire(m('config')), {
+          podSandboxId: this.addSandbox(podSandboxConfigFromCri(m('config')), {
             runtimeHandler: s('runtimeHandler'),
           }),
         };
@@ -448,7 +463,7 @@ export class FakeCriServer {
       case 'PodSandboxStatus':
         return { status: this.sandboxStatus(this.sandbox(s('podSandboxId'))), info: {} };
       case 'ListPodSandbox':
-        return { items: this.listSandboxes(podSandboxFilterFromWire(m('filter'))) };
+        return { items: this.listSandboxes(podSandboxFilterFromCri(m('filter'))) };
 
       case 'CreateContainer': {
         const sandbox = this.sandbox(s('podSandboxId'));
@@ -458,7 +473,7 @@ export class FakeCriServer {
             `failed to get sandbox container task: no running task found: task ${sandbox.id} not found`,
           );
         }
-        return { containerId: this.newContainer(sandbox.id, containerConfigFromWire(m('config'))).id };
+        return { containerId: this.newContainer(sandbox.id, containerConfigFromCri(m('config'))).id };
       }
       case 'StartContainer': {
         const c = this.container(s('containerId'));
@@ -482,13 +497,13 @@ export class FakeCriServer {
         this.containers.delete(s('containerId'));
         return {};
       case 'ListContainers':
-        return { containers: this.listContainers(containerFilterFromWire(m('filter'))) };
+        return { containers: this.listContainers(containerFilterFromCri(m('filter'))) };
       case 'ContainerStatus':
         return { status: this.containerStatus(this.container(s('containerId'))), info: {} };
       case 'UpdateContainerResources': {
         const c = this.container(s('containerId'));
-        const linux = m('linux');
-        if (linux) c.resources = linuxContainerResourcesFromWire(linux);
+        const linux = m<cri.LinuxContainerResources>('linux');
+        if (linux) c.resources = linuxContainerResourcesFromCri(linux);
         return {};
       }
       case 'ReopenContainerLog': {
@@ -514,7 +529,7 @@ export class FakeCriServer {
           );
         }
         const cmd = Array.isArray(req.cmd) ? (req.cmd as string[]) : [];
-        return await this.execHandler(c, cmd, typeof req.timeout === 'number' ? req.timeout : 0);
+        return await this.execHandler(c, cmd, Number(req.timeout ?? 0));
       }
       case 'Exec':
       case 'Attach':
@@ -528,25 +543,25 @@ export class FakeCriServer {
         return { stats: this.containerStats(this.container(s('containerId'))) };
       case 'ListContainerStats': {
         // ContainerStatsFilter has ContainerFilter's fields but the state, so the same reader serves.
-        const filter = { ...containerFilterFromWire(m('filter')), state: 'CONTAINER_RUNNING' as const };
+        const filter = { ...containerFilterFromCri(m('filter')), state: 'CONTAINER_RUNNING' as const };
         return { stats: this.listContainers(filter).map((c) => this.containerStats(this.container(c.id))) };
       }
 
       case 'ListImages': {
-        const spec = m('filter')?.image as WireMessage | undefined;
-        const wanted = spec ? imageSpecFromWire(spec).image : '';
+        const spec = m<cri.ImageFilter>('filter')?.image;
+        const wanted = spec ? imageSpecFromCri(spec).image : '';
         const all = [...this.images.values()];
         return { images: wanted ? all.filter((i) => i === this.findImage(wanted)) : all };
       }
       case 'ImageStatus':
-        return { image: this.findImage(imageSpecFromWire(m('image')).image), info: {} };
+        return { image: this.findImage(imageSpecFromCri(m('image')).image), info: {} };
       case 'PullImage': {
-        const spec: ImageSpec = imageSpecFromWire(m('image'));
+        const spec: ImageSpec = imageSpecFromCri(m('image'));
         const image = this.findImage(spec.image) ?? this.images.get(this.addImage(spec.image))!;
         return { imageRef: image.id };
       }
       case 'RemoveImage': {
-        const image = this.findImage(imageSpecFromWire(m('image')).image);
+        const image = this.findImage(imageSpecFromCri(m('image')).image);
         if (image) this.images.delete(image.id);
         return {};
       }

@@ -130,7 +130,7 @@ describe('buildBootstrap and buildKubelet', () => {
     assert.deepEqual(all.slice(-4), ['filesource', 'httpsource', 'kubeletserver', 'readonlyserver']);
   });
 
-  test('cluster mode adds the API clients, events, status manager, node informer, node status and API source', async () => {
+  test('cluster mode adds the API clients, events, status manager, node informer, node status, Lease and API source', async () => {
     assert.deepEqual(await names(await load(`--kubeconfig=${kubeconfig}`)), [
       'apiclients',
       'events',
@@ -141,6 +141,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'statusmanager',
       'nodeinformer',
       'nodestatus',
+      'nodelease',
       'prober',
       'podworkers',
       'pleg',

@@ -157,6 +157,14 @@ describe('loadKubeletConfig', () => {
     assert.equal(config.port, 11250);
   });
 
+  test('the file is read as YAML 1.1, as upstream reads it: yes/off booleans, octal numbers', async () => {
+    const file = writeConfig(`${HEADER}cpuCFSQuota: off\nserializeImagePulls: no\nport: 011250\n`);
+    const { config } = await run(['--config', file]);
+    assert.equal(config.cpuCFSQuota, false);
+    assert.equal(config.serializeImagePulls, false);
+    assert.equal(config.port, 0o11250);
+  });
+
   test('relative --config resolves from cwd; relative paths in the file resolve from its folder', async () => {
     writeConfig(
       HEADER +

@@ -1,5 +1,16 @@
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
@@ -193,6 +204,110 @@ describe('FileSource', () => {
     await s.rescan();
     assert.deepEqual(names(last()), ['a-node-a', 'b-node-a']);
     assert.ok(logs.some((l) => l.msg === 'Manifest file is valid again'));
+  });
+
+  test('hostile manifests: each refused with one line naming the file and the field; the good pod runs', async () => {
+    const events: { reason: string; message: string; kind: string }[] = [];
+    const recorder = {
+      eventFor: (ref: { kind: string }, _type: string, reason: string, message: string) =>
+        events.push({ reason, message, kind: ref.kind }),
+    };
+    writeFileSync(join(dir, 'good.yaml'), manifest('good'));
+    writeFileSync(
+      join(dir, 'probe.yaml'),
+      manifest('probe') + '    livenessProbe: { exec: { command: ["true"] }, periodSeconds: -1 }\n',
+    );
+    writeFileSync(
+      join(dir, 'uid.yaml'),
+      manifest('uid').replace('  name: uid', '  name: uid\n  uid: ../../x'),
+    );
+    writeFileSync(join(dir, 'types.yaml'), manifest('types') + '    command: sleep 3600\n');
+    writeFileSync(join(dir, 'host.yaml'), manifest('host') + '  hostNetwork: "yes"\n');
+    await newSource({ recorder }).rescan();
+    assert.deepEqual(names(last()), ['good-node-a']);
+    const byFile = new Map(errors().map((e) => [String(e.kv?.path), String(e.kv?.err)]));
+    assert.equal(errors().length, 4, JSON.stringify(errors()));
+    assert.match(
+      byFile.get(join(dir, 'probe.yaml'))!,
+      /spec\.containers\[0\]\.livenessProbe\.periodSeconds: Invalid value: -1/,
+    );
+    assert.match(byFile.get(join(dir, 'uid.yaml'))!, /metadata\.uid: Invalid value: "\.\.\/\.\.\/x"/);
+    assert.match(
+      byFile.get(join(dir, 'types.yaml'))!,
+      /spec\.containers\[0\]\.command: Invalid type: expected list, got string/,
+    );
+    assert.match(
+      byFile.get(join(dir, 'host.yaml'))!,
+      /spec\.hostNetwork: Invalid type: expected boolean, got string/,
+    );
+    assert.equal(events.length, 4, 'one event per refused file');
+    assert.ok(events.every((e) => e.reason === 'FailedValidation' && e.kind === 'Node'));
+    assert.ok(events.some((e) => e.message.includes(join(dir, 'uid.yaml'))));
+    await source!.rescan();
+    assert.equal(errors().length, 4, 'not repeated by later scans');
+    assert.equal(events.length, 4);
+  });
+
+  test('a file larger than 10 MB is refused without reading it all; a large valid one is decoded', async () => {
+    const big = join(dir, 'big.yaml');
+    writeFileSync(big, manifest('big'));
+    truncateSync(big, 10 * 1024 * 1024 + 1);
+    // A valid manifest of about 200 KB: decoded in a worker thread.
+    const env = Array.from(
+      { length: 3000 },
+      (_, i) => `    - { name: V${i}, value: "${'x'.repeat(40)}" }`,
+    ).join('\n');
+    writeFileSync(join(dir, 'large.yaml'), `${manifest('large')}    env:\n${env}\n`);
+    await newSource().rescan();
+    assert.deepEqual(names(last()), ['large-node-a']);
+    assert.equal(last()!.pods[0]!.spec.containers[0]!.env?.length, 3000);
+    assert.equal(errors().length, 1);
+    assert.equal(errors()[0]!.kv?.path, big);
+    assert.match(String(errors()[0]!.kv?.err), /larger than the 10485760 bytes a manifest may have/);
+  });
+
+  test('dangling symlinks and symlink loops: one line each, again only when their state changes', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('a'));
+    symlinkSync(join(dir, 'missing.yaml'), join(dir, 'dangling.yaml'));
+    symlinkSync(join(dir, 'loop2.yaml'), join(dir, 'loop1.yaml'));
+    symlinkSync(join(dir, 'loop1.yaml'), join(dir, 'loop2.yaml'));
+    const s = newSource();
+    await s.rescan();
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a']);
+    const lines = () =>
+      errors()
+        .map((e) => `${e.msg} ${String(e.kv?.path)}`)
+        .sort();
+    assert.deepEqual(lines(), [
+      `Manifest path is a dangling symlink, ignoring ${join(dir, 'dangling.yaml')}`,
+      `Manifest path is a symlink loop, ignoring ${join(dir, 'loop1.yaml')}`,
+      `Manifest path is a symlink loop, ignoring ${join(dir, 'loop2.yaml')}`,
+    ]);
+    // The target appears: the link is a manifest now. It breaks again: reported again, once.
+    writeFileSync(join(dir, 'missing.yaml'), manifest('b'));
+    await s.rescan();
+    assert.deepEqual(names(last()), ['a-node-a', 'b-node-a']);
+    unlinkSync(join(dir, 'missing.yaml'));
+    await s.rescan();
+    await s.rescan();
+    assert.equal(errors().filter((e) => e.kv?.path === join(dir, 'dangling.yaml')).length, 2);
+  });
+
+  test('two files with one pod name: the first file wins; the line names both files, once', async () => {
+    writeFileSync(join(dir, 'a.yaml'), manifest('web'));
+    writeFileSync(join(dir, 'b.yaml'), manifest('web', 'busybox:1.35'));
+    const s = newSource();
+    await s.rescan();
+    await s.rescan();
+    assert.equal(last()!.pods.length, 1);
+    assert.equal(last()!.pods[0]!.spec.containers[0]!.image, 'busybox:1.36');
+    assert.equal(errors().length, 1);
+    assert.match(
+      errors()[0]!.msg,
+      /duplicate pod name web-node-a_default: file .*b\.yaml is ignored, file .*a\.yaml declares it first/,
+    );
+    assert.equal(errors()[0]!.kv?.path, join(dir, 'b.yaml'));
   });
 
   test('a file of the wrong kind is reported like any broken manifest', async () => {

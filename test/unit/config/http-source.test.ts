@@ -224,6 +224,6 @@ describe('HttpSource', () => {
     reply = { body: 'x'.repeat(11 * 1024 * 1024) };
     await newSource().poll();
     assert.equal(sent.length, 0);
-    assert.match(String(warnings()[0]!.kv?.err), /larger than 10485760/);
+    assert.match(String(warnings()[0]!.kv?.err), /larger than the 10485760 bytes a manifest may have/);
   });
 });

@@ -247,9 +247,12 @@ spec:
     );
     assert.match(
       problems('apiVersion: v1\nkind: Pod\nmetadata: { name: x }\nspec: { containers: nginx }\n'),
-      /spec\.containers: must be a list/,
+      /spec\.containers: Invalid type: expected list, got string/,
     );
-    assert.match(problems('apiVersion: v1\nkind: Pod\nmetadata: { name: x }\n'), /spec: Required value/);
+    assert.match(
+      problems('apiVersion: v1\nkind: Pod\nmetadata: { name: x }\n'),
+      /spec\.containers: Required value/,
+    );
   });
 });
 

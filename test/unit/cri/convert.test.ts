@@ -1,52 +1,67 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
-  containerConfigFromWire,
-  containerFilterFromWire,
-  containerFilterToWire,
-  containerFromWire,
-  containerStatsFromWire,
-  containerStatusFromWire,
-  imageFromWire,
-  podSandboxConfigFromWire,
-  podSandboxFilterFromWire,
-  podSandboxFilterToWire,
-  podSandboxStatusFromWire,
+  containerConfigFromCri,
+  containerFilterFromCri,
+  containerFilterToCri,
+  containerFromCri,
+  containerStatsFromCri,
+  containerStatusFromCri,
+  imageFromCri,
+  podSandboxConfigFromCri,
+  podSandboxFilterFromCri,
+  podSandboxFilterToCri,
+  podSandboxStatusFromCri,
 } from '../../../src/cri/convert.js';
-import { criMethod } from '../../../src/cri/cri-proto.js';
+import * as cri from '../../../src/cri/generated/runtime/v1/api.js';
 import type { ContainerStats, ContainerStatus, Image, PodSandboxStatus } from '../../../src/cri/types.js';
 import { fullContainerConfig, fullSandboxConfig } from './cri-fixtures.js';
 
+const RS = cri.RuntimeServiceService;
+const IS = cri.ImageServiceService;
+
 /** Encodes a request the way the client does and decodes it the way the server does. */
-function overTheWire(method: string, request: object): Record<string, unknown> {
-  const m = criMethod(method);
-  return m.deserializeRequest(m.serializeRequest(request));
+function overTheWire<Request>(
+  method: { requestSerialize(value: Request): Buffer; requestDeserialize(bytes: Buffer): Request },
+  request: Request,
+): Request {
+  return method.requestDeserialize(method.requestSerialize(request));
 }
 
-function responseOverTheWire(method: string, response: object): Record<string, unknown> {
-  const m = criMethod(method);
-  return m.deserializeResponse(m.serializeResponse(response));
+/** Encodes a response (built from the fake server's plain objects, as it does) and decodes it as the client does. */
+function responseOverTheWire<Response>(
+  method: { responseSerialize(value: Response): Buffer; responseDeserialize(bytes: Buffer): Response },
+  type: { fromPartial(value: never): Response },
+  response: object,
+): Response {
+  return method.responseDeserialize(method.responseSerialize(type.fromPartial(response as never)));
 }
 
 test('a PodSandboxConfig with every field set survives the wire unchanged', () => {
   const config = fullSandboxConfig();
-  const wire = overTheWire('RunPodSandbox', { config, runtimeHandler: 'runc' });
+  const wire = overTheWire(
+    RS.runPodSandbox,
+    cri.RunPodSandboxRequest.fromPartial({ config, runtimeHandler: 'runc' }),
+  );
   assert.equal(wire.runtimeHandler, 'runc');
-  assert.deepEqual(podSandboxConfigFromWire(wire.config as Record<string, unknown>), config);
+  assert.deepEqual(podSandboxConfigFromCri(wire.config), config);
 });
 
 test('a ContainerConfig with every field set survives the wire unchanged, int64 and enums included', () => {
   const config = fullContainerConfig();
   const sandboxConfig = fullSandboxConfig();
-  const wire = overTheWire('CreateContainer', { podSandboxId: 'sb', config, sandboxConfig });
+  const wire = overTheWire(
+    RS.createContainer,
+    cri.CreateContainerRequest.fromPartial({ podSandboxId: 'sb', config, sandboxConfig }),
+  );
   assert.equal(wire.podSandboxId, 'sb');
-  assert.deepEqual(containerConfigFromWire(wire.config as Record<string, unknown>), config);
-  assert.deepEqual(podSandboxConfigFromWire(wire.sandboxConfig as Record<string, unknown>), sandboxConfig);
+  assert.deepEqual(containerConfigFromCri(wire.config), config);
+  assert.deepEqual(podSandboxConfigFromCri(wire.sandboxConfig), sandboxConfig);
 });
 
 test('an empty message decodes to the facade defaults, with required sub-messages filled in', () => {
-  const status = containerStatusFromWire(
-    responseOverTheWire('ContainerStatus', { status: {} }).status as Record<string, unknown>,
+  const status = containerStatusFromCri(
+    responseOverTheWire(RS.containerStatus, cri.ContainerStatusResponse, { status: {} }).status!,
   );
   assert.deepEqual(status, {
     id: '',
@@ -65,8 +80,8 @@ test('an empty message decodes to the facade defaults, with required sub-message
     mounts: [],
     logPath: '',
   });
-  const sandbox = podSandboxStatusFromWire(
-    responseOverTheWire('PodSandboxStatus', { status: {} }).status as Record<string, unknown>,
+  const sandbox = podSandboxStatusFromCri(
+    responseOverTheWire(RS.podSandboxStatus, cri.PodSandboxStatusResponse, { status: {} }).status!,
   );
   assert.equal(sandbox.network, undefined);
   assert.equal(sandbox.linux, undefined);
@@ -75,10 +90,10 @@ test('an empty message decodes to the facade defaults, with required sub-message
 
 test('nanosecond timestamps come back as the same numbers', () => {
   const createdAt = 1_700_000_000_123_456_768; // a double near 1.7e18 holds multiples of 256 exactly
-  const status = containerStatusFromWire(
-    responseOverTheWire('ContainerStatus', {
+  const status = containerStatusFromCri(
+    responseOverTheWire(RS.containerStatus, cri.ContainerStatusResponse, {
       status: { id: 'c', createdAt, startedAt: createdAt, exitCode: -1 },
-    }).status as Record<string, unknown>,
+    }).status!,
   );
   assert.equal(typeof status.createdAt, 'number');
   assert.equal(status.createdAt, createdAt);
@@ -97,8 +112,11 @@ test('response types round-trip: sandbox status, container status, image and sta
     annotations: { c: 'd' },
     runtimeHandler: 'runc',
   };
-  const wireSandbox = responseOverTheWire('PodSandboxStatus', { status: sandboxStatus, info: { k: 'v' } });
-  assert.deepEqual(podSandboxStatusFromWire(wireSandbox.status as Record<string, unknown>), sandboxStatus);
+  const wireSandbox = responseOverTheWire(RS.podSandboxStatus, cri.PodSandboxStatusResponse, {
+    status: sandboxStatus,
+    info: { k: 'v' },
+  });
+  assert.deepEqual(podSandboxStatusFromCri(wireSandbox.status!), sandboxStatus);
   assert.deepEqual(wireSandbox.info, { k: 'v' });
 
   const containerStatus: ContainerStatus = {
@@ -126,8 +144,10 @@ test('response types round-trip: sandbox status, container status, image and sta
     ],
     logPath: '/var/log/pods/x/app/3.log',
   };
-  const wireContainer = responseOverTheWire('ContainerStatus', { status: containerStatus });
-  assert.deepEqual(containerStatusFromWire(wireContainer.status as Record<string, unknown>), containerStatus);
+  const wireContainer = responseOverTheWire(RS.containerStatus, cri.ContainerStatusResponse, {
+    status: containerStatus,
+  });
+  assert.deepEqual(containerStatusFromCri(wireContainer.status!), containerStatus);
 
   const image: Image = {
     id: 'sha256:abc',
@@ -139,8 +159,8 @@ test('response types round-trip: sandbox status, container status, image and sta
     spec: { image: 'busybox', annotations: { arch: 'amd64' } },
     pinned: true,
   };
-  const wireImage = responseOverTheWire('ImageStatus', { image });
-  assert.deepEqual(imageFromWire(wireImage.image as Record<string, unknown>), image);
+  const wireImage = responseOverTheWire(IS.imageStatus, cri.ImageStatusResponse, { image });
+  assert.deepEqual(imageFromCri(wireImage.image!), image);
 
   const stats: ContainerStats = {
     attributes: { id: 'c', metadata: { name: 'app', attempt: 0 }, labels: {}, annotations: {} },
@@ -161,13 +181,13 @@ test('response types round-trip: sandbox status, container status, image and sta
       inodesUsed: { value: 13 },
     },
   };
-  const wireStats = responseOverTheWire('ContainerStats', { stats });
-  assert.deepEqual(containerStatsFromWire(wireStats.stats as Record<string, unknown>), stats);
+  const wireStats = responseOverTheWire(RS.containerStats, cri.ContainerStatsResponse, { stats });
+  assert.deepEqual(containerStatsFromCri(wireStats.stats!), stats);
 });
 
 test('ListContainers carries every container with its state name', () => {
   const states = ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN'] as const;
-  const wire = responseOverTheWire('ListContainers', {
+  const wire = responseOverTheWire(RS.listContainers, cri.ListContainersResponse, {
     containers: states.map((state, i) => ({
       id: `c${i}`,
       podSandboxId: 'sb',
@@ -175,7 +195,7 @@ test('ListContainers carries every container with its state name', () => {
       metadata: { name: `n${i}` },
     })),
   });
-  const containers = (wire.containers as Record<string, unknown>[]).map(containerFromWire);
+  const containers = wire.containers.map(containerFromCri);
   assert.deepEqual(
     containers.map((c) => c.state),
     [...states],
@@ -184,44 +204,64 @@ test('ListContainers carries every container with its state name', () => {
 });
 
 test('an enum value newer than our proto decodes to the safe fallback, not a number', () => {
-  const m = criMethod('ListContainers');
   // Hand-encoded Container { id = "x" (field 1), state = 9 (field 6) } inside ListContainersResponse.containers (field 1).
   const container = Buffer.from([0x0a, 0x01, 0x78, 0x30, 0x09]);
   const bytes = Buffer.concat([Buffer.from([0x0a, container.length]), container]);
-  const decoded = m.deserializeResponse(bytes);
-  const c = containerFromWire((decoded.containers as Record<string, unknown>[])[0]!);
+  const decoded = RS.listContainers.responseDeserialize(bytes);
+  const c = containerFromCri(decoded.containers[0]!);
   assert.equal(c.id, 'x');
   assert.equal(c.state, 'CONTAINER_UNKNOWN');
 });
 
 test('filters: an absent state stays absent on the wire; SANDBOX_READY, the zero value, is still sent', () => {
-  const noState = overTheWire('ListPodSandbox', {
-    filter: podSandboxFilterToWire({ labelSelector: { a: 'b' } }),
-  });
-  assert.deepEqual(podSandboxFilterFromWire(noState.filter as Record<string, unknown>), {
+  const noState = overTheWire(
+    RS.listPodSandbox,
+    cri.ListPodSandboxRequest.fromPartial({ filter: podSandboxFilterToCri({ labelSelector: { a: 'b' } }) }),
+  );
+  assert.deepEqual(podSandboxFilterFromCri(noState.filter), {
     labelSelector: { a: 'b' },
   });
 
-  const ready = overTheWire('ListPodSandbox', { filter: podSandboxFilterToWire({ state: 'SANDBOX_READY' }) });
-  assert.deepEqual(podSandboxFilterFromWire(ready.filter as Record<string, unknown>), {
+  const ready = overTheWire(
+    RS.listPodSandbox,
+    cri.ListPodSandboxRequest.fromPartial({ filter: podSandboxFilterToCri({ state: 'SANDBOX_READY' }) }),
+  );
+  assert.deepEqual(podSandboxFilterFromCri(ready.filter), {
     state: 'SANDBOX_READY',
   });
 
-  const created = overTheWire('ListContainers', {
-    filter: containerFilterToWire({
-      id: 'c',
-      podSandboxId: 'sb',
-      state: 'CONTAINER_CREATED',
-      labelSelector: { x: 'y' },
+  const created = overTheWire(
+    RS.listContainers,
+    cri.ListContainersRequest.fromPartial({
+      filter: containerFilterToCri({
+        id: 'c',
+        podSandboxId: 'sb',
+        state: 'CONTAINER_CREATED',
+        labelSelector: { x: 'y' },
+      }),
     }),
-  });
-  assert.deepEqual(containerFilterFromWire(created.filter as Record<string, unknown>), {
+  );
+  assert.deepEqual(containerFilterFromCri(created.filter), {
     id: 'c',
     podSandboxId: 'sb',
     state: 'CONTAINER_CREATED',
     labelSelector: { x: 'y' },
   });
 
-  const none = overTheWire('ListContainers', { filter: containerFilterToWire(undefined) });
-  assert.equal(none.filter, null);
+  const none = overTheWire(
+    RS.listContainers,
+    cri.ListContainersRequest.fromPartial({ filter: containerFilterToCri(undefined) }),
+  );
+  assert.equal(none.filter, undefined);
+});
+
+test('a request field the proto does not have is a type error, not a field silently dropped', () => {
+  const request = cri.StopContainerRequest.fromPartial({
+    containerId: 'c',
+    // @ts-expect-error misspelled on purpose: fromPartial's exact type refuses it
+    timeoutSecond: 30,
+  });
+  assert.equal(request.timeout, 0n);
+  // @ts-expect-error a config's field misspelled inside a nested message is refused too
+  cri.RunPodSandboxRequest.fromPartial({ config: { hostName: 'h' } });
 });

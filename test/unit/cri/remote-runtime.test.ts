@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { containerConfigFromWire, podSandboxConfigFromWire } from '../../../src/cri/convert.js';
+import { containerConfigFromCri, podSandboxConfigFromCri } from '../../../src/cri/convert.js';
 import { CriNotFoundError, isNotFound } from '../../../src/cri/errors.js';
 import { RemoteRuntimeService } from '../../../src/cri/remote-runtime.js';
 import { FakeCriServer } from '../../../src/cri/testing/fake-cri-server.js';
@@ -53,7 +53,7 @@ describe('RemoteRuntimeService against the fake CRI server', () => {
     const id = await runtime.runPodSandbox(config, 'runc');
     const sent = server.lastRequests.get('RunPodSandbox')!;
     assert.equal(sent.runtimeHandler, 'runc');
-    assert.deepEqual(podSandboxConfigFromWire(sent.config as Record<string, unknown>), config);
+    assert.deepEqual(podSandboxConfigFromCri(sent.config as never), config);
 
     const { status } = await runtime.podSandboxStatus(id);
     assert.equal(status.id, id);
@@ -95,8 +95,8 @@ describe('RemoteRuntimeService against the fake CRI server', () => {
     const id = await runtime.createContainer(sandboxId, config, sandboxConfig);
     const sent = server.lastRequests.get('CreateContainer')!;
     assert.equal(sent.podSandboxId, sandboxId);
-    assert.deepEqual(containerConfigFromWire(sent.config as Record<string, unknown>), config);
-    assert.deepEqual(podSandboxConfigFromWire(sent.sandboxConfig as Record<string, unknown>), sandboxConfig);
+    assert.deepEqual(containerConfigFromCri(sent.config as never), config);
+    assert.deepEqual(podSandboxConfigFromCri(sent.sandboxConfig as never), sandboxConfig);
 
     assert.equal((await runtime.containerStatus(id)).status.state, 'CONTAINER_CREATED');
     await runtime.startContainer(id);
@@ -155,7 +155,7 @@ describe('RemoteRuntimeService against the fake CRI server', () => {
     assert.deepEqual(server.lastRequests.get('ExecSync'), {
       containerId: id,
       cmd: ['echo', 'hi'],
-      timeout: 7,
+      timeout: 7n, // int64 on the wire
     });
 
     const binary = Buffer.from([0, 255, 10, 128]);
@@ -171,7 +171,7 @@ describe('RemoteRuntimeService against the fake CRI server', () => {
     }
 
     await runtime.stopContainer(id, 30);
-    assert.equal(server.lastRequests.get('StopContainer')?.timeout, 30);
+    assert.equal(server.lastRequests.get('StopContainer')?.timeout, 30n);
     const status = (await runtime.containerStatus(id)).status;
     assert.equal(status.state, 'CONTAINER_EXITED');
     assert.equal(status.exitCode, 137);

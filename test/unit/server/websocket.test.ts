@@ -98,3 +98,19 @@ test('a bad handshake is a 400', async () => {
     },
   );
 });
+
+test('a text message that is not UTF-8 is not delivered: the client is closed with 1007', async () => {
+  let clientCode = 0;
+  const { messages } = await withServer(
+    () => undefined,
+    async (url) => {
+      const ws = new WebSocket(url);
+      await new Promise<void>((resolve, reject) => ws.once('open', resolve).once('error', reject));
+      const closed = new Promise<number>((resolve) => ws.once('close', (code: number) => resolve(code)));
+      ws.send(Buffer.from([0x68, 0xff, 0xfe]), { binary: false });
+      clientCode = await closed;
+    },
+  );
+  assert.equal(messages.length, 0);
+  assert.equal(clientCode, 1007);
+});

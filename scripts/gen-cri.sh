@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Regenerates the TypeScript of the vendored protos (npm run gen:cri): CRI runtime.v1 into
+# src/cri/generated, containerd's events API into src/cri/containerd-events/generated. Uses buf and
+# ts-proto from node_modules (no protoc). With --check, regenerates into a scratch copy and fails
+# when the committed output differs (CI runs this from npm run lint).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+targets=(src/cri/generated src/cri/containerd-events/generated)
+
+generate() {
+  local root=$1
+  rm -rf "$root/src/cri/generated" "$root/src/cri/containerd-events/generated"
+  (cd "$root" && npx --no-install buf generate src/cri/proto --template src/cri/proto/buf.gen.yaml)
+  (cd "$root" && npx --no-install buf generate src/cri/containerd-events/proto \
+    --template src/cri/containerd-events/proto/buf.gen.yaml)
+}
+
+if [[ ${1:-} == --check ]]; then
+  scratch=$(mktemp -d -t tskubelet-gen-XXXXXX)
+  trap 'rm -rf "$scratch"' EXIT
+  mkdir -p "$scratch/src/cri" "$scratch/src/cri/containerd-events"
+  cp -r src/cri/proto "$scratch/src/cri/proto"
+  cp -r src/cri/containerd-events/proto "$scratch/src/cri/containerd-events/proto"
+  ln -s "$PWD/node_modules" "$scratch/node_modules"
+  generate "$scratch"
+  status=0
+  for t in "${targets[@]}"; do
+    diff -r "$t" "$scratch/$t" >/dev/null || { echo "gen:cri: $t differs from what npm run gen:cri makes" >&2; diff -r "$t" "$scratch/$t" | head -20 >&2; status=1; }
+  done
+  ((status == 0)) && echo "gen:cri: generated code is up to date"
+  exit $status
+fi
+
+generate .

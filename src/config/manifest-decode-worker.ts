@@ -1,0 +1,6 @@
+/** The worker thread of decodeManifestOffThread: decodes one manifest and posts the outcome. */
+import { parentPort, workerData } from 'node:worker_threads';
+
+import { decodeManifestSync, type DecodeRequest } from './manifest-decoder.js';
+
+parentPort?.postMessage(decodeManifestSync(workerData as DecodeRequest));
