@@ -763,6 +763,8 @@ export class Kubelet implements ServerHost {
       {
         name: 'syncloop',
         check: () => {
+          // Not started yet is not a stall (upstream's syncLoopHealthCheck passes a zero monitor).
+          if (this.lastLoopIterationMs === 0) return undefined;
           const idleMs = this.clock.now() - this.lastLoopIterationMs;
           return idleMs > SYNC_LOOP_STALL_MS
             ? `sync Loop took longer than expected: ${idleMs} ms`
