@@ -25,7 +25,7 @@ import { nodeReference, type ObjectEventRecorder } from '../events/event-recorde
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import { deadlineSignal, raceAbort } from './abortable.js';
+import { raceAbort, withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
 import { decodeManifest } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
@@ -171,7 +171,7 @@ export class FileSource {
    * on its own (DECODE_TIMEOUT_MS), so a large manifest does not make the scan give up on the rest.
    */
   private fsDeadline(): { signal: AbortSignal; dispose: () => void } {
-    return deadlineSignal(this.clock, this.scanTimeoutMs, this.stopController.signal);
+    return withDeadline(this.clock, this.scanTimeoutMs, this.stopController.signal);
   }
 
   private async readPodsWithin(signal: AbortSignal): Promise<Pod[] | undefined> {
