@@ -3,7 +3,7 @@
  * the API's own field names. Like src/api/core-v1.ts these are open: fields the kubelet does not know
  * are kept on objects read from the server and sent back untouched.
  */
-import type { ConditionStatus, ObjectMeta, Quantity } from './core-v1.js';
+import type { ConditionStatus, ObjectMeta, ObjectReference, Quantity } from './core-v1.js';
 
 export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
 
@@ -104,4 +104,9 @@ export interface NodeAllocatable {
   cpu: Quantity;
   memory: Quantity;
   'ephemeral-storage'?: Quantity;
+}
+
+/** upstream's kl.nodeRef: the node's UID in events is its name, not the API object's UID. */
+export function nodeRef(nodeName: string): ObjectReference {
+  return { kind: 'Node', name: nodeName, uid: nodeName, namespace: '' };
 }

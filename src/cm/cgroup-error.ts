@@ -1,12 +1,9 @@
-/**
- * What the cgroup code throws when it cannot do its job (a cgroup that cannot be made or set).
- * Its own class, not KubeletError, until lib's KubeletErrorCode has a code for it ('CGROUP_ERROR').
- */
-export class CgroupError extends Error {
-  readonly code = 'CGROUP_ERROR';
+import { KubeletError } from '../lib/errors.js';
 
+/** What the cgroup code throws when it cannot do its job (a cgroup that cannot be made or set). */
+export class CgroupError extends KubeletError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super('CGROUP_ERROR', message, options);
     this.name = 'CgroupError';
   }
 }

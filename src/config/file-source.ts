@@ -21,7 +21,8 @@ import { lstat, open, readdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 
 import { podFullName, type Pod } from '../api/core-v1.js';
-import { nodeReference, type ObjectEventRecorder } from '../events/event-recorder.js';
+import { nodeRef } from '../api/node.js';
+import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
@@ -299,7 +300,7 @@ export class FileSource {
     if ('error' in result) {
       this.log.error('Could not process manifest file', { path: file, err: result.error });
       this.options.recorder?.eventFor(
-        nodeReference(this.options.nodeName),
+        nodeRef(this.options.nodeName),
         'Warning',
         FAILED_VALIDATION_REASON,
         `Could not process manifest file ${file}: ${result.error}`,
@@ -359,7 +360,7 @@ export class FileSource {
         const message = `Pod failed validation due to duplicate pod name ${d.pod}: file ${d.ignored} is ignored, file ${d.kept} declares it first`;
         this.log.error(message, { pod: d.pod, path: d.ignored, firstPath: d.kept });
         this.options.recorder?.eventFor(
-          nodeReference(this.options.nodeName),
+          nodeRef(this.options.nodeName),
           'Warning',
           FAILED_VALIDATION_REASON,
           message,

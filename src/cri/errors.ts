@@ -3,7 +3,7 @@ import { KubeletError } from '../lib/errors.js';
 /** The runtime said the object does not exist (gRPC NOT_FOUND). Callers usually treat this as "already gone". */
 export class CriNotFoundError extends KubeletError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super('CRI_ERROR', message, options);
+    super('CRI_NOT_FOUND', message, options);
     this.name = 'CriNotFoundError';
   }
 }

@@ -66,9 +66,6 @@ export function podReference(pod: Pod, fieldPath = ''): ObjectReference {
 }
 
 /** The kubelet's reference to its node: the node name stands in for the UID, as upstream's nodeRef. */
-export function nodeReference(nodeName: string): ObjectReference {
-  return { kind: 'Node', name: nodeName, uid: nodeName, namespace: '' };
-}
 
 export class ApiEventRecorder implements ObjectEventRecorder {
   private readonly opts: ApiEventRecorderOptions;

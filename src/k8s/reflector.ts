@@ -13,7 +13,7 @@
  *   the attempts in between only at --v=4.
  */
 import { realClock, type Clock } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { KubeApiError, type ApiResult, type Status } from './api-status.js';
 import type {
@@ -90,7 +90,12 @@ export function objectKey(obj: KubeObject): string {
   return ns ? `${ns}/${name}` : name;
 }
 
-class Expired extends Error {}
+/** The watch's resourceVersion is too old (410 Gone): the reflector relists. */
+class Expired extends KubeletError {
+  constructor() {
+    super('WATCH_EXPIRED', 'resource version expired');
+  }
+}
 
 export class Reflector<T extends KubeObject> {
   private readonly opts: ReflectorOptions<T>;

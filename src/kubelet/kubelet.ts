@@ -31,7 +31,7 @@ import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { getPodQOS } from '../api/qos.js';
 import { ReasonCache } from '../status/reason-cache.js';
-import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
+import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import type { StatusManager } from '../status/status-manager.js';
 import { ActiveDeadlineHandler } from './active-deadline.js';
 import type { VolumeManager } from '../volume/volume-manager.js';

@@ -54,7 +54,8 @@ import {
   versionInfo,
   type Setter,
 } from './setters.js';
-import { nodeRef, type NodeEventRecorder } from './node-event-recorder.js';
+import { nodeRef } from '../api/node.js';
+import type { NodeEventRecorder } from './node-event-recorder.js';
 import type { EventType } from '../api/core-v1.js';
 import type { Node, Taint } from '../api/node.js';
 import { loopPeriodMs } from '../lib/loop-period.js';

@@ -8,7 +8,7 @@
  * upstream's setNodeStatus does.
  */
 import type { Image } from '../cri/types.js';
-import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
+import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import { formatIP, ipFamily, isUnspecifiedIP } from './host-ip.js';
 import type { MachineInfo } from './machine-info.js';
 import {

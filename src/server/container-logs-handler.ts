@@ -13,7 +13,8 @@ import { logger } from '../lib/log.js';
 import { readLogs, type LogOptions } from './container-logs.js';
 import type { LogStream } from './cri-log-format.js';
 import { parseRfc3339Nano } from './cri-log-format.js';
-import { findPod, type ServerState } from './kubelet-server.js';
+import { findPod } from './find-pod.js';
+import type { ServerState } from './kubelet-server.js';
 import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
 
 const log = logger('logs');

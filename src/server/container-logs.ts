@@ -9,6 +9,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { open, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
+import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import {
   formatRfc3339NanoFixed,
@@ -64,7 +65,12 @@ export async function findTailLineStartIndex(fh: FileHandle, size: number, n: nu
   return 0;
 }
 
-class MaximumWrite extends Error {}
+/** The limitBytes of a log request is reached: stops the copy, never reaches the client. */
+class MaximumWrite extends KubeletError {
+  constructor() {
+    super('LOG_LIMIT_REACHED', 'log limit reached');
+  }
+}
 
 /** Applies since, timestamps and limitBytes to each message, as upstream's logWriter. */
 class LogWriter {

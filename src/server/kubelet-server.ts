@@ -629,9 +629,3 @@ async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<vo
   });
   res.end(ctx.method === 'HEAD' ? undefined : text);
 }
-
-/** The pod a request names (upstream GetPodByName), or undefined. */
-export function findPod(state: ServerState, namespace: string, name: string): Pod | undefined {
-  if (state.host.getPodByName) return state.host.getPodByName(namespace, name);
-  return state.host.getPods().find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
-}

@@ -9,7 +9,8 @@ import { isNotFound } from '../cri/errors.js';
 import type { ExecSyncResponse } from '../cri/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { findPod, type ServerState } from './kubelet-server.js';
+import { findPod } from './find-pod.js';
+import type { ServerState } from './kubelet-server.js';
 import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
 import { proxyUpgrade } from './stream-proxy.js';
 import {

@@ -34,7 +34,7 @@ import {
   POD_READY,
   isConditionOwnedByKubelet,
 } from './pod-conditions.js';
-import { rfc3339Seconds } from './rfc3339-seconds.js';
+import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import type { PodStatusSink, VersionedPodStatus } from './status-manager.js';
 import { isMirrorPod } from '../api/pod-source.js';
 import { loopPeriodMs } from '../lib/loop-period.js';

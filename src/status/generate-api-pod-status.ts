@@ -30,7 +30,7 @@ import {
   updateLastTransitionTimes,
 } from './pod-conditions.js';
 import { getPodQOS } from '../api/qos.js';
-import { rfc3339Seconds } from './rfc3339-seconds.js';
+import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import { findContainerStatusByName, shouldContainerBeRestarted } from '../kuberuntime/compute-pod-actions.js';
 
 /** Default waiting reasons of a container that has no runtime state yet. */

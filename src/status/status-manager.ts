@@ -16,7 +16,7 @@ import {
   isConditionSharedByKubelet,
   updateLastTransitionTimes,
 } from './pod-conditions.js';
-import { rfc3339Seconds } from './rfc3339-seconds.js';
+import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import { isStaticPod } from '../api/pod-source.js';
 
 const log = logger('status_manager');

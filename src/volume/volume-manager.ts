@@ -74,14 +74,14 @@ export const VolumeEventReason = {
 } as const;
 
 /** A syncPod that cannot go on because the pod's volumes are not ready. */
-export class VolumeMountError extends Error {
-  readonly code = 'VOLUME_MOUNT_FAILED';
+export class VolumeMountError extends KubeletError {
   constructor(
     message: string,
     /** True when it only timed out or was cancelled: upstream records no event for those. */
     readonly interrupted: boolean,
+    options?: { cause?: unknown },
   ) {
-    super(message);
+    super('VOLUME_MOUNT_FAILED', message, options);
     this.name = 'VolumeMountError';
   }
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import type { Pod } from '../../../src/api/core-v1.js';
-import { ApiEventRecorder, noopEventRecorder, nodeReference } from '../../../src/events/event-recorder.js';
+import { ApiEventRecorder, noopEventRecorder } from '../../../src/events/event-recorder.js';
+import { nodeRef } from '../../../src/api/node.js';
 import type { CoreEvent } from '../../../src/events/event-types.js';
 import { RestClient } from '../../../src/k8s/rest-client.js';
 import { FakeClock } from '../../../src/lib/clock.js';
@@ -136,7 +137,7 @@ describe('ApiEventRecorder against the test API server', () => {
     await r.idle();
     assert.equal(events().length, 26);
     // Another object has its own bucket.
-    r.eventFor(nodeReference(NODE), 'Normal', 'NodeReady', `Node ${NODE} status is now: NodeReady`);
+    r.eventFor(nodeRef(NODE), 'Normal', 'NodeReady', `Node ${NODE} status is now: NodeReady`);
     await r.idle();
     const nodeEvent = events().find((e) => e.involvedObject.kind === 'Node');
     assert.deepEqual(nodeEvent?.involvedObject, { kind: 'Node', name: NODE, uid: NODE });
@@ -190,6 +191,6 @@ describe('ApiEventRecorder against the test API server', () => {
 
   it('has a no-op recorder for standalone mode', () => {
     noopEventRecorder.event(pod, '', 'Normal', 'Started', 'x');
-    noopEventRecorder.eventFor(nodeReference(NODE), 'Normal', 'Starting', 'x');
+    noopEventRecorder.eventFor(nodeRef(NODE), 'Normal', 'Starting', 'x');
   });
 });
