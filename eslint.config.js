@@ -18,6 +18,7 @@ const managers = [
   'cm',
   'server',
   'events',
+  'certificate',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.

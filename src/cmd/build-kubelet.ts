@@ -44,7 +44,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
@@ -54,7 +54,7 @@ import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
-import type { HealthCheck } from '../server/healthz.js';
+import type { HealthChecker } from '../server/healthz.js';
 import {
   startKubeletReadOnlyServer,
   startKubeletServer,
@@ -70,6 +70,11 @@ import { LocalStatusManager } from '../status/status-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
+import {
+  bootstrapClientCertificate,
+  startKubeletCertificates,
+  type KubeletCertificates,
+} from './kubelet-certificates.js';
 import type { LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
 
@@ -99,12 +104,16 @@ export interface BuildOptions {
   legacyContainerLogsDir?: string;
   /** False in tests that may not remount --root-dir. */
   makeRootDirShared?: boolean;
+  /** Cuts short a TLS bootstrap waiting for its certificate (the first signal). */
+  signal?: AbortSignal;
 }
 
 /** What is handed on from the bootstrap to the rest of the graph. */
 export interface KubeletBootstrap {
   readonly components: Component[];
   readonly cluster: ClusterClients | undefined;
+  /** Client and serving certificate managers (rotateCertificates, serverTLSBootstrap). */
+  readonly certificates: KubeletCertificates | undefined;
   /** The runtime once its component has started; throws before. */
   runtime(): ConnectedRuntime;
   /** What the servers read; it answers for the process alone until the kubelet is set. */
@@ -143,16 +152,50 @@ function serverComponent(name: string, listen: () => Promise<LocalServer | Kubel
   );
 }
 
+/** The kubelet server under serverTLSBootstrap: it listens from the first issued certificate on. */
+function servedWhenIssued(
+  certificates: KubeletCertificates,
+  listen: (pair: { certPem: string; keyPem: string }) => Promise<KubeletServer>,
+): Component {
+  let server: KubeletServer | undefined;
+  return asComponent(
+    'kubeletserver',
+    {
+      start: () =>
+        certificates.serveWith(async (pair) => {
+          server = await listen(pair);
+          return server;
+        }),
+      stop: () => server?.close(),
+      detail: () => (server ? { port: server.port } : { waitingFor: 'serving certificate' }),
+    },
+    { optional: true },
+  );
+}
+
 /** What runs before the runtime answers: the API clients (cluster mode), /healthz, the runtime connection. */
 export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): Promise<KubeletBootstrap> {
   const { config, flags, nodeName } = cfg;
   const clock = opts.clock ?? realClock;
   const late: KubeletBootstrap['late'] = {};
+  // TLS bootstrap: a client certificate from --bootstrap-kubeconfig when --kubeconfig has none.
+  await bootstrapClientCertificate(flags, nodeName, clock, opts.signal ?? new AbortController().signal);
   const cluster =
     flags.kubeConfig !== ''
       ? await createClusterClients(flags.kubeConfig, config, nodeName, clock, (ns, name) =>
           late.apiSource?.getPod(ns, name),
         )
+      : undefined;
+  const certificates =
+    cluster && (config.rotateCertificates || config.serverTLSBootstrap)
+      ? await startKubeletCertificates({
+          config,
+          flags,
+          nodeName,
+          clock,
+          cluster,
+          nodeIPs: nodeIPs(flags.nodeIP),
+        })
       : undefined;
 
   let connection: ConnectedRuntime | undefined;
@@ -183,7 +226,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   });
 
   // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
-  const runtimeCheck: HealthCheck = {
+  const runtimeCheck: HealthChecker = {
     name: 'runtime',
     check: () => (connection ? undefined : 'container runtime not connected yet'),
   };
@@ -197,6 +240,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   const components: (Component | false | undefined)[] = [
     cluster && asComponent('apiclients', { stop: () => cluster.close() }),
     cluster && asComponent('events', { stop: () => cluster.recorder.stop() }),
+    certificates && asComponent('certificates', { stop: () => certificates.stop() }),
     config.healthzPort > 0 &&
       serverComponent('healthz', () =>
         startLocalServer(host, {
@@ -210,6 +254,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   return {
     components: components.filter((c): c is Component => !!c),
     cluster,
+    certificates,
     runtime: () => {
       if (!connection) throw new Error('the container runtime is not connected');
       return connection;
@@ -610,6 +655,7 @@ export async function buildKubelet(
     // Upstream exits when it cannot serve the API. Standalone with a config file's defaults (webhook
     // authentication and authorization, but no API client) could then never start, so this is optional.
     config.enableServer &&
+      !boot.certificates?.servingCertificates &&
       serverComponent(
         'kubeletserver',
         () =>
@@ -621,6 +667,19 @@ export async function buildKubelet(
             nodeLogsSymlinkRoots: [config.podLogsDir],
           }),
         true,
+      ),
+    // serverTLSBootstrap: served once the first serving certificate is issued, then swapped as it rotates.
+    config.enableServer &&
+      boot.certificates?.servingCertificates &&
+      servedWhenIssued(boot.certificates, (servingCertificate) =>
+        startKubeletServer(apiHost, {
+          config,
+          nodeName,
+          certDirectory: flags.certDirectory,
+          apiPoster,
+          nodeLogsSymlinkRoots: [config.podLogsDir],
+          servingCertificate,
+        }),
       ),
     config.readOnlyPort > 0 &&
       serverComponent('readonlyserver', () =>

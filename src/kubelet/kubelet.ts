@@ -19,14 +19,14 @@ import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import type { PodCache } from '../pleg/pod-cache.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { isMirrorPod } from '../api/pod-source.js';
 import type { MirrorPods } from '../pod/mirror-pods.js';
 import { PodManager } from '../pod/pod-manager.js';
 import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
 import type { ProberManager, ProbeUpdate } from '../prober/prober-manager.js';
 import type { WorkQueue } from '../podworkers/work-queue.js';
-import { pingCheck, logCheck, type HealthCheck } from '../server/healthz.js';
+import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { getPodQOS } from '../api/qos.js';
@@ -107,7 +107,7 @@ export interface KubeletOptions {
   /** Where kubelet_pod_start_duration_seconds goes; absent, it is not measured. */
   metrics?: MetricsRegistry;
   /** Extra health checks for /healthz (the runtime's, for one). */
-  healthChecks?: HealthCheck[];
+  healthChecks?: HealthChecker[];
 }
 
 export class Kubelet implements ServerHost {
@@ -756,13 +756,15 @@ export class Kubelet implements ServerHost {
     return (await this.runtime.getPods(false)).map(runningPodToPod);
   }
 
-  healthChecks(): readonly HealthCheck[] {
+  healthChecks(): readonly HealthChecker[] {
     return [
       pingCheck,
       logCheck,
       {
         name: 'syncloop',
         check: () => {
+          // Not started yet is not a stall (upstream's syncLoopHealthCheck passes a zero monitor).
+          if (this.lastLoopIterationMs === 0) return undefined;
           const idleMs = this.clock.now() - this.lastLoopIterationMs;
           return idleMs > SYNC_LOOP_STALL_MS
             ? `sync Loop took longer than expected: ${idleMs} ms`

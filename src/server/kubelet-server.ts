@@ -6,6 +6,7 @@
  * Requests that switch protocols (exec, attach, port-forward over SPDY or WebSocket) arrive on the
  * server's 'upgrade' event and go through the same pipeline: parse, authenticate, authorize, route.
  */
+import { readFile, stat } from 'node:fs/promises';
 import http, { ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -27,7 +28,7 @@ import {
   type TokenReviewer,
 } from './delegated-auth.js';
 import type { ComponentStatus } from '../lib/component.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
 import {
@@ -55,7 +56,7 @@ export interface KubeletServerHost {
   getPodByName?(namespace: string, name: string): Pod | undefined;
   /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
   /** Every component's state, listed by /healthz?verbose. */
   componentStatuses?(): readonly ComponentStatus[];
   /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
@@ -110,11 +111,17 @@ export interface KubeletServerOptions {
   /** Folders that symlinks under nodeLogsDir may point into (the pod log folder, when it is elsewhere). */
   nodeLogsSymlinkRoots?: string[];
   clock?: Clock;
+  /** The serving pair issued through a CSR (serverTLSBootstrap), instead of tlsCertFile or a self-signed one. */
+  servingCertificate?: { certPem: string; keyPem: string };
+  /** How often tlsCertFile/tlsPrivateKeyFile are checked for changes (default 60 s, as upstream's dynamic certificates). */
+  certReloadIntervalMs?: number;
 }
 
 export interface KubeletServer {
   /** The port actually bound (useful with port 0). */
   readonly port: number;
+  /** Serves this pair to new connections from now on (a rotated serving certificate). */
+  setServingCertificate?(certPem: string, keyPem: string): void;
   /** Stops listening and cuts every connection, streams included. */
   close(): Promise<void>;
 }
@@ -246,7 +253,7 @@ export async function startKubeletServer(
   const x509 = config.authentication.x509.clientCAFile !== '';
   if (!x509 && !tokenReviewer && !config.authentication.anonymous.enabled)
     throw new KubeletError('INVALID_CONFIG', 'No authentication method configured');
-  const tls = await servingTls(config, opts.certDirectory, opts.nodeName);
+  const tls = await servingTls(config, opts.certDirectory, opts.nodeName, opts.servingCertificate);
   const registry = withProcessMetrics(host.metrics ?? new MetricsRegistry());
   const state: ServerState = {
     host,
@@ -272,7 +279,80 @@ export async function startKubeletServer(
     httpMetrics: httpMetrics(registry),
   };
   const server = https.createServer(tls.options);
-  return listen(server, state, config.address, config.port, 'readwrite');
+  const setServingCertificate = (certPem: string, keyPem: string) => {
+    server.setSecureContext({ ...tls.options, cert: certPem, key: keyPem });
+    log.info('Serving certificate updated', { nodeName: opts.nodeName });
+  };
+  const stopReload =
+    !opts.servingCertificate && config.tlsCertFile !== '' && config.tlsPrivateKeyFile !== ''
+      ? reloadOnChange(
+          [config.tlsCertFile, config.tlsPrivateKeyFile],
+          opts.certReloadIntervalMs ?? CERT_RELOAD_INTERVAL_MS,
+          clock,
+          async () => {
+            const [cert, key] = await Promise.all([
+              readFile(config.tlsCertFile, 'utf8'),
+              readFile(config.tlsPrivateKeyFile, 'utf8'),
+            ]);
+            setServingCertificate(cert, key);
+          },
+        )
+      : () => undefined;
+  const listening = await listen(server, state, config.address, config.port, 'readwrite');
+  return {
+    port: listening.port,
+    setServingCertificate,
+    close: () => {
+      stopReload();
+      return listening.close();
+    },
+  };
+}
+
+/** Upstream's dynamic serving certificate controller checks its files about once a minute. */
+const CERT_RELOAD_INTERVAL_MS = 60_000;
+
+/** Calls reload when any file's mtime or size changes; a failed reload keeps the old pair and is logged. */
+function reloadOnChange(
+  files: string[],
+  intervalMs: number,
+  clock: Clock,
+  reload: () => Promise<void>,
+): () => void {
+  const seen = new Map<string, string>();
+  let stopped = false;
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
+  const fingerprint = async (f: string) => {
+    try {
+      const st = await stat(f);
+      return `${st.mtimeMs}:${st.size}:${st.ino}`;
+    } catch {
+      return 'missing';
+    }
+  };
+  const tick = async () => {
+    let changed = false;
+    for (const f of files) {
+      const fp = await fingerprint(f);
+      if (seen.has(f) && seen.get(f) !== fp) changed = true;
+      seen.set(f, fp);
+    }
+    if (changed) {
+      try {
+        await reload();
+      } catch (err) {
+        log.error('Unable to reload the serving certificate; keeping the old one', {
+          err: errorMessage(err),
+        });
+      }
+    }
+    if (!stopped) timer = clock.setTimeout(() => void tick(), Math.max(intervalMs, 100));
+  };
+  void tick();
+  return () => {
+    stopped = true;
+    if (timer) clock.clearTimeout(timer);
+  };
 }
 
 /**

@@ -15,7 +15,7 @@ import type { Pod } from '../../src/api/core-v1.js';
 import { realCgroupFs } from '../../src/cm/cgroup-fs.js';
 import { detectCgroupSubsystems } from '../../src/cm/cgroup-subsystems.js';
 import type { CoreEvent } from '../../src/events/event-types.js';
-import type { Node } from '../../src/nodestatus/types.js';
+import type { Node } from '../../src/api/node.js';
 import { CgroupStatsReader } from '../../src/stats/cgroup-stats.js';
 import { readMemInfo } from '../../src/stats/node-host-stats.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';

@@ -778,7 +778,7 @@ describe('/logs/', () => {
     assert.equal(r.body, 'log');
   });
 
-  test('traversal and symlink escapes are refused; a symlink into the pod log folder is followed', async () => {
+  test('logs-traversal: traversal and symlink escapes are refused; a symlink into the pod log folder is followed', async () => {
     for (const p of [
       '/logs/../../etc/passwd',
       '/logs/%2e%2e/etc/passwd',
