@@ -31,6 +31,7 @@ import { instrumentCri } from '../cri/instrumented-runtime.js';
 import type { ImageService, RuntimeService, VersionResponse } from '../cri/types.js';
 import { EvictionManager } from '../eviction/eviction-manager.js';
 import { parseThresholdConfig } from '../eviction/threshold.js';
+import { ImageGCManager } from '../images/image-gc-manager.js';
 import { mustSucceed } from '../k8s/api-status.js';
 import { ContainerLogManager } from '../logs/container-log-manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
@@ -438,6 +439,22 @@ export async function buildKubelet(
       containerManager.status().cgroupsPerQOS ? containerManager.podCgroupParent(pod) : undefined,
     podsCgroupPath: () => containerManager.status().nodeAllocatableCgroup,
   });
+  const imageGCManager = new ImageGCManager({
+    runtimeService: criRuntime,
+    imageService: criImages,
+    imageFsStats: () => statsProvider.imageFsStats(),
+    sandboxImage: flags.podInfraContainerImage,
+    policy: {
+      highThresholdPercent: config.imageGCHighThresholdPercent,
+      lowThresholdPercent: config.imageGCLowThresholdPercent,
+      minAgeMs: config.imageMinimumGCAgeMs,
+      maxAgeMs: config.imageMaximumGCAgeMs,
+    },
+    clock,
+    nodeName,
+    recorder: cluster?.recorder,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+  });
   const evictionManager = new EvictionManager({
     nodeName,
     thresholds: parseThresholdConfig(config),
@@ -450,7 +467,10 @@ export async function buildKubelet(
     killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
     podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
     recorder: cluster?.recorder,
-    reclaimers: { deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers() },
+    reclaimers: {
+      deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers(),
+      deleteUnusedImages: () => imageGCManager.deleteUnusedImages(),
+    },
     metrics: kubeletMetrics,
   });
   const containerLogManager = new ContainerLogManager({
@@ -607,6 +627,12 @@ export async function buildKubelet(
       start: () => fsResourceAnalyzer.start(),
       stop: () => fsResourceAnalyzer.stop(),
     }),
+    // Upstream: imageGCHighThresholdPercent 100 disables image garbage collection (not the eviction's reclaim).
+    config.imageGCHighThresholdPercent < 100 &&
+      asComponent('imagegcmanager', {
+        start: () => imageGCManager.start(),
+        stop: () => imageGCManager.stop(),
+      }),
     asComponent('evictionmanager', {
       start: () => evictionManager.start(),
       stop: () => evictionManager.stop(),

@@ -10,14 +10,14 @@ import type { Pod, PodCondition, PodStatus } from '../api/core-v1.js';
 import { podLimits } from '../cm/resource-config.js';
 import { isMirrorPod, isStaticPod } from '../api/pod-source.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
-import { nodeReference } from '../events/event-recorder.js';
+import { nodeRef } from '../api/node.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { Counter, MetricsRegistry } from '../lib/metrics.js';
 import { approximateValue, formatQuantity, parseQuantity, valueOf } from '../api/quantity.js';
 import { getPodQOS } from '../api/qos.js';
-import { rfc3339Seconds } from '../status/rfc3339-seconds.js';
+import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import type { PodStats, Summary } from '../stats/summary-types.js';
 import {
   buildSignalToRankFunc,
@@ -301,7 +301,7 @@ export class EvictionManager {
     const resourceToReclaim = SIGNAL_TO_RESOURCE[thresholdToReclaim.signal];
     log.info('Eviction manager: attempting to reclaim', { resourceName: resourceToReclaim });
     this.opts.recorder?.eventFor(
-      nodeReference(this.opts.nodeName),
+      nodeRef(this.opts.nodeName),
       'Warning',
       'EvictionThresholdMet',
       `Attempting to reclaim ${resourceToReclaim}`,

@@ -2,7 +2,7 @@
  * The eviction manager through the built kubelet in cluster mode (test API server) and real
  * containerd: pods past their local storage limits are evicted with upstream's status and event
  * while a neighbour runs on; memory pressure (a threshold set just under what the machine has free,
- * tripped by a pod filling a memory-backed emptyDir) raises MemoryPressure, refuses a BestEffort
+ * tripped by a pod holding 1.5 GiB) raises MemoryPressure, refuses a BestEffort
  * pod at admission, evicts the pod using the memory, and clears after the transition period.
  * Static pods are critical upstream and never evicted, so these pods come from the API.
  */
@@ -173,7 +173,7 @@ describe('eviction through the kubelet process', () => {
 
   test('memory pressure: MemoryPressure, BestEffort refused, the pod using the memory evicted, then False again', async () => {
     const nodeName = `it-evict-mem-${process.pid}`;
-    // A threshold 768 MiB under what is free now: the hog's 1.5 GiB in a memory-backed emptyDir trips it.
+    // A threshold 768 MiB under what is free now: the hog's 1.5 GiB trips it.
     const threshold = (await memoryAvailableBytes()) - 768 * Mi;
     const k = await startKubelet(nodeName, [
       'evictionHard:',
@@ -203,18 +203,13 @@ describe('eviction through the kubelet process', () => {
         nodeName: k.nodeName,
         terminationGracePeriodSeconds: 1,
         restartPolicy: 'Never',
-        volumes: [{ name: 'mem', emptyDir: { medium: 'Memory' } }],
         containers: [
           {
             name: 'main',
             image: 'busybox',
             imagePullPolicy: 'IfNotPresent',
-            command: [
-              'sh',
-              '-c',
-              'dd if=/dev/zero of=/mem/fill bs=1M count=1536 2>/dev/null; exec sleep 3600',
-            ],
-            volumeMounts: [{ name: 'mem', mountPath: '/mem' }],
+            // dd fills a 1.5 GiB buffer and holds it, blocked writing into a pipe nobody reads.
+            command: ['sh', '-c', 'dd if=/dev/zero bs=1536M count=1 | sleep 3600'],
           },
         ],
       },
@@ -256,8 +251,6 @@ describe('eviction through the kubelet process', () => {
     );
     assert.ok(events().some((e) => e.reason === 'Evicted' && e.involvedObject.name === 'hog'));
     assert.equal(apiPod('steady')?.status?.phase, 'Running', 'the pod within its request stays');
-    // Deleting the evicted pod releases its memory-backed volume.
-    server.store.delete('pods', 'hog', ns);
     await waitFor(
       'MemoryPressure=False after the transition period',
       () => memoryPressure()?.status === 'False',
