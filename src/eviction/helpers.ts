@@ -4,6 +4,7 @@
  * messages an evicted pod carries.
  */
 import type { Pod, Volume } from '../api/core-v1.js';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- pod resource sums live in cm until they move to api/
 import { podRequests } from '../cm/resource-config.js';
 import {
   approximateValue,
@@ -14,6 +15,7 @@ import {
   type ResourceQuantity,
 } from '../api/quantity.js';
 import type { FsStats, PodStats, Summary } from '../stats/summary-types.js';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- one predicate shared with the stats analyzer
 import { isLocalEphemeralVolume } from '../stats/fs-resource-analyzer.js';
 import {
   formatThresholdQuantity,

@@ -41,6 +41,7 @@ import {
 } from './request-context.js';
 import { resourceMetricsText } from './resource-metrics.js';
 import type { SummaryProvider } from '../stats/stats-provider.js';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the summary's wire encoding belongs with its types
 import { summaryJson } from '../stats/summary-types.js';
 import { servingTls } from './serving-tls.js';
 import { StreamRegistry } from './stream-proxy.js';

@@ -7,6 +7,7 @@
 import { access, constants, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SecureVersion, TlsOptions } from 'node:tls';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the one X.509 helper, shared with the certificate manager
 import { selfSignedServingCertificate } from '../certificate/x509.js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';

@@ -4,7 +4,9 @@
  * nanoseconds. Works on cgroup v1 (memory, cpuacct, pids hierarchies) and v2 (one tree).
  */
 import path from 'node:path';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- stats read the cgroup tree through cm's file-system seam
 import { errnoCode, type CgroupFs } from '../cm/cgroup-fs.js';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- stats read the cgroup tree through cm's file-system seam
 import { v1MountPoints, type CgroupSubsystems } from '../cm/cgroup-subsystems.js';
 
 export interface CgroupSample {

@@ -5,6 +5,7 @@
  */
 import { lstat, readdir, statfs } from 'node:fs/promises';
 import path from 'node:path';
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the same errno reading as cm's
 import { errnoCode } from '../cm/cgroup-fs.js';
 
 export interface FsInfo {

@@ -15,14 +15,14 @@ import { errorMessage } from '../../lib/errors.js';
 import { logger } from '../../lib/log.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
 // containerd's proto paths have an `api/` folder of their own, not src/api: the layer rule's pattern does not apply.
-// eslint-disable-next-line no-restricted-imports
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
   TaskDelete,
   TaskExit,
   TaskOOM,
   TaskStart,
 } from './generated/github.com/containerd/containerd/api/events/task.js';
-// eslint-disable-next-line no-restricted-imports
+// eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
   EventsClient,
   SubscribeRequest,
