@@ -13,10 +13,12 @@ const managers = [
   'nodestatus',
   'eviction',
   'images',
+  'logs',
   'stats',
   'cm',
   'server',
   'events',
+  'certificate',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.

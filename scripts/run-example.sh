@@ -13,8 +13,7 @@ eval "$(bash scripts/runtime-stack.sh env)"
 
 echo "tskubelet: pods from examples/, /pods on http://127.0.0.1:10255, /healthz on http://127.0.0.1:10248 (Ctrl-C to stop)"
 exec bin/tskubelet \
-  --pod-manifest-path="$PWD/examples" \
+  --config="$PWD/scripts/example-kubelet-config.yaml" \
   --container-runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
   --root-dir="$PWD/.stack/kubelet" \
-  --read-only-port=10255 \
   "$@"

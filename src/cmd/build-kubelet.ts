@@ -20,6 +20,8 @@ import {
   type ContainerManager,
   type ContainerManagerOptions,
 } from '../cm/container-manager.js';
+import { realCgroupFs } from '../cm/cgroup-fs.js';
+import { detectCgroupSubsystems } from '../cm/cgroup-subsystems.js';
 import { ApiSource } from '../config/api-source.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
@@ -27,7 +29,10 @@ import { PodConfig } from '../config/pod-config.js';
 import { connectRuntime } from '../cri/connect-runtime.js';
 import { instrumentCri } from '../cri/instrumented-runtime.js';
 import type { ImageService, RuntimeService, VersionResponse } from '../cri/types.js';
+import { EvictionManager } from '../eviction/eviction-manager.js';
+import { parseThresholdConfig } from '../eviction/threshold.js';
 import { mustSucceed } from '../k8s/api-status.js';
+import { ContainerLogManager } from '../logs/container-log-manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
@@ -38,7 +43,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
@@ -48,7 +53,7 @@ import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
-import type { HealthCheck } from '../server/healthz.js';
+import type { HealthChecker } from '../server/healthz.js';
 import {
   startKubeletReadOnlyServer,
   startKubeletServer,
@@ -57,10 +62,18 @@ import {
 } from '../server/kubelet-server.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
+import { CgroupStatsReader } from '../stats/cgroup-stats.js';
+import { FsResourceAnalyzer } from '../stats/fs-resource-analyzer.js';
+import { StatsProvider } from '../stats/stats-provider.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
+import {
+  bootstrapClientCertificate,
+  startKubeletCertificates,
+  type KubeletCertificates,
+} from './kubelet-certificates.js';
 import type { LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION, KUBERNETES_VERSION } from './version.js';
 
@@ -90,12 +103,16 @@ export interface BuildOptions {
   legacyContainerLogsDir?: string;
   /** False in tests that may not remount --root-dir. */
   makeRootDirShared?: boolean;
+  /** Cuts short a TLS bootstrap waiting for its certificate (the first signal). */
+  signal?: AbortSignal;
 }
 
 /** What is handed on from the bootstrap to the rest of the graph. */
 export interface KubeletBootstrap {
   readonly components: Component[];
   readonly cluster: ClusterClients | undefined;
+  /** Client and serving certificate managers (rotateCertificates, serverTLSBootstrap). */
+  readonly certificates: KubeletCertificates | undefined;
   /** The runtime once its component has started; throws before. */
   runtime(): ConnectedRuntime;
   /** What the servers read; it answers for the process alone until the kubelet is set. */
@@ -134,11 +151,34 @@ function serverComponent(name: string, listen: () => Promise<LocalServer | Kubel
   );
 }
 
+/** The kubelet server under serverTLSBootstrap: it listens from the first issued certificate on. */
+function servedWhenIssued(
+  certificates: KubeletCertificates,
+  listen: (pair: { certPem: string; keyPem: string }) => Promise<KubeletServer>,
+): Component {
+  let server: KubeletServer | undefined;
+  return asComponent(
+    'kubeletserver',
+    {
+      start: () =>
+        certificates.serveWith(async (pair) => {
+          server = await listen(pair);
+          return server;
+        }),
+      stop: () => server?.close(),
+      detail: () => (server ? { port: server.port } : { waitingFor: 'serving certificate' }),
+    },
+    { optional: true },
+  );
+}
+
 /** What runs before the runtime answers: the API clients (cluster mode), /healthz, the runtime connection. */
 export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): Promise<KubeletBootstrap> {
   const { config, flags, nodeName } = cfg;
   const clock = opts.clock ?? realClock;
   const late: KubeletBootstrap['late'] = {};
+  // TLS bootstrap: a client certificate from --bootstrap-kubeconfig when --kubeconfig has none.
+  await bootstrapClientCertificate(flags, nodeName, clock, opts.signal ?? new AbortController().signal);
   const cluster =
     flags.kubeConfig !== ''
       ? await createClusterClients(
@@ -151,6 +191,17 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
           // cannot be running (before they exist, assume it could).
           (uid) => late.podWorkers?.couldHaveRunningContainers(uid) ?? true,
         )
+      : undefined;
+  const certificates =
+    cluster && (config.rotateCertificates || config.serverTLSBootstrap)
+      ? await startKubeletCertificates({
+          config,
+          flags,
+          nodeName,
+          clock,
+          cluster,
+          nodeIPs: nodeIPs(flags.nodeIP),
+        })
       : undefined;
 
   let connection: ConnectedRuntime | undefined;
@@ -181,7 +232,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   });
 
   // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
-  const runtimeCheck: HealthCheck = {
+  const runtimeCheck: HealthChecker = {
     name: 'runtime',
     check: () => (connection ? undefined : 'container runtime not connected yet'),
   };
@@ -195,6 +246,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   const components: (Component | false | undefined)[] = [
     cluster && asComponent('apiclients', { stop: () => cluster.close() }),
     cluster && asComponent('events', { stop: () => cluster.recorder.stop() }),
+    certificates && asComponent('certificates', { stop: () => certificates.stop() }),
     config.healthzPort > 0 &&
       serverComponent('healthz', () =>
         startLocalServer(host, {
@@ -208,6 +260,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   return {
     components: components.filter((c): c is Component => !!c),
     cluster,
+    certificates,
     runtime: () => {
       if (!connection) throw new Error('the container runtime is not connected');
       return connection;
@@ -359,7 +412,65 @@ export async function buildKubelet(
       : undefined;
   const getNode = nodeAnyWay(apiNode, initialNode);
   nodeAnyWayForDownwardAPI = getNode;
+
+  // The resource plane: volume usage walked in the background (upstream fsResourceAnalyzer), the
+  // stats provider over CRI, cgroups and statfs, and the eviction manager that reads it.
+  const fsResourceAnalyzer = new FsResourceAnalyzer({
+    rootDir: flags.rootDirectory,
+    clock,
+    periodMs: config.volumeStatsAggPeriodMs,
+    pods: () => kubelet.getActivePods(),
+  });
+  const cgroupStats = await detectCgroupSubsystems(realCgroupFs()).then(
+    (subsystems) => new CgroupStatsReader(realCgroupFs(), subsystems),
+    (err: unknown) => {
+      log.warn('Unable to read cgroups: pod stats are the sums of their containers', {
+        err: errorMessage(err),
+      });
+      return undefined;
+    },
+  );
+  const statsProvider = new StatsProvider({
+    runtime: criRuntime,
+    images: criImages,
+    clock,
+    nodeName,
+    rootDir: flags.rootDirectory,
+    podLogsDir: config.podLogsDir,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+    pods: () => kubelet.getActivePods(),
+    fsResourceAnalyzer,
+    cgroups: cgroupStats,
+    podCgroupPath: (pod) =>
+      containerManager.status().cgroupsPerQOS ? containerManager.podCgroupParent(pod) : undefined,
+    podsCgroupPath: () => containerManager.status().nodeAllocatableCgroup,
+  });
+  const evictionManager = new EvictionManager({
+    nodeName,
+    thresholds: parseThresholdConfig(config),
+    pressureTransitionPeriodMs: config.evictionPressureTransitionPeriodMs,
+    maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+    clock,
+    summaryProvider: statsProvider,
+    hasDedicatedImageFs: () => statsProvider.hasDedicatedImageFs(),
+    activePods: () => kubelet.getActivePods(),
+    killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
+    podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
+    recorder: cluster?.recorder,
+    reclaimers: { deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers() },
+    metrics: kubeletMetrics,
+  });
+  const containerLogManager = new ContainerLogManager({
+    runtimeService: criRuntime,
+    clock,
+    policy: { maxSizeBytes: config.containerLogMaxSizeBytes, maxFiles: config.containerLogMaxFiles },
+    maxWorkers: config.containerLogMaxWorkers,
+    monitorIntervalMs: config.containerLogMonitorIntervalMs,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+  });
+
   const kubelet: Kubelet = new Kubelet({
+    evictionAdmit: (pod) => evictionManager.admit(pod),
     nodeName,
     rootDir: flags.rootDirectory,
     getNode,
@@ -431,6 +542,11 @@ export async function buildKubelet(
       imageService: criImages,
       runtimeName,
       plegHealth: () => pleg.healthy(),
+      pressure: {
+        memory: () => evictionManager.isUnderMemoryPressure(),
+        disk: () => evictionManager.isUnderDiskPressure(),
+        pid: () => evictionManager.isUnderPIDPressure(),
+      },
       onRepeatedHeartbeatFailure: () => cluster.heartbeatClient.close(),
     });
 
@@ -449,6 +565,7 @@ export async function buildKubelet(
     metrics: kubeletMetrics,
     probeMetrics,
     configz: () => config,
+    statsProvider,
   };
   const apiPoster: ApiPoster | undefined = cluster && {
     post: async (path, body, s) =>
@@ -494,6 +611,18 @@ export async function buildKubelet(
     }),
     // The sync loop stops its inputs first, then the PLEG and the pod workers it drives.
     asComponent('syncloop', { start: () => kubelet.start(), stop: () => kubelet.stop() }),
+    asComponent('fsresourceanalyzer', {
+      start: () => fsResourceAnalyzer.start(),
+      stop: () => fsResourceAnalyzer.stop(),
+    }),
+    asComponent('evictionmanager', {
+      start: () => evictionManager.start(),
+      stop: () => evictionManager.stop(),
+    }),
+    asComponent('containerlogmanager', {
+      start: () => containerLogManager.start(),
+      stop: () => containerLogManager.stop(),
+    }),
     asComponent('podconfig', { stop: () => podConfig.stop() }),
     apiSource &&
       asComponent('apisource', {
@@ -508,6 +637,7 @@ export async function buildKubelet(
     // Upstream exits when it cannot serve the API. Standalone with a config file's defaults (webhook
     // authentication and authorization, but no API client) could then never start, so this is optional.
     config.enableServer &&
+      !boot.certificates?.servingCertificates &&
       serverComponent(
         'kubeletserver',
         () =>
@@ -519,6 +649,19 @@ export async function buildKubelet(
             nodeLogsSymlinkRoots: [config.podLogsDir],
           }),
         true,
+      ),
+    // serverTLSBootstrap: served once the first serving certificate is issued, then swapped as it rotates.
+    config.enableServer &&
+      boot.certificates?.servingCertificates &&
+      servedWhenIssued(boot.certificates, (servingCertificate) =>
+        startKubeletServer(apiHost, {
+          config,
+          nodeName,
+          certDirectory: flags.certDirectory,
+          apiPoster,
+          nodeLogsSymlinkRoots: [config.podLogsDir],
+          servingCertificate,
+        }),
       ),
     config.readOnlyPort > 0 &&
       serverComponent('readonlyserver', () =>

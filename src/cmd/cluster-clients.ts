@@ -7,7 +7,7 @@ import { ApiEventRecorder } from '../events/event-recorder.js';
 import { Reflector } from '../k8s/reflector.js';
 import { defaultUserAgent, RestClient } from '../k8s/rest-client.js';
 import type { Clock } from '../lib/clock.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { ApiStatusSink } from '../status/api-status-sink.js';
 import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
 import { KUBERNETES_VERSION } from './version.js';
@@ -21,6 +21,8 @@ export interface ClusterClients {
   /** Upstream's node informer: the pod watch waits for its first list, and node status reads it. */
   nodeReflector: Reflector<Node>;
   statusSink: ApiStatusSink;
+  /** Every client presents this pair from now on; their old connections are closed (certificate rotation). */
+  setClientCertificate(certPem: string, keyPem: string): void;
   close(): Promise<void>;
 }
 
@@ -67,6 +69,9 @@ export async function createClusterClients(
     recorder,
     nodeReflector,
     statusSink,
+    setClientCertificate(certPem, keyPem) {
+      for (const c of [kubeClient, eventClient, heartbeatClient]) c.setClientCertificate(certPem, keyPem);
+    },
     async close() {
       await statusSink.stop();
       await recorder.stop();

@@ -8,7 +8,7 @@
  * override the --config file; upstream marks them deprecated in favour of the file and so do we.
  */
 import { KubeletError } from '../lib/errors.js';
-import { DurationError, parseGoDurationMs } from './duration.js';
+import { DurationError, parseGoDurationMs } from '../lib/go-duration.js';
 import type { NodeTaint, TaintEffect } from './kubelet-configuration.js';
 
 /** Settings that exist only as flags (upstream's KubeletFlags). */
@@ -19,7 +19,10 @@ export interface KubeletFlags {
   kubeletDropinConfigDirectory: string;
   /** --kubeconfig: '' runs standalone. */
   kubeConfig: string;
+  /** --bootstrap-kubeconfig: where to ask for a client certificate when --kubeconfig has none; '' for none. */
   bootstrapKubeconfig: string;
+  /** --cloud-provider: '' or 'external' (the in-tree providers are gone, as in upstream 1.30). */
+  cloudProvider: string;
   hostnameOverride: string;
   /** --node-ip, as given: one address or a comma-separated dual-stack pair. */
   nodeIP: string;
@@ -46,6 +49,7 @@ export function defaultKubeletFlags(): KubeletFlags {
     kubeletDropinConfigDirectory: '',
     kubeConfig: '',
     bootstrapKubeconfig: '',
+    cloudProvider: '',
     hostnameOverride: '',
     nodeIP: '',
     rootDirectory: DEFAULT_ROOT_DIRECTORY,
@@ -74,6 +78,7 @@ type FlagKind =
   | 'headerMultimap'
   | 'labels'
   | 'taints'
+  | 'vmodule'
   | 'version';
 
 export type FlagGroup =
@@ -394,6 +399,14 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     group: 'Node',
     field: 'podCIDR',
     usage: 'The CIDR to use for pod IP addresses, only used in standalone mode.',
+  }),
+  f({
+    name: 'cloud-provider',
+    kind: 'string',
+    group: 'Node',
+    flagsKey: 'cloudProvider',
+    usage:
+      "The provider for cloud services. Set to 'external' when an external cloud controller manager initializes the node (the node registers with the node.cloudprovider.kubernetes.io/uninitialized taint); '' for none. Built-in cloud providers are disabled.",
   }),
   c({
     name: 'provider-id',
@@ -953,7 +966,15 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     group: 'Logging',
     field: 'logging.format',
     defaultText: 'text',
-    usage: 'Sets the log format. Permitted formats: "text".',
+    usage: 'Sets the log format. Permitted formats: "json", "text".',
+  }),
+  c({
+    name: 'vmodule',
+    kind: 'vmodule',
+    group: 'Logging',
+    field: 'logging.vmodule',
+    usage:
+      'comma-separated list of pattern=N settings for component-filtered logging (only works for text log format); tskubelet matches the pattern against its log components (kubelet, server, k8s, ...), not Go file names',
   }),
   c({
     name: 'log-flush-frequency',
@@ -1175,6 +1196,21 @@ function parseFlagValue(spec: FlagSpec, raw: string, shown: string, previous: un
       }
       return out;
     }
+    case 'vmodule': {
+      const out: { filePattern: string; verbosity: number }[] = [];
+      for (const item of raw.split(',')) {
+        if (item === '') continue;
+        const eq = item.indexOf('=');
+        if (eq === -1) throw invalid(`${JSON.stringify(item)} does not have the pattern=N format`);
+        const level = item.slice(eq + 1);
+        if (!/^\d+$/.test(level))
+          throw invalid(
+            `parsing verbosity in ${JSON.stringify(item)}: strconv.ParseUint: parsing ${JSON.stringify(level)}: invalid syntax`,
+          );
+        out.push({ filePattern: item.slice(0, eq), verbosity: Number(level) });
+      }
+      return out;
+    }
     case 'taints': {
       const out: NodeTaint[] = Array.isArray(previous) ? [...(previous as NodeTaint[])] : [];
       for (const item of raw.split(',')) {
@@ -1235,6 +1271,7 @@ const TYPE_NAMES: Readonly<Record<FlagKind, string>> = {
   headerMultimap: 'colonSeparatedMultimapStringString',
   labels: 'mapStringString',
   taints: 'taints',
+  vmodule: 'pattern=N,...',
   version: 'version[=true]',
 };
 

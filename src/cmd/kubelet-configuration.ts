@@ -13,7 +13,7 @@
 import { isIP } from 'node:net';
 
 import { KubeletError } from '../lib/errors.js';
-import { DurationError, parseGoDurationMs } from './duration.js';
+import { DurationError, parseGoDurationMs } from '../lib/go-duration.js';
 import { approximateValue, parseQuantity } from '../api/quantity.js';
 
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
@@ -273,7 +273,12 @@ export interface ResolvedKubeletConfig {
   volumePluginDir: string;
   providerID: string;
   kernelMemcgNotification: boolean;
-  logging: { format: string; flushFrequencyMs: number; verbosity: number };
+  logging: {
+    format: string;
+    flushFrequencyMs: number;
+    verbosity: number;
+    vmodule: { filePattern: string; verbosity: number }[];
+  };
   enableSystemLogHandler: boolean;
   enableSystemLogQuery: boolean;
   shutdownGracePeriodMs: number;
@@ -879,7 +884,12 @@ export function resolveKubeletConfiguration(
     volumePluginDir: c.volumePluginDir ?? '',
     providerID: c.providerID ?? '',
     kernelMemcgNotification: c.kernelMemcgNotification ?? false,
-    logging: { format: c.logging?.format ?? 'text', flushFrequencyMs, verbosity: c.logging?.verbosity ?? 0 },
+    logging: {
+      format: c.logging?.format ?? 'text',
+      flushFrequencyMs,
+      verbosity: c.logging?.verbosity ?? 0,
+      vmodule: vmoduleEntries(c.logging?.vmodule),
+    },
     enableSystemLogHandler: c.enableSystemLogHandler ?? true,
     enableSystemLogQuery: c.enableSystemLogQuery ?? false,
     shutdownGracePeriodMs: duration('shutdownGracePeriod', c.shutdownGracePeriod),
@@ -1183,4 +1193,15 @@ export function isQualifiedName(v: string): boolean {
 
 export function isLabelValue(v: string): boolean {
   return v === '' || (v.length <= 63 && /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(v));
+}
+
+/** logging.vmodule as the file writes it (a list of {filePattern, verbosity}); checked by validateLogging. */
+function vmoduleEntries(list: unknown[] | undefined): { filePattern: string; verbosity: number }[] {
+  return (list ?? []).map((item) => {
+    const o = (item ?? {}) as { filePattern?: unknown; verbosity?: unknown };
+    return {
+      filePattern: typeof o.filePattern === 'string' ? o.filePattern : '',
+      verbosity: typeof o.verbosity === 'number' ? o.verbosity : 0,
+    };
+  });
 }

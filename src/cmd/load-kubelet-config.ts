@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 import { KubeletError, errorMessage } from '../lib/errors.js';
-import { logger, type Logger } from '../lib/log.js';
+import { LOG_FORMATS, logger, type Logger } from '../lib/log.js';
 import { parseYaml11 } from '../lib/yaml11.js';
 import { flagForField, parseKubeletFlags, kubeletUsage, type KubeletFlags } from './flags.js';
 import {
@@ -25,6 +25,7 @@ import {
   type KubeletConfiguration,
   type ResolvedKubeletConfig,
 } from './kubelet-configuration.js';
+import { unusedSettingsInEffect } from './unused-settings.js';
 import { rawVersionText, versionText } from './version.js';
 
 export interface LoadKubeletConfigOptions {
@@ -36,6 +37,8 @@ export interface LoadKubeletConfigOptions {
   signal?: AbortSignal;
   /** Receives warnings (unknown fields, deprecated flags); the `cmd` logger by default. */
   log?: Logger;
+  /** Called with the validated logging settings before any warning is logged (main applies them there). */
+  applyLogging?: (logging: ResolvedKubeletConfig['logging']) => void;
 }
 
 /** What main does next: run with this configuration, or print `text` and exit 0. */
@@ -87,16 +90,82 @@ export async function loadKubeletConfig(
     }
   }
 
+  const addressFromFileOrFlag =
+    file.address !== undefined || parsed.configOverrides.some((o) => o.field === 'address');
   const config = applyV1beta1Defaults(file);
-  if (configFile === '') applyLegacyFlagDefaults(config);
+  if (configFile === '') {
+    applyLegacyFlagDefaults(config);
+    // Safe by default: standalone without a config file keeps upstream's open legacy defaults
+    // (anonymous, AlwaysAllow) but serves them on loopback only, unless --address says otherwise.
+    const standalone = parsed.flags.kubeConfig === '' && parsed.flags.bootstrapKubeconfig === '';
+    if (standalone && !addressFromFileOrFlag) config.address = '127.0.0.1';
+  }
   for (const override of parsed.configOverrides) setField(config, override.field, override.value);
 
   validateNodeLabels(parsed.flags.nodeLabels);
+  validateCloudProvider(parsed.flags.cloudProvider);
   const resolved = resolveKubeletConfiguration(config, flagForField);
+  validateLogging(resolved.logging);
+  options.applyLogging?.(resolved.logging);
   const nodeName = resolveNodeName(parsed.flags.hostnameOverride, options.hostname ?? os.hostname);
 
+  const risk = openAccessWarning(resolved);
+  if (risk) warnings.push(risk);
+  const unused = unusedSettingsInEffect(resolved, parsed.flags);
+  if (unused.length > 0)
+    warnings.push(
+      `These settings are parsed but not acted on by tskubelet (see docs/flags.md): ${unused.join(', ')}`,
+    );
   for (const w of warnings) log.warn(w);
   return { action: 'run', config: resolved, flags: parsed.flags, nodeName, configFile, warnings };
+}
+
+/** Upstream 1.30 has no in-tree cloud providers: only '' and 'external' remain. */
+function validateCloudProvider(cloudProvider: string): void {
+  if (cloudProvider === '' || cloudProvider === 'external') return;
+  throw new KubeletError(
+    'INVALID_CONFIG',
+    `cloud provider ${JSON.stringify(cloudProvider)} was specified, but built-in cloud providers are disabled. ` +
+      'Please set --cloud-provider=external and migrate to an external cloud provider',
+  );
+}
+
+/** component-base's logging validation, worded as the kubelet reports it ("initialize logging: ..."). */
+function validateLogging(logging: ResolvedKubeletConfig['logging']): void {
+  const errors: string[] = [];
+  if (!(LOG_FORMATS as readonly string[]).includes(logging.format))
+    errors.push(`logging.format: Invalid value: ${JSON.stringify(logging.format)}: Unsupported log format`);
+  if (logging.vmodule.length > 0 && logging.format !== 'text')
+    errors.push('logging.vmodule: Forbidden: Only supported for text log format');
+  logging.vmodule.forEach((item, i) => {
+    if (item.filePattern === '')
+      errors.push(`logging.vmodule[${i}]: Required value: File pattern must not be empty`);
+    else if (/[=,]/.test(item.filePattern))
+      errors.push(
+        `logging.vmodule[${i}]: Invalid value: ${JSON.stringify(item.filePattern)}: File pattern must not contain equal sign or comma`,
+      );
+  });
+  if (errors.length === 0) return;
+  const aggregate = errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`;
+  throw new KubeletError('INVALID_CONFIG', `initialize logging: ${aggregate}`);
+}
+
+/** The kubelet API open to anyone who can reach it: anonymous requests, AlwaysAllow, a non-loopback address. */
+export function openAccessWarning(config: ResolvedKubeletConfig): string | undefined {
+  if (!config.enableServer) return undefined;
+  if (!config.authentication.anonymous.enabled || config.authorization.mode !== 'AlwaysAllow')
+    return undefined;
+  if (isLoopbackAddress(config.address)) return undefined;
+  return (
+    `The kubelet API on ${config.address}:${config.port} lets anonymous requests do anything ` +
+    '(authentication.anonymous.enabled=true, authorization.mode=AlwaysAllow): anyone who can reach this ' +
+    'address can run commands in every container as root. Use a config file with webhook or x509 ' +
+    'authentication, or --address=127.0.0.1'
+  );
+}
+
+function isLoopbackAddress(address: string): boolean {
+  return address === '::1' || /^127\./.test(address);
 }
 
 /**

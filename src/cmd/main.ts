@@ -7,9 +7,12 @@
  * is left to the runtime and the next start, as upstream's kubelet leaves it. Pods keep running: a
  * restarted kubelet adopts them. A second signal exits at once.
  */
+import { realClock, type Clock } from '../lib/clock.js';
 import { ComponentRunner } from '../lib/component-runner.js';
 import { errorMessage } from '../lib/errors.js';
-import { logger, setVerbosity } from '../lib/log.js';
+import { logger, setLogFormat, setVModule, setVerbosity, type LogFormat } from '../lib/log.js';
+import { sdNotifierFromEnv, startWatchdog, watchdogIntervalMs } from '../lib/sd-notify.js';
+import type { ServerHost } from '../server/local-server.js';
 import { buildBootstrap, buildKubelet, type RunConfig } from './build-kubelet.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION } from './version.js';
@@ -23,7 +26,13 @@ export const SHUTDOWN_DEADLINE_MS = 5000;
 export async function main(argv: string[]): Promise<void> {
   let loaded: LoadedKubeletConfig;
   try {
-    loaded = await loadKubeletConfig(argv);
+    loaded = await loadKubeletConfig(argv, {
+      applyLogging: (logging) => {
+        setLogFormat(logging.format as LogFormat);
+        setVerbosity(logging.verbosity);
+        setVModule(logging.vmodule);
+      },
+    });
   } catch (err) {
     process.stderr.write(`tskubelet: ${errorMessage(err)}\nRun 'tskubelet --help' for the flags.\n`);
     process.exit(1);
@@ -42,7 +51,6 @@ export async function main(argv: string[]): Promise<void> {
 
 async function run(loaded: RunConfig): Promise<void> {
   const { config, nodeName } = loaded;
-  setVerbosity(config.logging.verbosity);
   log.info('Starting tskubelet', {
     version: KUBELET_VERSION,
     nodeName,
@@ -53,6 +61,8 @@ async function run(loaded: RunConfig): Promise<void> {
   // Aborted by the first signal: it cuts short a build waiting on the runtime.
   const stopController = new AbortController();
   let stopping = false;
+  // The systemd watchdog, once the kubelet has started.
+  const watchdog: { stop?: () => void } = {};
   const shutdown = (signal: string) => {
     if (stopping) {
       log.warn('Second signal: exiting now', { signal });
@@ -61,6 +71,7 @@ async function run(loaded: RunConfig): Promise<void> {
     stopping = true;
     log.info('Shutting down', { signal, deadlineMs: SHUTDOWN_DEADLINE_MS });
     stopController.abort(new Error(`received ${signal}`));
+    watchdog.stop?.();
     runner.stop(SHUTDOWN_DEADLINE_MS).then(
       (report) => {
         if (report.leftBehind.length > 0)
@@ -80,9 +91,11 @@ async function run(loaded: RunConfig): Promise<void> {
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 
-  const opts = { componentStatuses: () => runner.statuses() };
+  const opts = { componentStatuses: () => runner.statuses(), signal: stopController.signal };
+  let host: ServerHost;
   try {
     const boot = await buildBootstrap(loaded, opts);
+    host = boot.host;
     if (!(await runner.startAll(boot.components))) return;
     const graph = await buildKubelet(loaded, boot, stopController.signal, opts);
     if (!(await runner.startAll(graph.components))) return;
@@ -93,4 +106,29 @@ async function run(loaded: RunConfig): Promise<void> {
     throw err;
   }
   log.info('Kubelet started', { nodeName, pods: config.staticPodPath || undefined });
+  watchdog.stop = notifySystemd(host, realClock);
+}
+
+/** Type=notify: READY=1 now that the kubelet serves; WATCHDOG=1 while every /healthz check passes. */
+function notifySystemd(host: ServerHost, clock: Clock): (() => void) | undefined {
+  const notifier = sdNotifierFromEnv();
+  if (!notifier) return undefined;
+  void notifier.notify('READY=1').then((err) => {
+    if (err) log.warn('Unable to notify systemd', { err });
+  });
+  const intervalMs = watchdogIntervalMs();
+  if (intervalMs === undefined) return undefined;
+  return startWatchdog(
+    notifier,
+    intervalMs,
+    async () => {
+      for (const c of host.healthChecks()) {
+        const reason = await c.check();
+        if (reason !== undefined) return `${c.name}: ${reason}`;
+      }
+      return undefined;
+    },
+    clock,
+    (reason) => log.warn('Health check failed: withholding the systemd watchdog', { reason }),
+  );
 }

@@ -14,9 +14,9 @@ import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { KubeApiError, expectedFailure, statusFrom, type ApiResult, type Status } from './api-status.js';
-import { DeadlineExceededError, withDeadline, type Deadline } from './deadline.js';
+import { DeadlineExceededError, withDeadline, type Deadline } from '../lib/deadline.js';
 import { loadKubeconfig, type RestConfig } from './kubeconfig.js';
-import { rateLimiterFor, type RateLimiter } from './token-bucket.js';
+import { rateLimiterFor, type RateLimiter } from '../lib/token-bucket.js';
 
 /** Any API object: what the client needs of it is its metadata. */
 export interface KubeObject {
@@ -151,12 +151,13 @@ export interface RequestSpec {
 }
 
 export class RestClient {
-  readonly config: RestConfig;
+  /** The connection settings; setClientCertificate replaces it with one carrying the new pair. */
+  config: RestConfig;
   readonly userAgent: string;
   readonly requestTimeoutMs: number;
   private readonly clock: Clock;
   private readonly limiter: RateLimiter;
-  private readonly agent: http.Agent;
+  private agent: http.Agent;
   private readonly transport: typeof http | typeof https;
   private readonly base: URL;
   private readonly log: Logger;
@@ -172,18 +173,33 @@ export class RestClient {
     this.base = new URL(this.config.server);
     const secure = this.base.protocol === 'https:';
     this.transport = secure ? https : http;
+    this.agent = this.makeAgent();
+  }
+
+  private makeAgent(): http.Agent {
     const common = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
-    this.agent = secure
-      ? new https.Agent({
-          ...common,
-          ...(this.config.caPem ? { ca: this.config.caPem } : {}),
-          ...(this.config.clientCertPem
-            ? { cert: this.config.clientCertPem, key: this.config.clientKeyPem }
-            : {}),
-          ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
-          rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
-        })
-      : new http.Agent(common);
+    if (this.base.protocol !== 'https:') return new http.Agent(common);
+    return new https.Agent({
+      ...common,
+      ...(this.config.caPem ? { ca: this.config.caPem } : {}),
+      ...(this.config.clientCertPem
+        ? { cert: this.config.clientCertPem, key: this.config.clientKeyPem }
+        : {}),
+      ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
+      rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
+    });
+  }
+
+  /**
+   * Presents a new client certificate from now on (certificate rotation). Every connection made with
+   * the old one is closed, open watches included, so the API server sees the new identity at once
+   * (upstream's UpdateTransport closes them the same way); callers retry as after any cut.
+   */
+  setClientCertificate(certPem: string, keyPem: string): void {
+    this.config = { ...this.config, clientCertPem: certPem, clientKeyPem: keyPem };
+    const old = this.agent;
+    this.agent = this.makeAgent();
+    old.destroy();
   }
 
   /** A client for the kubeconfig at path (--kubeconfig). */

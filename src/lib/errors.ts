@@ -8,11 +8,17 @@ export type KubeletErrorCode =
   | 'INVALID_MANIFEST'
   | 'INVALID_CONFIG'
   | 'INVALID_QUANTITY'
+  | 'INVALID_DURATION'
+  | 'DEADLINE_EXCEEDED'
   | 'CREATE_CONTAINER_CONFIG'
   | 'CREATE_SANDBOX_FAILED'
   | 'CRASH_LOOP_BACKOFF'
   | 'KILL_FAILED'
-  | 'API_ERROR';
+  | 'API_ERROR'
+  /** A certificate or key on disk or from a signer that cannot be used. */
+  | 'CERTIFICATE_INVALID'
+  /** A CertificateSigningRequest denied, failed, or not issued in time. */
+  | 'CERTIFICATE_REQUEST_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

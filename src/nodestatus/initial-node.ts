@@ -5,7 +5,7 @@
  * controller's not-ready and unreachable taints), and the kubelet leaves them alone.
  */
 import { logger } from '../lib/log.js';
-import type { Node, Taint } from './types.js';
+import type { Node, Taint } from '../api/node.js';
 
 const log = logger('kubelet');
 
@@ -49,7 +49,12 @@ export interface InitialNodeParams {
   registerSchedulable: boolean;
   enableControllerAttachDetach: boolean;
   providerID: string;
+  /** --cloud-provider=external: the node waits, tainted, for the cloud controller manager to initialize it. */
+  externalCloudProvider?: boolean;
 }
+
+/** The taint a node registers with under an external cloud provider (upstream TaintExternalCloudProvider). */
+export const TAINT_EXTERNAL_CLOUD_PROVIDER = 'node.cloudprovider.kubernetes.io/uninitialized';
 
 /** The node before its status: metadata and spec of upstream's initialNode (no cloud provider). */
 export function initialNodeObject(p: InitialNodeParams): Node {
@@ -75,6 +80,8 @@ export function initialNodeObject(p: InitialNodeParams): Node {
   ) {
     taints.push({ key: TAINT_NODE_UNSCHEDULABLE, effect: 'NoSchedule' });
   }
+  if (p.externalCloudProvider)
+    taints.push({ key: TAINT_EXTERNAL_CLOUD_PROVIDER, value: 'true', effect: 'NoSchedule' });
   if (taints.length > 0) spec.taints = taints;
   if (p.enableControllerAttachDetach) {
     node.metadata.annotations = { [CONTROLLER_MANAGED_ATTACH_ANNOTATION]: 'true' };

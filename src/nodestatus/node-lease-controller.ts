@@ -13,7 +13,7 @@ import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { leaseRefPath, nodeRefPath, NODE_LEASE_NAMESPACE, type NodeApiClient } from './node-client.js';
-import type { Lease, Node } from './types.js';
+import type { Lease, Node } from '../api/node.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');
@@ -165,9 +165,9 @@ export class NodeLeaseController {
     const got = await this.client.get<Lease>(leaseRefPath(this.nodeName), this.callOptions(signal));
     if (got.ok) return { lease: got.object, created: false };
     if (got.reason !== 'NotFound') throw new Error(`getting lease: ${got.status.message ?? got.reason}`);
-    const { lease, ownerError } = await this.newLease(undefined, signal);
-    // Without the node's UID the Lease would have no owner: wait for the next round to create it.
-    if (ownerError) return { lease: undefined, created: false };
+    // Created at once, as upstream's setNodeOwnerFunc never fails: without the Node (not registered
+    // yet) the Lease has no owner reference, and a later renewal adds it.
+    const { lease } = await this.newLease(undefined, signal);
     const made = await this.client.create<Lease>(leaseRefPath(), lease, this.callOptions(signal));
     if (!made.ok) throw new Error(`creating lease: ${made.status.message ?? made.reason}`);
     this.renewals++;
@@ -212,10 +212,7 @@ export class NodeLeaseController {
    * The Lease to write: a fresh one, or base renewed now. It points to the node as its owner once the
    * node can be read (upstream's setNodeOwnerFunc), so deleting the node deletes its Lease.
    */
-  private async newLease(
-    base: Lease | undefined,
-    signal: AbortSignal,
-  ): Promise<{ lease: Lease; ownerError?: string }> {
+  private async newLease(base: Lease | undefined, signal: AbortSignal): Promise<{ lease: Lease }> {
     const lease: Lease = base
       ? structuredClone(base)
       : {
@@ -239,10 +236,10 @@ export class NodeLeaseController {
     } catch (err) {
       ownerError = errorMessage(err);
     }
-    log.error('failed to get node when trying to set owner ref to the node lease', {
+    log.error('Failed to get node when trying to set owner ref to the node lease', {
       node: this.nodeName,
       err: ownerError,
     });
-    return { lease, ownerError };
+    return { lease };
   }
 }

@@ -6,6 +6,7 @@
  * Requests that switch protocols (exec, attach, port-forward over SPDY or WebSocket) arrive on the
  * server's 'upgrade' event and go through the same pipeline: parse, authenticate, authorize, route.
  */
+import { readFile, stat } from 'node:fs/promises';
 import http, { ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
@@ -27,7 +28,7 @@ import {
   type TokenReviewer,
 } from './delegated-auth.js';
 import type { ComponentStatus } from '../lib/component.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
 import {
@@ -39,6 +40,8 @@ import {
   type RequestContext,
 } from './request-context.js';
 import { resourceMetricsText } from './resource-metrics.js';
+import type { SummaryProvider } from '../stats/stats-provider.js';
+import { summaryJson } from '../stats/summary-types.js';
 import { servingTls } from './serving-tls.js';
 import { StreamRegistry } from './stream-proxy.js';
 import { serveAttach, serveExec, servePortForward, serveRun } from './streaming-handlers.js';
@@ -53,7 +56,7 @@ export interface KubeletServerHost {
   getPodByName?(namespace: string, name: string): Pod | undefined;
   /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
   /** Every component's state, listed by /healthz?verbose. */
   componentStatuses?(): readonly ComponentStatus[];
   /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
@@ -64,8 +67,8 @@ export interface KubeletServerHost {
   probeMetrics?: MetricsRegistry;
   /** The configuration in force, for /configz (served as {"kubeletconfig": …}). */
   configz?(): unknown;
-  /** /stats/summary, when a stats provider exists (404 otherwise). */
-  statsSummary?(onlyCpuAndMemory: boolean, signal: AbortSignal): Promise<unknown>;
+  /** /stats/summary and /metrics/resource, when a stats provider exists (404 otherwise). */
+  statsProvider?: SummaryProvider;
 }
 
 /** The fields of the kubelet configuration the server reads; ResolvedKubeletConfig fits it as is. */
@@ -108,11 +111,17 @@ export interface KubeletServerOptions {
   /** Folders that symlinks under nodeLogsDir may point into (the pod log folder, when it is elsewhere). */
   nodeLogsSymlinkRoots?: string[];
   clock?: Clock;
+  /** The serving pair issued through a CSR (serverTLSBootstrap), instead of tlsCertFile or a self-signed one. */
+  servingCertificate?: { certPem: string; keyPem: string };
+  /** How often tlsCertFile/tlsPrivateKeyFile are checked for changes (default 60 s, as upstream's dynamic certificates). */
+  certReloadIntervalMs?: number;
 }
 
 export interface KubeletServer {
   /** The port actually bound (useful with port 0). */
   readonly port: number;
+  /** Serves this pair to new connections from now on (a rotated serving certificate). */
+  setServingCertificate?(certPem: string, keyPem: string): void;
   /** Stops listening and cuts every connection, streams included. */
   close(): Promise<void>;
 }
@@ -244,7 +253,7 @@ export async function startKubeletServer(
   const x509 = config.authentication.x509.clientCAFile !== '';
   if (!x509 && !tokenReviewer && !config.authentication.anonymous.enabled)
     throw new KubeletError('INVALID_CONFIG', 'No authentication method configured');
-  const tls = await servingTls(config, opts.certDirectory, opts.nodeName);
+  const tls = await servingTls(config, opts.certDirectory, opts.nodeName, opts.servingCertificate);
   const registry = withProcessMetrics(host.metrics ?? new MetricsRegistry());
   const state: ServerState = {
     host,
@@ -270,7 +279,80 @@ export async function startKubeletServer(
     httpMetrics: httpMetrics(registry),
   };
   const server = https.createServer(tls.options);
-  return listen(server, state, config.address, config.port, 'readwrite');
+  const setServingCertificate = (certPem: string, keyPem: string) => {
+    server.setSecureContext({ ...tls.options, cert: certPem, key: keyPem });
+    log.info('Serving certificate updated', { nodeName: opts.nodeName });
+  };
+  const stopReload =
+    !opts.servingCertificate && config.tlsCertFile !== '' && config.tlsPrivateKeyFile !== ''
+      ? reloadOnChange(
+          [config.tlsCertFile, config.tlsPrivateKeyFile],
+          opts.certReloadIntervalMs ?? CERT_RELOAD_INTERVAL_MS,
+          clock,
+          async () => {
+            const [cert, key] = await Promise.all([
+              readFile(config.tlsCertFile, 'utf8'),
+              readFile(config.tlsPrivateKeyFile, 'utf8'),
+            ]);
+            setServingCertificate(cert, key);
+          },
+        )
+      : () => undefined;
+  const listening = await listen(server, state, config.address, config.port, 'readwrite');
+  return {
+    port: listening.port,
+    setServingCertificate,
+    close: () => {
+      stopReload();
+      return listening.close();
+    },
+  };
+}
+
+/** Upstream's dynamic serving certificate controller checks its files about once a minute. */
+const CERT_RELOAD_INTERVAL_MS = 60_000;
+
+/** Calls reload when any file's mtime or size changes; a failed reload keeps the old pair and is logged. */
+function reloadOnChange(
+  files: string[],
+  intervalMs: number,
+  clock: Clock,
+  reload: () => Promise<void>,
+): () => void {
+  const seen = new Map<string, string>();
+  let stopped = false;
+  let timer: ReturnType<Clock['setTimeout']> | undefined;
+  const fingerprint = async (f: string) => {
+    try {
+      const st = await stat(f);
+      return `${st.mtimeMs}:${st.size}:${st.ino}`;
+    } catch {
+      return 'missing';
+    }
+  };
+  const tick = async () => {
+    let changed = false;
+    for (const f of files) {
+      const fp = await fingerprint(f);
+      if (seen.has(f) && seen.get(f) !== fp) changed = true;
+      seen.set(f, fp);
+    }
+    if (changed) {
+      try {
+        await reload();
+      } catch (err) {
+        log.error('Unable to reload the serving certificate; keeping the old one', {
+          err: errorMessage(err),
+        });
+      }
+    }
+    if (!stopped) timer = clock.setTimeout(() => void tick(), Math.max(intervalMs, 100));
+  };
+  void tick();
+  return () => {
+    stopped = true;
+    if (timer) clock.clearTimeout(timer);
+  };
 }
 
 /**
@@ -505,11 +587,21 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
 }
 
 async function serveStats(state: ServerState, ctx: RequestContext): Promise<void> {
-  if (ctx.path !== '/stats/summary' || !state.host.statsSummary) return notFound(ctx.res);
+  const provider = state.host.statsProvider;
+  if (ctx.path !== '/stats/summary' || !provider) return notFound(ctx.res);
   if (ctx.method !== 'GET') return methodNotAllowed(ctx.res);
+  // Upstream: only_cpu_and_memory=true skips the filesystems and network; any other value is "false".
   const only = ctx.query.get('only_cpu_and_memory') === 'true';
-  const summary = await state.host.statsSummary(only, ctx.signal);
-  sendJson(ctx.res, 200, summary);
+  let body: string;
+  try {
+    body = summaryJson(
+      only ? await provider.getCPUAndMemorySummary(ctx.signal) : await provider.getSummary(ctx.signal),
+    );
+  } catch (err) {
+    return sendText(ctx.res, 500, `Internal Error: ${errorMessage(err)}`);
+  }
+  ctx.res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  ctx.res.end(body);
 }
 
 async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<void> {
@@ -524,12 +616,8 @@ async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<vo
       text = await (state.host.probeMetrics ?? new MetricsRegistry()).expose();
       break;
     case '/metrics/resource':
-      text = await resourceMetricsText(
-        state.host.runtime,
-        state.clock,
-        ctx.signal,
-        state.runtimeRequestTimeoutMs,
-      );
+      if (!state.host.statsProvider) return notFound(res);
+      text = await resourceMetricsText(state.host.statsProvider, ctx.signal);
       break;
     default:
       // /metrics/cadvisor needs cAdvisor, which this kubelet does not embed.

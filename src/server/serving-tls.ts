@@ -4,22 +4,14 @@
  * reused across restarts; the minimum version and cipher suites given by their Go names, mapped to
  * what OpenSSL calls them; client certificates requested (never required) when a client CA is set.
  */
-import { execFile } from 'node:child_process';
-import { access, constants, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { isIP } from 'node:net';
+import { access, constants, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { SecureVersion, TlsOptions } from 'node:tls';
-import { promisify } from 'node:util';
+import { selfSignedServingCertificate } from '../certificate/x509.js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 
 const log = logger('server');
-const run = promisify(execFile);
-
-/** openssl makes an RSA key in well under a second; this bounds a wedged one. */
-const OPENSSL_TIMEOUT_MS = 30_000;
-/** Upstream's self-signed certificates last one year. */
-const SELF_SIGNED_DAYS = 365;
 
 /** tlsMinVersion values (Go's constant names) and what Node calls them. */
 const TLS_VERSIONS: Record<string, SecureVersion> = {
@@ -113,12 +105,20 @@ export async function servingTls(
   config: ServingTlsConfig,
   certDirectory: string,
   hostName: string,
+  /** A pair issued through a CSR (serverTLSBootstrap): served instead of any file. */
+  issued?: { certPem: string; keyPem: string },
 ): Promise<ServingTlsContext> {
   let certFile = config.tlsCertFile;
   let keyFile = config.tlsPrivateKeyFile;
+  if (issued) {
+    certFile = '';
+    keyFile = '';
+  }
   // What we just made is used as made: another kubelet sharing the folder may be writing its own pair.
   let generated: { cert: Buffer; key: Buffer } | undefined;
-  if (certFile === '' && keyFile === '') {
+  if (issued) {
+    generated = { cert: Buffer.from(issued.certPem), key: Buffer.from(issued.keyPem) };
+  } else if (certFile === '' && keyFile === '') {
     certFile = path.join(certDirectory, 'kubelet.crt');
     keyFile = path.join(certDirectory, 'kubelet.key');
     if (!(await readable(certFile)) || !(await readable(keyFile))) {
@@ -158,70 +158,35 @@ async function readable(file: string): Promise<boolean> {
   }
 }
 
-function subjectValue(v: string): string {
-  if (v === '' || /[/\\+,=\n]/.test(v))
-    throw new KubeletError('INVALID_CONFIG', `cannot put ${JSON.stringify(v)} in a certificate subject`);
-  return v;
-}
-
 /**
- * Upstream's GenerateSelfSignedCertKey: a throwaway CA `<host>-ca@<unix seconds>` signs a serving
- * certificate `<host>@<unix seconds>` whose SAN is the host (an IP SAN when the host is an IP); the
- * certificate file holds the certificate then the CA, so a client can pin either.
+ * Upstream's GenerateSelfSignedCertKey, made in-process (src/certificate/x509.ts): a throwaway CA
+ * `<host>-ca@<unix seconds>` signs a serving certificate `<host>@<unix seconds>` whose SAN is the host
+ * (an IP SAN when the host is an IP); the certificate file holds the certificate then the CA, so a
+ * client can pin either.
  */
 export async function writeSelfSignedCertificate(
   host: string,
   certFile: string,
   keyFile: string,
 ): Promise<{ cert: Buffer; key: Buffer }> {
-  const dir = path.dirname(certFile);
-  await mkdir(dir, { recursive: true, mode: 0o755 });
-  await mkdir(path.dirname(keyFile), { recursive: true, mode: 0o755 });
-  const work = await mkdtemp(path.join(dir, '.kubelet-cert-'));
-  const nowSeconds = Math.floor(Date.now() / 1000);
-  const f = (name: string) => path.join(work, name);
-  const openssl = (args: string[]) => run('openssl', args, { timeout: OPENSSL_TIMEOUT_MS });
+  if (host === '' || /[\n,=+]/.test(host))
+    throw new KubeletError('INVALID_CONFIG', `cannot put ${JSON.stringify(host)} in a certificate subject`);
   try {
-    await openssl([
-      'req', '-x509', '-new', '-nodes', '-newkey', 'rsa:2048',
-      '-keyout', f('ca.key'), '-out', f('ca.crt'), '-days', String(SELF_SIGNED_DAYS),
-      '-subj', `/CN=${subjectValue(host)}-ca@${nowSeconds}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE',
-      '-addext', 'keyUsage=critical,digitalSignature,keyEncipherment,keyCertSign',
-    ]); // prettier-ignore
-    await openssl([
-      'req', '-new', '-nodes', '-newkey', 'rsa:2048',
-      '-keyout', f('kubelet.key'), '-out', f('kubelet.csr'),
-      '-subj', `/CN=${subjectValue(host)}@${nowSeconds}`,
-    ]); // prettier-ignore
-    const san = isIP(host) ? `IP:${host}` : `DNS:${host}`;
-    await writeFile(
-      f('ext.cnf'),
-      [
-        'basicConstraints=critical,CA:FALSE',
-        'keyUsage=critical,digitalSignature,keyEncipherment',
-        'extendedKeyUsage=serverAuth',
-        `subjectAltName=${san}`,
-        '',
-      ].join('\n'),
-    );
-    await openssl([
-      'x509', '-req', '-in', f('kubelet.csr'), '-CA', f('ca.crt'), '-CAkey', f('ca.key'),
-      '-set_serial', '2', '-days', String(SELF_SIGNED_DAYS), '-extfile', f('ext.cnf'), '-out', f('kubelet.crt'),
-    ]); // prettier-ignore
-    const chain = Buffer.concat([await readFile(f('kubelet.crt')), await readFile(f('ca.crt'))]);
-    const key = await readFile(f('kubelet.key'));
-    await writeFile(f('chain.crt'), chain, { mode: 0o644 });
-    await writeFile(f('final.key'), key, { mode: 0o600 });
+    const pair = await selfSignedServingCertificate(host);
+    await mkdir(path.dirname(certFile), { recursive: true, mode: 0o755 });
+    await mkdir(path.dirname(keyFile), { recursive: true, mode: 0o755 });
+    const cert = Buffer.from(pair.certPem);
+    const key = Buffer.from(pair.keyPem);
+    const suffix = `.tmp-${process.pid}-${Date.now()}`;
+    await writeFile(keyFile + suffix, key, { mode: 0o600 });
+    await writeFile(certFile + suffix, cert, { mode: 0o644 });
     // The key first: a crash between the renames leaves no certificate, so the next start makes both again.
-    await rename(f('final.key'), keyFile);
-    await rename(f('chain.crt'), certFile);
-    return { cert: chain, key };
+    await rename(keyFile + suffix, keyFile);
+    await rename(certFile + suffix, certFile);
+    return { cert, key };
   } catch (err) {
     throw new KubeletError('INVALID_CONFIG', `unable to generate self signed cert: ${String(err)}`, {
       cause: err,
     });
-  } finally {
-    await rm(work, { recursive: true, force: true });
   }
 }

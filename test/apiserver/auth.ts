@@ -55,13 +55,24 @@ function isDiscoveryPath(path: string): boolean {
 
 /**
  * The default policy: system:masters and system:nodes may do anything (the node user stands in for
- * the Node authorizer and system:node's RBAC), everyone may read health and version, and any
+ * the Node authorizer and system:node's RBAC), system:bootstrappers may create and read CSRs (as
+ * kubeadm's system:node-bootstrapper binding allows), everyone may read health and version, and any
  * authenticated user may read discovery.
  */
 export function defaultAuthorizationPolicy(a: AuthorizationAttributes): AuthorizationDecision {
   for (const group of ['system:masters', 'system:nodes']) {
     if (a.user.groups.includes(group)) return { allowed: true, reason: `allowed: member of group ${group}` };
   }
+  // kubeadm binds system:bootstrappers to system:node-bootstrapper: CSRs only.
+  if (
+    a.user.groups.includes('system:bootstrappers') &&
+    a.resourceRequest &&
+    a.apiGroup === 'certificates.k8s.io' &&
+    a.resource === 'certificatesigningrequests' &&
+    a.subresource === '' &&
+    ['create', 'get', 'list', 'watch'].includes(a.verb)
+  )
+    return { allowed: true, reason: 'allowed: system:node-bootstrapper' };
   if (!a.resourceRequest && a.verb === 'get') {
     if (PUBLIC_INFO_PATHS.includes(a.path)) return { allowed: true };
     if (isDiscoveryPath(a.path) && a.user.groups.includes('system:authenticated')) return { allowed: true };

@@ -72,6 +72,8 @@ interface RequestInfo {
   resource: string;
   subresource: string;
   name: string;
+  /** Who asked (set once authenticated): CSRs record their requester. */
+  requester?: UserInfo;
 }
 
 const MAX_BODY_BYTES = 10 * 1024 * 1024;
@@ -251,6 +253,7 @@ export function createRequestHandler(
     try {
       user = ctx.authenticator.authenticateRequest(req);
       if (!user) throw unauthorized();
+      info.requester = user;
       const attrs: AuthorizationAttributes = { user, ...info };
       const decision = decide(ctx.policy(), attrs);
       if (!decision.allowed) throw forbiddenError(attrs, decision.reason);
@@ -293,7 +296,8 @@ async function serve(
     case 'HEAD': {
       const table = tableRequest(req.headers.accept, def.resource, query.get('includeObject'));
       if (info.name) {
-        if (info.subresource && info.subresource !== 'status') throw methodNotSupported(def, 'get');
+        if (info.subresource && info.subresource !== 'status' && info.subresource !== 'approval')
+          throw methodNotSupported(def, 'get');
         const o = store.get(def.resource, info.name, namespace);
         if (table) {
           const meta = { resourceVersion: o.metadata.resourceVersion };
@@ -352,6 +356,8 @@ async function serve(
         return 201;
       }
       if (info.name) throw methodNotSupported(def, 'create');
+      if (def.resource === 'certificatesigningrequests')
+        prepareCsrForCreate(body as KubeObject, info.requester);
       sendJson(res, 201, store.create(def.resource, body as KubeObject, namespace));
       return 201;
     }
@@ -373,11 +379,7 @@ async function serve(
         meta.namespace = namespace;
       }
       const existed = store.tryGet(def.resource, info.name, namespace) !== undefined;
-      const out = store.update(
-        def.resource,
-        body,
-        info.subresource === 'status' ? { subresource: 'status' } : {},
-      );
+      const out = store.update(def.resource, body, subresourceOption(info.subresource));
       const code = existed ? 200 : 201;
       sendJson(res, code, out);
       return code;
@@ -403,7 +405,7 @@ async function serve(
         namespace,
         type,
         patch,
-        info.subresource === 'status' ? { subresource: 'status' } : {},
+        subresourceOption(info.subresource),
       );
       sendJson(res, 200, out);
       return 200;
@@ -578,4 +580,19 @@ function serveWatch(
     handle.stop();
   });
   return 200;
+}
+
+/** PUT and PATCH on `status` or `approval` change only that part of the object. */
+function subresourceOption(subresource: string): { subresource?: 'status' | 'approval' } {
+  return subresource === 'status' || subresource === 'approval' ? { subresource } : {};
+}
+
+/** The CSR strategy's PrepareForCreate: the requester is recorded, any status sent is dropped. */
+function prepareCsrForCreate(obj: KubeObject, user: UserInfo | undefined): void {
+  const spec = ((obj as { spec?: Record<string, unknown> }).spec ??= {});
+  spec.username = user?.username ?? '';
+  spec.groups = user?.groups ?? [];
+  if (user?.uid) spec.uid = user.uid;
+  else delete spec.uid;
+  delete (obj as { status?: unknown }).status;
 }

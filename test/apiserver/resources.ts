@@ -269,6 +269,15 @@ export const RESOURCES: readonly ResourceDef[] = [
     allowUnconditionalUpdate: false,
   }),
   def({
+    group: 'certificates.k8s.io',
+    resource: 'certificatesigningrequests',
+    kind: 'CertificateSigningRequest',
+    namespaced: false,
+    shortNames: ['csr'],
+    subresources: ['status', 'approval'],
+    fields: ['spec.signerName'],
+  }),
+  def({
     group: 'authentication.k8s.io',
     resource: 'tokenreviews',
     kind: 'TokenReview',

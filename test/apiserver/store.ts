@@ -53,7 +53,8 @@ export interface DeleteResult {
 }
 
 export interface UpdateOptions {
-  subresource?: 'status';
+  /** `approval`: only status.conditions change (CertificateSigningRequests). */
+  subresource?: 'status' | 'approval';
 }
 
 export interface StoreOptions {
@@ -407,7 +408,15 @@ export class ObjectStore {
     }
 
     let next: KubeObject;
-    if (opts.subresource === 'status') {
+    if (opts.subresource === 'approval') {
+      // The CSR approval strategy: everything but status.conditions comes from the stored object.
+      next = { ...clone(existing), metadata: meta };
+      const conditions = (o.status as { conditions?: unknown } | undefined)?.conditions;
+      const status = { ...((existing.status as Record<string, unknown> | undefined) ?? {}) };
+      if (conditions === undefined) delete status.conditions;
+      else status.conditions = conditions;
+      next.status = status;
+    } else if (opts.subresource === 'status') {
       // Status strategies: everything but status and metadata comes from the stored object.
       next = { ...clone(existing), metadata: meta, status: o.status };
       if (o.status === undefined) delete next.status;

@@ -16,7 +16,7 @@ import {
   type AuthorizationPolicy,
   type TestUser,
 } from './auth.js';
-import { CertificateAuthority, type KeyPair } from './certs.js';
+import { CertificateAuthority, type CsrSigningOptions, type KeyPair } from './certs.js';
 import type { VersionInfo } from './discovery.js';
 import { createRequestHandler, type RequestRecord } from './handlers.js';
 import { renderKubeconfig } from './kubeconfig.js';
@@ -81,6 +81,8 @@ export interface TestApiServer {
   tokenFor(user: string): string;
   /** A client certificate signed by the cluster CA: CN = user, O = groups. HTTPS servers only. */
   issueClientCertificate(user: string, groups?: string[]): Promise<KeyPair>;
+  /** Signs a PKCS#10 request with the cluster CA, as a CSR signer would (tests drive signing). */
+  signCertificateRequest(csrPem: string, opts: CsrSigningOptions): Promise<string>;
   /**
    * Writes a kubeconfig for user at path, with the CA embedded. The credential defaults to the user's
    * static token if it has one, else a client certificate (groups from the user table or opts.groups).
@@ -151,6 +153,12 @@ class TestApiServerImpl implements TestApiServer {
     const u = this.users.find((x) => x.name === user && x.token);
     if (!u?.token) throw new Error(`test API server user ${user} has no static token`);
     return u.token;
+  }
+
+  /** Signs a PKCS#10 request with this server's CA (the test's CSR signer). */
+  signCertificateRequest(csrPem: string, opts: CsrSigningOptions): Promise<string> {
+    if (!this.ca) throw new Error('a plain HTTP test API server has no CA to sign with');
+    return this.ca.signCsr(csrPem, opts);
   }
 
   issueClientCertificate(user: string, groups: string[] = []): Promise<KeyPair> {

@@ -12,7 +12,7 @@ import { RestClient } from '../../../src/k8s/rest-client.js';
 import { realClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { ClusterNode } from '../../../src/nodestatus/cluster-node.js';
-import type { Lease, Node } from '../../../src/nodestatus/types.js';
+import type { Lease, Node } from '../../../src/api/node.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-api-server.js';
 import { waitFor } from '../../helpers/wait.js';
 import { FakeCri, fakeMachineHost, fakeNetworkHost, nodeStatusConfig, nodeStatusFlags } from './fixtures.js';
@@ -119,7 +119,14 @@ describe('ClusterNode against the test API server', () => {
     assert.equal(patch.contentType, 'application/strategic-merge-patch+json');
     assert.equal(patch.code, 200);
 
-    const lease = await waitFor('the Lease', getLease, 5000, 50);
+    await waitFor('the Lease', getLease, 5000, 50);
+    // Created at once (maybe before the Node, without an owner); a renewal adds the owner reference.
+    const lease = await waitFor(
+      'the Lease with its owner',
+      () => (getLease()?.metadata.ownerReferences ? getLease() : undefined),
+      5000,
+      50,
+    );
     assert.equal(lease.spec?.holderIdentity, NODE);
     assert.equal(lease.spec?.leaseDurationSeconds, 1);
     assert.deepEqual(lease.metadata.ownerReferences, [

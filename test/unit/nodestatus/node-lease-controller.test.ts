@@ -3,7 +3,7 @@ import { afterEach, describe, it } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { microTime, NodeLeaseController } from '../../../src/nodestatus/node-lease-controller.js';
-import type { Lease } from '../../../src/nodestatus/types.js';
+import type { Lease } from '../../../src/api/node.js';
 import { settle } from './fixtures.js';
 import { StoreClient } from './store-client.js';
 
@@ -75,11 +75,12 @@ describe('NodeLeaseController', () => {
     for (const c of client.calls) assert.equal(c.timeoutMs, 10_000);
   });
 
-  it('waits for the node before creating the Lease, so that it always has its owner', async () => {
+  it('creates the Lease at once without an owner when the node is not there yet, and adds the owner later', async () => {
     const { client, controller, run, lease } = setup({ node: false });
     controller.start();
-    await run(10_000, 1000);
-    assert.equal(lease(), undefined);
+    await run(0);
+    assert.equal(lease()?.metadata.name, 'n1');
+    assert.equal(lease()?.metadata.ownerReferences, undefined);
     const uid = client.store.create('nodes', { metadata: { name: 'n1' } }).metadata.uid;
     await run(10_000, 1000);
     assert.equal(lease()?.metadata.ownerReferences?.[0]?.uid, uid);

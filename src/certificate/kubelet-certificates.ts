@@ -1,0 +1,99 @@
+/**
+ * The kubelet's two certificate managers as upstream's pkg/kubelet/certificate builds them:
+ * - client (rotateCertificates): CN=system:node:<name>, O=system:nodes, signer
+ *   kubernetes.io/kube-apiserver-client-kubelet, stored as kubelet-client-*.pem;
+ * - serving (serverTLSBootstrap): the same subject with the node's host names and IPs as SANs,
+ *   signer kubernetes.io/kubelet-serving, usages digital signature, key encipherment, server auth,
+ *   stored as kubelet-server-*.pem.
+ */
+import { X509Certificate } from 'node:crypto';
+import type { Clock } from '../lib/clock.js';
+import { logger } from '../lib/log.js';
+import type { RestClient } from '../k8s/rest-client.js';
+import { CLIENT_USAGES } from './bootstrap.js';
+import { CertificateManager } from './certificate-manager.js';
+import { CertificateStore, type StoredPair } from './certificate-store.js';
+import { KUBE_APISERVER_CLIENT_KUBELET_SIGNER, KUBELET_SERVING_SIGNER, type KeyUsage } from './csr.js';
+
+const log = logger('certificate');
+
+export const SERVING_USAGES: KeyUsage[] = ['digital signature', 'key encipherment', 'server auth'];
+
+export interface ClientCertificateOptions {
+  certDirectory: string;
+  nodeName: string;
+  /** The kubelet's API client: it sends the renewals, and presents each new pair. */
+  client: RestClient;
+  clock: Clock;
+  /** Called with each new pair (after the first load too, when the store holds a newer one). */
+  onRotate: (pair: StoredPair) => void;
+}
+
+/** Starts client certificate rotation (upstream NewKubeletClientCertificateManager). */
+export async function startClientCertificateManager(
+  opts: ClientCertificateOptions,
+): Promise<CertificateManager> {
+  const config = opts.client.config;
+  const manager = new CertificateManager({
+    name: 'client',
+    store: new CertificateStore('kubelet-client', opts.certDirectory),
+    subject: () => ({ commonName: `system:node:${opts.nodeName}`, organization: ['system:nodes'] }),
+    signerName: KUBE_APISERVER_CLIENT_KUBELET_SIGNER,
+    usages: CLIENT_USAGES,
+    csrClient: opts.client,
+    clock: opts.clock,
+    onRotate: opts.onRotate,
+    ...(config.clientCertPem && config.clientKeyPem
+      ? { initial: { certPem: config.clientCertPem, keyPem: config.clientKeyPem } }
+      : {}),
+  });
+  await manager.start();
+  const current = manager.current();
+  if (!current) log.warn('Client certificate rotation is on but the kubeconfig has no client certificate');
+  else if (!config.clientCertPem || !sameLeaf(current.leaf, config.clientCertPem)) opts.onRotate(current);
+  return manager;
+}
+
+function sameLeaf(leaf: X509Certificate, pem: string): boolean {
+  try {
+    return new X509Certificate(pem).fingerprint256 === leaf.fingerprint256;
+  } catch {
+    return false;
+  }
+}
+
+export interface ServingCertificateOptions {
+  certDirectory: string;
+  nodeName: string;
+  /** SANs: the node's host names and addresses (read at each renewal). */
+  hostnames: () => string[];
+  ips: () => string[];
+  client: RestClient;
+  clock: Clock;
+  onRotate: (pair: StoredPair) => void;
+}
+
+/** Starts serving certificate requests and rotation (upstream NewKubeletServerCertificateManager). */
+export async function startServingCertificateManager(
+  opts: ServingCertificateOptions,
+): Promise<CertificateManager> {
+  const manager = new CertificateManager({
+    name: 'server',
+    store: new CertificateStore('kubelet-server', opts.certDirectory),
+    subject: () => ({
+      commonName: `system:node:${opts.nodeName}`,
+      organization: ['system:nodes'],
+      dnsNames: opts.hostnames(),
+      ipAddresses: opts.ips(),
+    }),
+    signerName: KUBELET_SERVING_SIGNER,
+    usages: SERVING_USAGES,
+    csrClient: opts.client,
+    clock: opts.clock,
+    onRotate: opts.onRotate,
+  });
+  await manager.start();
+  const current = manager.current();
+  if (current) opts.onRotate(current);
+  return manager;
+}

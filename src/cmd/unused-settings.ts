@@ -1,0 +1,95 @@
+/**
+ * The settings tskubelet parses, type-checks and validates (so a file written for the upstream kubelet
+ * loads unchanged) but does not act on. None may be ignored quietly: every one set to something other
+ * than upstream's default is named, with its value, in one warning line at start. docs/flags.md lists
+ * the same table; a setting leaves it when its feature lands.
+ */
+import { defaultKubeletFlags, type KubeletFlags } from './flags.js';
+import {
+  applyV1beta1Defaults,
+  resolveKubeletConfiguration,
+  type ResolvedKubeletConfig,
+} from './kubelet-configuration.js';
+
+interface UnusedSetting {
+  /** As the user writes it: a config field (`imageGCHighThresholdPercent`) or a flag (`--lock-file`). */
+  name: string;
+  read(config: ResolvedKubeletConfig, flags: KubeletFlags): unknown;
+  /** Durations are resolved to milliseconds; shown with their unit. */
+  milliseconds?: boolean;
+}
+
+const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): UnusedSetting => ({
+  name,
+  read: (c) => c[key],
+  milliseconds: key.endsWith('Ms'),
+});
+const flag = <K extends keyof KubeletFlags>(name: string, key: K): UnusedSetting => ({
+  name,
+  read: (_c, f) => f[key],
+});
+
+/** Parsed and validated, not acted on (yet). */
+export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
+  field('containerLogMaxSize', 'containerLogMaxSize'),
+  field('containerLogMaxFiles', 'containerLogMaxFiles'),
+  field('containerLogMaxWorkers', 'containerLogMaxWorkers'),
+  field('containerLogMonitorInterval', 'containerLogMonitorIntervalMs'),
+  field('contentType', 'contentType'),
+  field('cpuManagerPolicy', 'cpuManagerPolicy'),
+  field('cpuManagerReconcilePeriod', 'cpuManagerReconcilePeriodMs'),
+  field('enableContentionProfiling', 'enableContentionProfiling'),
+  field('enableDebugFlagsHandler', 'enableDebugFlagsHandler'),
+  field('enableProfilingHandler', 'enableProfilingHandler'),
+  field('enableSystemLogQuery', 'enableSystemLogQuery'),
+  field('evictionSoft', 'evictionSoft'),
+  field('evictionSoftGracePeriod', 'evictionSoftGracePeriodMs'),
+  field('evictionMaxPodGracePeriod', 'evictionMaxPodGracePeriod'),
+  field('evictionMinimumReclaim', 'evictionMinimumReclaim'),
+  field('evictionPressureTransitionPeriod', 'evictionPressureTransitionPeriodMs'),
+  field('failCgroupV1', 'failCgroupV1'),
+  field('failSwapOn', 'failSwapOn'),
+  field('hairpinMode', 'hairpinMode'),
+  field('imageGCHighThresholdPercent', 'imageGCHighThresholdPercent'),
+  field('imageGCLowThresholdPercent', 'imageGCLowThresholdPercent'),
+  field('imageMaximumGCAge', 'imageMaximumGCAgeMs'),
+  field('imageMinimumGCAge', 'imageMinimumGCAgeMs'),
+  field('kernelMemcgNotification', 'kernelMemcgNotification'),
+  field('kubeletCgroups', 'kubeletCgroups'),
+  field('kubeReservedCgroup', 'kubeReservedCgroup'),
+  field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'),
+  field('maxOpenFiles', 'maxOpenFiles'),
+  field('memoryManagerPolicy', 'memoryManagerPolicy'),
+  field('memorySwap', 'memorySwap'),
+  field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
+  field('oomScoreAdj', 'oomScoreAdj'),
+  field('podCIDR', 'podCIDR'),
+  field('protectKernelDefaults', 'protectKernelDefaults'),
+  field('reservedSystemCPUs', 'reservedSystemCPUs'),
+  field('shutdownGracePeriod', 'shutdownGracePeriodMs'),
+  field('shutdownGracePeriodCriticalPods', 'shutdownGracePeriodCriticalPodsMs'),
+  field('systemCgroups', 'systemCgroups'),
+  field('systemReservedCgroup', 'systemReservedCgroup'),
+  field('topologyManagerPolicy', 'topologyManagerPolicy'),
+  field('topologyManagerScope', 'topologyManagerScope'),
+  field('volumePluginDir', 'volumePluginDir'),
+  field('volumeStatsAggPeriod', 'volumeStatsAggPeriodMs'),
+  flag('--exit-on-lock-contention', 'exitOnLockContention'),
+  flag('--image-credential-provider-bin-dir', 'imageCredentialProviderBinDir'),
+  flag('--image-credential-provider-config', 'imageCredentialProviderConfig'),
+  flag('--lock-file', 'lockFilePath'),
+];
+
+/** `name=value` for each unused setting whose value differs from upstream's default, in table order. */
+export function unusedSettingsInEffect(config: ResolvedKubeletConfig, flags: KubeletFlags): string[] {
+  const defaults = resolveKubeletConfiguration(applyV1beta1Defaults({}));
+  const defaultFlags = defaultKubeletFlags();
+  const out: string[] = [];
+  for (const s of UNUSED_SETTINGS) {
+    const value = s.read(config, flags);
+    if (JSON.stringify(value) === JSON.stringify(s.read(defaults, defaultFlags))) continue;
+    const unit = s.milliseconds && typeof value === 'number' ? 'ms' : '';
+    out.push(`${s.name}=${JSON.stringify(value)}${unit}`);
+  }
+  return out;
+}

@@ -1,0 +1,166 @@
+/**
+ * Safe by default and no silent settings: where the kubelet API listens without a config file, the
+ * README's first command (scripts/run-example.sh) keeping it on loopback, the warning for an open API,
+ * the one warning line naming settings that are parsed but not acted on, logging and cloud-provider
+ * validation worded as upstream.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os, { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import { loadKubeletConfig, type LoadedKubeletConfig } from '../../../src/cmd/load-kubelet-config.js';
+import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
+import { isKubeletError } from '../../../src/lib/errors.js';
+import type { Logger } from '../../../src/lib/log.js';
+import { pingCheck } from '../../../src/server/healthz.js';
+import { startKubeletServer } from '../../../src/server/kubelet-server.js';
+
+const HEADER = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+const REPO = join(import.meta.dirname, '..', '..', '..');
+
+describe('safe defaults', () => {
+  let dir: string;
+  let warnings: string[];
+  const log: Logger = {
+    info: () => undefined,
+    warn: (msg) => warnings.push(msg),
+    error: () => undefined,
+    v: () => undefined,
+    enabled: () => false,
+  };
+  beforeEach(() => {
+    dir = mkdtempSync(join(tmpdir(), 'safe-defaults-'));
+    warnings = [];
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  async function run(argv: string[]): Promise<Extract<LoadedKubeletConfig, { action: 'run' }>> {
+    const loaded = await loadKubeletConfig(argv, { hostname: () => 'node-1', cwd: dir, log });
+    assert.equal(loaded.action, 'run');
+    return loaded as Extract<LoadedKubeletConfig, { action: 'run' }>;
+  }
+  async function failure(argv: string[]): Promise<string> {
+    try {
+      await loadKubeletConfig(argv, { hostname: () => 'node-1', cwd: dir, log });
+    } catch (err) {
+      assert.ok(isKubeletError(err, 'INVALID_CONFIG'), String(err));
+      return err.message;
+    }
+    assert.fail(`expected ${argv.join(' ')} to fail`);
+  }
+
+  test('standalone without a config file serves the API on loopback; --address opens it, with a warning', async () => {
+    const { config } = await run(['--pod-manifest-path', dir]);
+    assert.equal(config.address, '127.0.0.1');
+    assert.equal(config.authorization.mode, 'AlwaysAllow');
+    assert.equal(warnings.filter((w) => w.includes('anonymous')).length, 0);
+
+    const open = await run(['--pod-manifest-path', dir, '--address', '0.0.0.0']);
+    assert.equal(open.config.address, '0.0.0.0');
+    assert.ok(warnings.some((w) => w.includes('0.0.0.0:10250 lets anonymous requests do anything')));
+  });
+
+  test('cluster mode and config files keep upstream defaults; the open legacy defaults are warned about', async () => {
+    assert.equal((await run(['--kubeconfig', join(dir, 'k')])).config.address, '0.0.0.0');
+    assert.equal(warnings.filter((w) => w.includes('lets anonymous')).length, 1);
+    warnings = [];
+    writeFileSync(join(dir, 'c.yaml'), HEADER);
+    assert.equal((await run(['--config', join(dir, 'c.yaml')])).config.address, '0.0.0.0');
+    assert.equal(warnings.filter((w) => w.includes('lets anonymous')).length, 0);
+  });
+
+  test("the README's first command serves the kubelet API on loopback only, so no other address answers /run or /exec", async () => {
+    const script = readFileSync(join(REPO, 'scripts', 'run-example.sh'), 'utf8');
+    assert.match(script, /--config="\$PWD\/scripts\/example-kubelet-config.yaml"/);
+    assert.doesNotMatch(script, /--address|--read-only-port/);
+    const { config } = await run([
+      `--config=${join(REPO, 'scripts', 'example-kubelet-config.yaml')}`,
+      '--container-runtime-endpoint=unix:///nonexistent.sock',
+      `--root-dir=${dir}`,
+    ]);
+    assert.equal(config.address, '127.0.0.1');
+    assert.equal(config.healthzBindAddress, '127.0.0.1');
+    assert.equal(config.readOnlyPort, 10255);
+    assert.equal(warnings.filter((w) => w.includes('lets anonymous')).length, 0);
+
+    // Serve it as main does, on a free port, and knock on this machine's own non-loopback addresses.
+    const server = await startKubeletServer(
+      {
+        getPods: () => [],
+        getRunningPods: async () => [],
+        healthChecks: () => [pingCheck],
+        runtime: new FakeRuntime(),
+      },
+      { config: { ...config, port: 0 }, nodeName: 'node-1', certDirectory: dir },
+    );
+    try {
+      const local = Object.values(os.networkInterfaces())
+        .flat()
+        .filter((a) => a && !a.internal && a.family === 'IPv4')
+        .map((a) => a!.address);
+      for (const address of local) {
+        await assert.rejects(connect(address, server.port), /ECONNREFUSED/, `${address} answered`);
+      }
+      await connect('127.0.0.1', server.port);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('one warning line names every setting parsed but not acted on, with its value', async () => {
+    writeFileSync(
+      join(dir, 'c.yaml'),
+      HEADER + 'imageGCHighThresholdPercent: 90\nshutdownGracePeriod: 30s\nmaxPods: 50\n',
+    );
+    await run(['--config', join(dir, 'c.yaml'), '--lock-file=/run/kubelet.lock']);
+    const lines = warnings.filter((w) => w.includes('parsed but not acted on'));
+    assert.equal(lines.length, 1);
+    assert.match(lines[0]!, /imageGCHighThresholdPercent=90/);
+    assert.match(lines[0]!, /shutdownGracePeriod=30000ms/);
+    assert.match(lines[0]!, /--lock-file="\/run\/kubelet.lock"/);
+    assert.doesNotMatch(lines[0]!, /maxPods/);
+  });
+
+  test('an unknown --logging-format fails with upstream words; json and --vmodule are accepted', async () => {
+    assert.equal(
+      await failure(['--logging-format=xml']),
+      'initialize logging: logging.format: Invalid value: "xml": Unsupported log format',
+    );
+    assert.equal((await run(['--logging-format=json'])).config.logging.format, 'json');
+    assert.deepEqual((await run(['--vmodule=prober=4,k8s=2'])).config.logging.vmodule, [
+      { filePattern: 'prober', verbosity: 4 },
+      { filePattern: 'k8s', verbosity: 2 },
+    ]);
+    assert.match(
+      await failure(['--logging-format=json', '--vmodule=prober=4']),
+      /logging.vmodule: Forbidden: Only supported for text log format/,
+    );
+    assert.match(await failure(['--vmodule=prober']), /"prober" does not have the pattern=N format/);
+  });
+
+  test('--cloud-provider accepts external and empty, refuses in-tree providers as upstream', async () => {
+    assert.equal((await run(['--cloud-provider=external'])).flags.cloudProvider, 'external');
+    assert.equal((await run(['--cloud-provider='])).flags.cloudProvider, '');
+    assert.equal(
+      await failure(['--cloud-provider=aws']),
+      'cloud provider "aws" was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider',
+    );
+  });
+});
+
+function connect(host: string, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const s = net.connect({ host, port, timeout: 2000 });
+    s.once('connect', () => {
+      s.destroy();
+      resolve();
+    });
+    s.once('timeout', () => {
+      s.destroy();
+      reject(new Error('timeout'));
+    });
+    s.once('error', reject);
+  });
+}
