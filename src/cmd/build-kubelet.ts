@@ -119,7 +119,7 @@ export interface KubeletBootstrap {
   /** What the servers read; it answers for the process alone until the kubelet is set. */
   readonly host: ServerHost;
   /** Set by buildKubelet: the parts the servers and the cluster clients read once they exist. */
-  readonly late: { kubelet?: Kubelet; apiSource?: ApiSource };
+  readonly late: { kubelet?: Kubelet; apiSource?: ApiSource; podWorkers?: PodWorkersImpl };
 }
 
 export interface KubeletGraph {
@@ -182,8 +182,15 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   await bootstrapClientCertificate(flags, nodeName, clock, opts.signal ?? new AbortController().signal);
   const cluster =
     flags.kubeConfig !== ''
-      ? await createClusterClients(flags.kubeConfig, config, nodeName, clock, (ns, name) =>
-          late.apiSource?.getPod(ns, name),
+      ? await createClusterClients(
+          flags.kubeConfig,
+          config,
+          nodeName,
+          clock,
+          (ns, name) => late.apiSource?.getPod(ns, name),
+          // Upstream's podDeletionSafety: a terminal phase waits until the pod workers know the pod
+          // cannot be running (before they exist, assume it could).
+          (uid) => late.podWorkers?.couldHaveRunningContainers(uid) ?? true,
         )
       : undefined;
   const certificates =
@@ -513,6 +520,7 @@ export async function buildKubelet(
     resyncIntervalMs: config.syncFrequencyMs,
   });
   late.kubelet = kubelet;
+  late.podWorkers = podWorkers;
 
   const fileSource =
     config.staticPodPath !== ''

@@ -32,6 +32,7 @@ export async function createClusterClients(
   nodeName: string,
   clock: Clock,
   getApiPod: (namespace: string, name: string) => ReturnType<ApiStatusSinkGetPod>,
+  podCouldHaveRunningContainers: (uid: string) => boolean,
 ): Promise<ClusterClients> {
   const userAgent = defaultUserAgent(KUBERNETES_VERSION);
   const kubeClient = await RestClient.fromKubeconfig(kubeconfigPath, {
@@ -56,7 +57,12 @@ export async function createClusterClients(
     fieldSelector: `metadata.name=${nodeName}`,
     clock,
   });
-  const statusSink = new ApiStatusSink({ client: kubeClient, clock, getApiPod });
+  const statusSink = new ApiStatusSink({
+    client: kubeClient,
+    clock,
+    getApiPod,
+    podCouldHaveRunningContainers,
+  });
   return {
     kubeClient,
     heartbeatClient,

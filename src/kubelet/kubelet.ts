@@ -408,10 +408,16 @@ export class Kubelet implements ServerHost {
     this.podWorkers.updatePod({ pod, mirrorPod, updateType, startTimeMs: this.clock.now() });
   }
 
-  /** A pod that may not run here: Failed with the reason, its containers never started (upstream: rejectPod). */
+  /**
+   * A pod that may not run here (upstream: rejectPod): a Warning event and a status of only the phase
+   * Failed, the reason and `Pod was rejected: <message>` (the qosClass kept as is, since the API
+   * server refuses a change of it). The pod never reaches the pod workers, so it gets no container
+   * statuses and no conditions of the kubelet's; the status manager's merge drops the API copy's
+   * PodScheduled, which the kubelet owns.
+   */
   private rejectPod(pod: Pod, reason: string, message: string): void {
     log.warn('Pod rejected at admission', { pod: podRef(pod), reason, message });
-    // Each part on its own: the pod must end Failed and killed even if its event or status cannot be made.
+    // Each part on its own: the pod must end Failed even if its event cannot be made.
     this.forPod(pod, 'reject: event', () => this.opts.recorder?.event(pod, '', 'Warning', reason, message));
     this.forPod(pod, 'reject: status', () =>
       this.opts.statusManager.setPodStatus(pod, {
@@ -421,7 +427,6 @@ export class Kubelet implements ServerHost {
         message: `Pod was rejected: ${message}`,
       }),
     );
-    this.podWorkers.updatePod({ pod, updateType: 'kill', startTimeMs: this.clock.now() });
   }
 
   /** Makes room for a critical pod: the victim fails as Preempting and is killed (upstream: CriticalPodAdmissionHandler). */

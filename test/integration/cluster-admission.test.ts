@@ -42,7 +42,26 @@ function podObject(name: string, spec: Partial<Pod['spec']> = {}, cpu?: string):
       ],
       ...spec,
     },
+    // As the API server and the scheduler leave it before the kubelet sees the pod.
+    status: {
+      phase: 'Pending',
+      qosClass: cpu ? 'Burstable' : 'BestEffort',
+      conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }],
+    },
   };
+}
+
+/** The whole API status of a rejected pod, as upstream's rejectPod and status manager leave it. */
+function assertRejectedStatus(pod: Pod, qosClass: string, reason: string, message: string): void {
+  const status = pod.status ?? {};
+  assert.match(status.startTime ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.deepEqual(status, {
+    phase: 'Failed',
+    qosClass,
+    reason,
+    message: `Pod was rejected: ${message}`,
+    startTime: status.startTime,
+  });
 }
 
 function createPod(pod: Pod): void {
@@ -152,8 +171,7 @@ describe('cluster mode: admission', () => {
     createPod(podObject('too-big', tolerateMaintenance, `${capacity + 1000}m`));
     const tooBig = await failedWith('too-big');
     const cpuMessage = `Node didn't have enough resource: cpu, requested: ${capacity + 1000}, used: 100, capacity: ${capacity}`;
-    assert.equal(tooBig.status?.reason, 'OutOfcpu');
-    assert.equal(tooBig.status?.message, `Pod was rejected: ${cpuMessage}`);
+    assertRejectedStatus(tooBig, 'Burstable', 'OutOfcpu', cpuMessage);
     const cpuEvent = await warning('too-big', 'OutOfcpu');
     assert.equal(cpuEvent.type, 'Warning');
     assert.equal(cpuEvent.message, cpuMessage);
@@ -163,10 +181,11 @@ describe('cluster mode: admission', () => {
     // A nodeSelector the node's labels do not match.
     createPod(podObject('picky', { ...tolerateMaintenance, nodeSelector: { 'tskubelet.test/disk': 'ssd' } }));
     const picky = await failedWith('picky');
-    assert.equal(picky.status?.reason, 'NodeAffinity');
-    assert.equal(
-      picky.status?.message,
-      "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+    assertRejectedStatus(
+      picky,
+      'BestEffort',
+      'NodeAffinity',
+      "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
     );
     assert.equal(
       (await warning('picky', 'NodeAffinity')).message,
@@ -176,10 +195,11 @@ describe('cluster mode: admission', () => {
     // The node's NoExecute taint, not tolerated.
     createPod(podObject('intolerant'));
     const intolerant = await failedWith('intolerant');
-    assert.equal(intolerant.status?.reason, 'TaintToleration');
-    assert.equal(
-      intolerant.status?.message,
-      "Pod was rejected: Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+    assertRejectedStatus(
+      intolerant,
+      'BestEffort',
+      'TaintToleration',
+      "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
     );
 
     // A selector that matches, and the matching node label from --node-labels: admitted.

@@ -265,10 +265,19 @@ test('a pod that does not fit is rejected with an event; the pods that fit run o
     5000,
     20,
   );
+  // Long enough for a pod worker to have written container statuses, had the pod reached one.
+  await new Promise((r) => setTimeout(r, 300));
+  // Upstream's rejectPod status whole, with the startTime its status manager adds: no conditions,
+  // no container statuses.
   const status = node.statusManager.getPodStatus('uid-big');
-  assert.equal(status?.reason, 'OutOfcpu');
-  assert.equal(status?.message, `Pod was rejected: ${message}`);
-  assert.equal(status?.qosClass, 'Burstable');
+  assert.match(status?.startTime ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.deepEqual(status, {
+    startTime: status?.startTime,
+    qosClass: 'Burstable',
+    phase: 'Failed',
+    reason: 'OutOfcpu',
+    message: `Pod was rejected: ${message}`,
+  });
   assert.deepEqual(node.events, [{ pod: 'big', type: 'Warning', reason: 'OutOfcpu', message }]);
   assert.equal(runningContainers(fake, 'uid-big').length, 0);
   assert.deepEqual(runningContainers(fake, 'uid-fits'), [running]);
