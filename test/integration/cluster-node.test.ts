@@ -158,7 +158,15 @@ describe('cluster mode: the node', () => {
   });
 
   it('holds its Lease, owned by the Node, and renews it', async () => {
-    const lease = await waitFor('the Lease', getLease, 30_000);
+    // Created at once, as upstream, and owned by the Node from the first renewal after the Node exists.
+    const lease = await waitFor(
+      'the Lease, owned by the Node',
+      () => {
+        const l = getLease();
+        return l?.metadata.ownerReferences?.length ? l : undefined;
+      },
+      30_000,
+    );
     assert.equal(lease.spec?.holderIdentity, NODE_NAME);
     assert.equal(lease.spec?.leaseDurationSeconds, 40);
     assert.deepEqual(lease.metadata.ownerReferences, [
