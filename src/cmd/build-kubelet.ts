@@ -369,6 +369,7 @@ export async function buildKubelet(
     runtimeName === 'containerd' && (config.featureGates.EventedPLEG ?? true)
       ? new EventedPLEG({
           generic: genericPleg,
+          clock,
           subscribe: (onEvent, s, hooks) =>
             subscribeTaskEvents(config.containerRuntimeEndpoint, K8S_NAMESPACE, [], onEvent, s, {
               ...hooks,

@@ -54,7 +54,7 @@ function setup() {
   const cache = new InMemoryPodCache();
   const generic = new GenericPLEG({ runtime, cache, clock });
   const source = new FakeEventSource();
-  const pleg = new EventedPLEG({ generic, subscribe: source.subscribe });
+  const pleg = new EventedPLEG({ generic, clock, subscribe: source.subscribe });
   return { clock, runtime, generic, source, pleg };
 }
 
@@ -89,6 +89,26 @@ describe('EventedPLEG', () => {
     source.exit('c-a-0', 'probe-1');
     await flushPromises();
     assert.equal(pleg.metrics().relistCount, relists + 1);
+    await pleg.stop();
+  });
+
+  it('relists again shortly after an event, for a runtime that records the change after publishing it', async () => {
+    const { clock, runtime, source, pleg } = setup();
+    runtime.pods = [runningPod('a', [{}], [{ state: 'running' }])];
+    pleg.start();
+    await flushPromises();
+    source.open();
+    await flushPromises();
+    drain(pleg);
+
+    // containerd's CRI plugin records the exit only after the event: the relist at once sees no change.
+    source.exit('c-a-0');
+    await flushPromises();
+    assert.deepEqual(drain(pleg), []);
+    runtime.pods = [runningPod('a', [{}], [{ state: 'exited' }])];
+    clock.advance(100);
+    await flushPromises();
+    assert.deepEqual(drain(pleg), ['ContainerDied c-a-0']);
     await pleg.stop();
   });
 
@@ -139,7 +159,7 @@ describe('EventedPLEG', () => {
 
   it('falls back to relisting every second when the subscription fails outright', async () => {
     const { clock, generic } = setup();
-    const pleg = new EventedPLEG({ generic, subscribe: () => Promise.reject(new Error('no socket')) });
+    const pleg = new EventedPLEG({ generic, clock, subscribe: () => Promise.reject(new Error('no socket')) });
     pleg.start();
     await flushPromises();
     assert.equal(generic.relistPeriod, 1000);
