@@ -24,7 +24,8 @@
  * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 10), BENCH_SETTLE_S (from the last pod running to the
  * steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
  * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 8), BENCH_QUICK=1 (windows of 5 s,
- * 3 rounds).
+ * 3 rounds), BENCH_KUBELET_ARGS (extra kubelet flags, space-separated, e.g.
+ * `--feature-gates=EventedPLEG=false` to measure without containerd's task events).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -566,7 +567,10 @@ async function kubeletRun(
   const kubelet = new BenchKubelet({
     runtimeEndpoint: s.endpoint,
     nodeName: NODE_NAME,
-    extraArgs: [`--cgroup-root=${cgroupRoot.name}`],
+    extraArgs: [
+      `--cgroup-root=${cgroupRoot.name}`,
+      ...(process.env.BENCH_KUBELET_ARGS?.split(' ').filter(Boolean) ?? []),
+    ],
   });
   let failed = true;
   let restarts = 0;

@@ -45,7 +45,9 @@ import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
 import type { Node } from '../api/node.js';
-import { GenericPLEG } from '../pleg/generic-pleg.js';
+import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
+import { EventedPLEG } from '../pleg/evented-pleg.js';
+import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
 import { MirrorPods } from '../pod/mirror-pods.js';
@@ -363,12 +365,26 @@ export async function buildKubelet(
     },
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
   });
-  const pleg = new GenericPLEG({
+  const genericPleg = new GenericPLEG({
     runtime,
     cache: podCache,
     clock,
     onRelist: (ms) => relistDuration.observe(undefined, ms / 1000),
   });
+  // EventedPLEG is on by default with containerd, whose task events on the same socket it reads
+  // (docs/architecture.md, "Where tskubelet chooses differently"); other runtimes only relist.
+  const pleg: PodLifecycleEventGenerator =
+    runtimeName === 'containerd' && (config.featureGates.EventedPLEG ?? true)
+      ? new EventedPLEG({
+          generic: genericPleg,
+          clock,
+          subscribe: (onEvent, s, hooks) =>
+            subscribeTaskEvents(config.containerRuntimeEndpoint, K8S_NAMESPACE, [], onEvent, s, {
+              ...hooks,
+              clock,
+            }),
+        })
+      : genericPleg;
   const workQueue = new BasicWorkQueue(clock);
   const podConfig = new PodConfig({ clock });
   const apiSource = cluster
@@ -627,7 +643,12 @@ export async function buildKubelet(
     asComponent('pleg', {
       start: () => pleg.start(),
       stop: () => pleg.stop(),
-      detail: () => ({ healthy: pleg.healthy().healthy }),
+      detail: () => ({
+        healthy: pleg.healthy().healthy,
+        // Whether containerd's task events drive it, and whether their stream is open now.
+        evented: pleg instanceof EventedPLEG,
+        ...(pleg instanceof EventedPLEG ? { subscribed: pleg.metrics().subscribed } : {}),
+      }),
     }),
     // The sync loop stops its inputs first, then the PLEG and the pod workers it drives.
     asComponent('syncloop', { start: () => kubelet.start(), stop: () => kubelet.stop() }),

@@ -148,7 +148,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private readonly runtime: GenericPlegOptions['runtime'];
   private readonly cache: PodCache;
   private readonly clock: Clock;
-  private readonly relistPeriodMs: number;
+  private relistPeriodMs: number;
   private readonly relistThresholdMs: number;
   private readonly onRelist: ((durationMs: number) => void) | undefined;
 
@@ -156,6 +156,10 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   /** Pods whose cache update failed: looked at again on the next relist even without events. */
   private podsToReinspect = new Set<string>();
   private relistInFlight: Promise<void> | undefined;
+  /** Set by requestRelist: the loop relists again as soon as the current relist ends. */
+  private relistRequested = false;
+  /** Ends the loop's current sleep early, while it sleeps. */
+  private wakeLoop: (() => void) | undefined;
   private loop: { controller: AbortController; done: Promise<void> } | undefined;
   private readonly counters: PlegMetrics = {
     relistCount: 0,
@@ -179,21 +183,48 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.onRelist = opts.onRelist;
   }
 
-  /** Relists now, then relistPeriodMs after each relist ends (so relists never overlap). */
+  /**
+   * Relists now, then relistPeriodMs after each relist ends (so relists never overlap), or at once
+   * when requestRelist asks for one.
+   */
   start(): void {
     if (this.loop) return;
     const controller = new AbortController();
     const run = async () => {
       while (!controller.signal.aborted) {
+        this.relistRequested = false;
         await this.relist();
+        if (this.relistRequested) continue;
+        const wake = new AbortController();
+        this.wakeLoop = () => wake.abort();
         try {
-          await this.clock.sleep(this.relistPeriodMs, controller.signal);
+          await this.clock.sleep(this.relistPeriodMs, AbortSignal.any([controller.signal, wake.signal]));
         } catch {
-          return;
+          if (controller.signal.aborted) return;
+        } finally {
+          this.wakeLoop = undefined;
         }
       }
     };
     this.loop = { controller, done: run() };
+  }
+
+  /**
+   * Asks for a relist as soon as possible: at once while the loop sleeps, right after the relist
+   * under way otherwise (that one may have listed before the change it is asked about).
+   */
+  requestRelist(): void {
+    this.relistRequested = true;
+    this.wakeLoop?.();
+  }
+
+  /** Changes the pause between relists from the next pause on. */
+  setRelistPeriod(periodMs: number): void {
+    this.relistPeriodMs = loopPeriodMs('pleg relist', periodMs);
+  }
+
+  get relistPeriod(): number {
+    return this.relistPeriodMs;
   }
 
   async stop(): Promise<void> {

@@ -78,6 +78,8 @@ export type TaskEvent = TaskStartEvent | TaskExitEvent | TaskOOMEvent | TaskDele
 export interface SubscribeTaskEventsOptions {
   /** Called each time a stream is (re)opened: events from before it may have been missed. */
   onSubscribe?: () => void;
+  /** Called each time a stream breaks (not when signal aborts it), with why, before the back-off. */
+  onBreak?: (error: string) => void;
   clock?: Clock;
   /** First pause before re-opening a broken stream (default 100 ms); doubles up to maxBackoffMs (default 5 s). */
   initialBackoffMs?: number;
@@ -167,6 +169,7 @@ export async function subscribeTaskEvents(
     for (let failures = 0; !signal.aborted;) {
       const { gotEvent, error } = await streamOnce(client, namespace, request, onEvent, signal, options);
       if (signal.aborted) break;
+      options.onBreak?.(error);
       if (gotEvent) failures = 0;
       const delayMs = retryDelayMs(failures++, initialMs, maxMs);
       log.v(failures > 1 ? 4 : 2, 'containerd event stream broke; re-subscribing', {
