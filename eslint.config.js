@@ -13,6 +13,7 @@ const managers = [
   'nodestatus',
   'eviction',
   'images',
+  'logs',
   'stats',
   'cm',
   'server',

@@ -11,6 +11,8 @@
 #   clean    down, then delete containerd's state (images archives stay)
 #   env      print CONTAINER_RUNTIME_ENDPOINT=... and friends, one KEY=VALUE a line
 #   status   say whether our containerd runs and answers
+#   crash    SIGKILL our containerd, and only it (its shims and containers live on), as a crash
+#            would: for recovery tests; 'up' starts it again
 #
 # Overrides (rarely needed): TSKUBELET_STACK_DIR (default <repo>/.stack) and TSKUBELET_STACK_RUN_DIR
 # (default /run/tskubelet, where the sockets live: unix socket paths are limited to 108 bytes).
@@ -461,6 +463,24 @@ cmd_env() {
   echo "TSKUBELET_SANDBOX_IMAGE=$SANDBOX_IMAGE"
 }
 
+# Only the daemon started with our config is killed (found by its command line, as 'down' finds it):
+# never the system's containerd, nor another stack's.
+cmd_crash() {
+  need_root crash
+  take_lock
+  local pid
+  pid=$(our_containerd_pid) || die "our containerd is not running"
+  kill -KILL "$pid"
+  local deadline=$((SECONDS + STOP_TIMEOUT_S))
+  # By command line rather than kill -0: a killed daemon nobody reaps yet is a zombie with none.
+  while our_containerd_pid >/dev/null; do
+    ((SECONDS < deadline)) || die "containerd (pid $pid) still there ${STOP_TIMEOUT_S}s after SIGKILL"
+    sleep 0.1
+  done
+  rm -f "$CD_PIDFILE"
+  log "killed containerd (pid $pid); shims and containers live on"
+}
+
 cmd_status() {
   local pid
   if pid=$(our_containerd_pid) && answers; then
@@ -482,6 +502,7 @@ case "${1:-}" in
   clean) cmd_clean ;;
   env) cmd_env ;;
   status) cmd_status ;;
+  crash) cmd_crash ;;
   *)
     sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
     exit 2

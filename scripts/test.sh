@@ -11,6 +11,8 @@ npm run --silent build
 # test/fuzz runs in its short form here (a few hundred cases); `npm run fuzz` is the long one.
 mapfile -t unit < <(find test/unit test/fuzz -name '*.test.ts' 2>/dev/null | sort)
 mapfile -t integration < <(find test/integration -name '*.test.ts' | sort)
+# The chaos suite's short form (30 pods, 3 kills of each, a 20 s outage); `npm run chaos` is the long one.
+integration+=(test/chaos/chaos.test.ts)
 
 status=0
 if [ ${#unit[@]} -gt 0 ]; then

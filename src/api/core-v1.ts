@@ -349,6 +349,39 @@ export interface PodList {
 }
 
 /** name_namespace: upstream's "pod full name", the key for pods whose UID is not known. */
+/** A node affinity's requirement (core/v1 NodeSelectorRequirement). */
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  values?: string[];
+}
+
+/** core/v1 NodeSelectorTerm: its requirements are ANDed. */
+export interface NodeSelectorTerm {
+  matchExpressions?: NodeSelectorRequirement[];
+  matchFields?: NodeSelectorRequirement[];
+}
+
+/** A reference to an object, e.g. the one an event is about (core/v1 ObjectReference). */
+export interface ObjectReference {
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  apiVersion?: string;
+  resourceVersion?: string;
+  /** The part of the object the event is about, e.g. `spec.containers{app}`. */
+  fieldPath?: string;
+}
+
+/** core/v1 Event.type. */
+export type EventType = 'Normal' | 'Warning';
+
+/** Failed and Succeeded are final: a pod never leaves them (upstream: podutil.IsPodPhaseTerminal). */
+export function isTerminalPhase(phase: string | undefined): phase is 'Failed' | 'Succeeded' {
+  return phase === 'Failed' || phase === 'Succeeded';
+}
+
 export function podFullName(pod: Pod): string {
   return `${pod.metadata.name ?? ''}_${pod.metadata.namespace ?? ''}`;
 }

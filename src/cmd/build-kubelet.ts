@@ -20,6 +20,8 @@ import {
   type ContainerManager,
   type ContainerManagerOptions,
 } from '../cm/container-manager.js';
+import { realCgroupFs } from '../cm/cgroup-fs.js';
+import { detectCgroupSubsystems } from '../cm/cgroup-subsystems.js';
 import { ApiSource } from '../config/api-source.js';
 import { FileSource } from '../config/file-source.js';
 import { HttpSource } from '../config/http-source.js';
@@ -27,7 +29,10 @@ import { PodConfig } from '../config/pod-config.js';
 import { connectRuntime } from '../cri/connect-runtime.js';
 import { instrumentCri } from '../cri/instrumented-runtime.js';
 import type { ImageService, RuntimeService, VersionResponse } from '../cri/types.js';
+import { EvictionManager } from '../eviction/eviction-manager.js';
+import { parseThresholdConfig } from '../eviction/threshold.js';
 import { mustSucceed } from '../k8s/api-status.js';
+import { ContainerLogManager } from '../logs/container-log-manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
@@ -38,7 +43,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { GenericPLEG } from '../pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
@@ -48,7 +53,7 @@ import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
-import type { HealthCheck } from '../server/healthz.js';
+import type { HealthChecker } from '../server/healthz.js';
 import {
   startKubeletReadOnlyServer,
   startKubeletServer,
@@ -57,6 +62,9 @@ import {
 } from '../server/kubelet-server.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
+import { CgroupStatsReader } from '../stats/cgroup-stats.js';
+import { FsResourceAnalyzer } from '../stats/fs-resource-analyzer.js';
+import { StatsProvider } from '../stats/stats-provider.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
@@ -217,7 +225,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   });
 
   // Until the kubelet exists, /healthz answers for the process alone, plus "the runtime is not reachable yet".
-  const runtimeCheck: HealthCheck = {
+  const runtimeCheck: HealthChecker = {
     name: 'runtime',
     check: () => (connection ? undefined : 'container runtime not connected yet'),
   };
@@ -397,7 +405,65 @@ export async function buildKubelet(
       : undefined;
   const getNode = nodeAnyWay(apiNode, initialNode);
   nodeAnyWayForDownwardAPI = getNode;
+
+  // The resource plane: volume usage walked in the background (upstream fsResourceAnalyzer), the
+  // stats provider over CRI, cgroups and statfs, and the eviction manager that reads it.
+  const fsResourceAnalyzer = new FsResourceAnalyzer({
+    rootDir: flags.rootDirectory,
+    clock,
+    periodMs: config.volumeStatsAggPeriodMs,
+    pods: () => kubelet.getActivePods(),
+  });
+  const cgroupStats = await detectCgroupSubsystems(realCgroupFs()).then(
+    (subsystems) => new CgroupStatsReader(realCgroupFs(), subsystems),
+    (err: unknown) => {
+      log.warn('Unable to read cgroups: pod stats are the sums of their containers', {
+        err: errorMessage(err),
+      });
+      return undefined;
+    },
+  );
+  const statsProvider = new StatsProvider({
+    runtime: criRuntime,
+    images: criImages,
+    clock,
+    nodeName,
+    rootDir: flags.rootDirectory,
+    podLogsDir: config.podLogsDir,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+    pods: () => kubelet.getActivePods(),
+    fsResourceAnalyzer,
+    cgroups: cgroupStats,
+    podCgroupPath: (pod) =>
+      containerManager.status().cgroupsPerQOS ? containerManager.podCgroupParent(pod) : undefined,
+    podsCgroupPath: () => containerManager.status().nodeAllocatableCgroup,
+  });
+  const evictionManager = new EvictionManager({
+    nodeName,
+    thresholds: parseThresholdConfig(config),
+    pressureTransitionPeriodMs: config.evictionPressureTransitionPeriodMs,
+    maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+    clock,
+    summaryProvider: statsProvider,
+    hasDedicatedImageFs: () => statsProvider.hasDedicatedImageFs(),
+    activePods: () => kubelet.getActivePods(),
+    killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
+    podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
+    recorder: cluster?.recorder,
+    reclaimers: { deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers() },
+    metrics: kubeletMetrics,
+  });
+  const containerLogManager = new ContainerLogManager({
+    runtimeService: criRuntime,
+    clock,
+    policy: { maxSizeBytes: config.containerLogMaxSizeBytes, maxFiles: config.containerLogMaxFiles },
+    maxWorkers: config.containerLogMaxWorkers,
+    monitorIntervalMs: config.containerLogMonitorIntervalMs,
+    runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+  });
+
   const kubelet: Kubelet = new Kubelet({
+    evictionAdmit: (pod) => evictionManager.admit(pod),
     nodeName,
     rootDir: flags.rootDirectory,
     getNode,
@@ -468,6 +534,11 @@ export async function buildKubelet(
       imageService: criImages,
       runtimeName,
       plegHealth: () => pleg.healthy(),
+      pressure: {
+        memory: () => evictionManager.isUnderMemoryPressure(),
+        disk: () => evictionManager.isUnderDiskPressure(),
+        pid: () => evictionManager.isUnderPIDPressure(),
+      },
       onRepeatedHeartbeatFailure: () => cluster.heartbeatClient.close(),
     });
 
@@ -486,6 +557,7 @@ export async function buildKubelet(
     metrics: kubeletMetrics,
     probeMetrics,
     configz: () => config,
+    statsProvider,
   };
   const apiPoster: ApiPoster | undefined = cluster && {
     post: async (path, body, s) =>
@@ -531,6 +603,18 @@ export async function buildKubelet(
     }),
     // The sync loop stops its inputs first, then the PLEG and the pod workers it drives.
     asComponent('syncloop', { start: () => kubelet.start(), stop: () => kubelet.stop() }),
+    asComponent('fsresourceanalyzer', {
+      start: () => fsResourceAnalyzer.start(),
+      stop: () => fsResourceAnalyzer.stop(),
+    }),
+    asComponent('evictionmanager', {
+      start: () => evictionManager.start(),
+      stop: () => evictionManager.stop(),
+    }),
+    asComponent('containerlogmanager', {
+      start: () => containerLogManager.start(),
+      stop: () => containerLogManager.stop(),
+    }),
     asComponent('podconfig', { stop: () => podConfig.stop() }),
     apiSource &&
       asComponent('apisource', {

@@ -7,7 +7,7 @@ import { ApiEventRecorder } from '../events/event-recorder.js';
 import { Reflector } from '../k8s/reflector.js';
 import { defaultUserAgent, RestClient } from '../k8s/rest-client.js';
 import type { Clock } from '../lib/clock.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { ApiStatusSink } from '../status/api-status-sink.js';
 import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
 import { KUBERNETES_VERSION } from './version.js';

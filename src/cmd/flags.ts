@@ -8,7 +8,7 @@
  * override the --config file; upstream marks them deprecated in favour of the file and so do we.
  */
 import { KubeletError } from '../lib/errors.js';
-import { DurationError, parseGoDurationMs } from './duration.js';
+import { DurationError, parseGoDurationMs } from '../lib/go-duration.js';
 import type { NodeTaint, TaintEffect } from './kubelet-configuration.js';
 
 /** Settings that exist only as flags (upstream's KubeletFlags). */

@@ -13,7 +13,7 @@
 import { isIP } from 'node:net';
 
 import { KubeletError } from '../lib/errors.js';
-import { DurationError, parseGoDurationMs } from './duration.js';
+import { DurationError, parseGoDurationMs } from '../lib/go-duration.js';
 import { approximateValue, parseQuantity } from '../api/quantity.js';
 
 export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';

@@ -31,10 +31,6 @@ const flag = <K extends keyof KubeletFlags>(name: string, key: K): UnusedSetting
 
 /** Parsed and validated, not acted on (yet). */
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
-  field('containerLogMaxSize', 'containerLogMaxSize'),
-  field('containerLogMaxFiles', 'containerLogMaxFiles'),
-  field('containerLogMaxWorkers', 'containerLogMaxWorkers'),
-  field('containerLogMonitorInterval', 'containerLogMonitorIntervalMs'),
   field('contentType', 'contentType'),
   field('cpuManagerPolicy', 'cpuManagerPolicy'),
   field('cpuManagerReconcilePeriod', 'cpuManagerReconcilePeriodMs'),
@@ -42,11 +38,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('enableDebugFlagsHandler', 'enableDebugFlagsHandler'),
   field('enableProfilingHandler', 'enableProfilingHandler'),
   field('enableSystemLogQuery', 'enableSystemLogQuery'),
-  field('evictionSoft', 'evictionSoft'),
-  field('evictionSoftGracePeriod', 'evictionSoftGracePeriodMs'),
-  field('evictionMaxPodGracePeriod', 'evictionMaxPodGracePeriod'),
-  field('evictionMinimumReclaim', 'evictionMinimumReclaim'),
-  field('evictionPressureTransitionPeriod', 'evictionPressureTransitionPeriodMs'),
   field('failCgroupV1', 'failCgroupV1'),
   field('failSwapOn', 'failSwapOn'),
   field('hairpinMode', 'hairpinMode'),

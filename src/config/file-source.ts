@@ -25,7 +25,7 @@ import { nodeReference, type ObjectEventRecorder } from '../events/event-recorde
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import { deadlineSignal, raceAbort } from './abortable.js';
+import { raceAbort, withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
 import { decodeManifest } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
@@ -66,6 +66,8 @@ export class FileSource {
   private readonly debounceMs: number;
   private readonly scanTimeoutMs: number;
   private readonly cache = new Map<string, CachedFile>();
+  // Each cached pod's file and content hash.
+  private readonly podOrigins = new WeakMap<Pod, string>();
   // Problems with entries that are not manifests (subfolders, sockets, dangling symlinks, symlink
   // loops), each logged when it first appears or changes.
   private readonly reportedEntries = new Map<string, string>();
@@ -137,13 +139,13 @@ export class FileSource {
   }
 
   private async scanOnce(): Promise<void> {
-    const deadline = deadlineSignal(this.clock, this.scanTimeoutMs, this.stopController.signal);
     try {
-      const pods = await this.readPods(deadline.signal);
+      const pods = await this.readPods();
       if (pods === undefined || this.stopController.signal.aborted) return;
-      // Pods are small; comparing their JSON catches every change, including to a manifest
-      // that sets its own UID (whose config.hash then never changes).
-      const signature = JSON.stringify(pods);
+      // A pod follows from its file's path and bytes, so those say whether the set changed, even
+      // for a manifest that sets its own UID (whose config.hash then never changes), and without
+      // serializing a large pod on every scan.
+      const signature = pods.map((p) => this.podOrigins.get(p) ?? JSON.stringify(p)).join('\n');
       if (signature === this.lastSent) return;
       this.lastSent = signature;
       this.options.send({ op: 'SET', pods });
@@ -151,13 +153,28 @@ export class FileSource {
       if (this.stopController.signal.aborted) return;
       // The whole scan failed (folder unreadable, deadline): keep the last set, try next period.
       this.reportPathProblem(`Unable to read config path: ${errorMessage(err)}`);
+    }
+  }
+
+  /** The pods the path holds now; undefined when nothing should be sent. */
+  private async readPods(): Promise<Pod[] | undefined> {
+    const deadline = this.fsDeadline();
+    try {
+      return await this.readPodsWithin(deadline.signal);
     } finally {
       deadline.dispose();
     }
   }
 
-  /** The pods the path holds now; undefined when nothing should be sent. */
-  private async readPods(signal: AbortSignal): Promise<Pod[] | undefined> {
+  /**
+   * A bound on file system calls, which may hang (a dead network filesystem). Decoding is bounded
+   * on its own (DECODE_TIMEOUT_MS), so a large manifest does not make the scan give up on the rest.
+   */
+  private fsDeadline(): { signal: AbortSignal; dispose: () => void } {
+    return withDeadline(this.clock, this.scanTimeoutMs, this.stopController.signal);
+  }
+
+  private async readPodsWithin(signal: AbortSignal): Promise<Pod[] | undefined> {
     let rootStat: Stats;
     try {
       rootStat = await raceAbort(stat(this.root), signal);
@@ -178,7 +195,7 @@ export class FileSource {
       for (const name of names) {
         const file = path.join(this.root, name);
         present.add(file);
-        const pod = await this.readManifest(file, signal);
+        const pod = await this.readManifest(file);
         if (pod) found.push({ file, pod });
       }
       for (const file of this.cache.keys()) if (!present.has(file)) this.cache.delete(file);
@@ -190,7 +207,7 @@ export class FileSource {
     if (rootStat.isFile()) {
       this.ensureWatch(path.dirname(this.root), path.basename(this.root), undefined);
       this.clearPathProblem();
-      const pod = await this.readManifest(this.root, signal);
+      const pod = await this.readManifest(this.root);
       if (pod) return [pod];
       // A single broken file keeps its last good pod, as upstream's store is left as it was.
       return this.lastSent === undefined ? [] : undefined;
@@ -201,7 +218,32 @@ export class FileSource {
   }
 
   /** The file's pod, or undefined when it is not a usable manifest (logged once per change). */
-  private async readManifest(file: string, signal: AbortSignal): Promise<Pod | undefined> {
+  private async readManifest(file: string): Promise<Pod | undefined> {
+    const deadline = this.fsDeadline();
+    let read: { data: Buffer; fingerprint: string; cached: CachedFile | undefined } | Pod | undefined;
+    try {
+      read = await this.readManifestBytes(file, deadline.signal);
+    } finally {
+      deadline.dispose();
+    }
+    if (read === undefined || !('data' in read)) return read;
+    const { data, fingerprint, cached } = read;
+    const contentHash = createHash('sha256').update(data).digest('hex');
+    if (cached && cached.contentHash === contentHash) {
+      // Touched, not changed: same outcome, and no second log line.
+      cached.fingerprint = fingerprint;
+      return 'pod' in cached.result ? cached.result.pod : undefined;
+    }
+    const result = await this.decode(file, data);
+    if (this.stopController.signal.aborted) throw this.stopController.signal.reason as Error;
+    return this.recordResult(file, { fingerprint, contentHash, result }, cached);
+  }
+
+  /** The file's bytes when it changed since last read; its pod (or undefined) when it did not. */
+  private async readManifestBytes(
+    file: string,
+    signal: AbortSignal,
+  ): Promise<{ data: Buffer; fingerprint: string; cached: CachedFile | undefined } | Pod | undefined> {
     let st: Stats;
     try {
       st = await raceAbort(stat(file, { bigint: false }), signal);
@@ -232,9 +274,7 @@ export class FileSource {
     if (cached && cached.fingerprint === fingerprint)
       return 'pod' in cached.result ? cached.result.pod : undefined;
 
-    let result: CachedFile['result'] | undefined;
-    let contentHash = '';
-    let data: Buffer = Buffer.alloc(0);
+    let data: Buffer;
     try {
       data = await readAtMost(file, MAX_MANIFEST_BYTES, signal);
     } catch (err) {
@@ -243,20 +283,19 @@ export class FileSource {
         this.cache.delete(file);
         return undefined;
       }
-      result = { error: errorMessage(err) };
+      return this.recordResult(
+        file,
+        { fingerprint, contentHash: '', result: { error: errorMessage(err) } },
+        cached,
+      );
     }
-    if (result === undefined) {
-      contentHash = createHash('sha256').update(data).digest('hex');
-      if (cached && cached.contentHash === contentHash) {
-        // Touched, not changed: same outcome, and no second log line.
-        cached.fingerprint = fingerprint;
-        return 'pod' in cached.result ? cached.result.pod : undefined;
-      }
-      result = await this.decode(file, data);
-      if (signal.aborted) throw signal.reason as Error;
-    }
+    return { data, fingerprint, cached };
+  }
 
-    this.cache.set(file, { fingerprint, contentHash, result });
+  /** Caches the outcome of reading a file, and reports a new problem once (a log line and an event). */
+  private recordResult(file: string, entry: CachedFile, previous: CachedFile | undefined): Pod | undefined {
+    this.cache.set(file, entry);
+    const result = entry.result;
     if ('error' in result) {
       this.log.error('Could not process manifest file', { path: file, err: result.error });
       this.options.recorder?.eventFor(
@@ -267,7 +306,8 @@ export class FileSource {
       );
       return undefined;
     }
-    if (cached && 'error' in cached.result) this.log.info('Manifest file is valid again', { path: file });
+    if (previous && 'error' in previous.result) this.log.info('Manifest file is valid again', { path: file });
+    this.podOrigins.set(result.pod, `${file}\0${entry.contentHash}`);
     return result.pod;
   }
 

@@ -13,7 +13,7 @@ import type { Pod } from '../api/core-v1.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import { deadlineSignal } from './abortable.js';
+import { withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
 import { decodeManifest, podsOrThrow } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
@@ -109,7 +109,7 @@ export class HttpSource {
     const headers = new Headers();
     for (const [name, values] of Object.entries(this.options.headers ?? {}))
       for (const v of values) headers.append(name, v);
-    const deadline = deadlineSignal(
+    const deadline = withDeadline(
       this.clock,
       this.options.requestTimeoutMs ?? DEFAULT_HTTP_REQUEST_TIMEOUT_MS,
       this.stopController.signal,

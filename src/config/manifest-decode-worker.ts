@@ -3,4 +3,4 @@ import { parentPort, workerData } from 'node:worker_threads';
 
 import { decodeManifestSync, type DecodeRequest } from './manifest-decoder.js';
 
-parentPort?.postMessage(decodeManifestSync(workerData as DecodeRequest));
+parentPort?.postMessage(JSON.stringify(decodeManifestSync(workerData as DecodeRequest)));

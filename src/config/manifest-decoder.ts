@@ -17,8 +17,12 @@ import {
 
 /** Manifests larger than this are decoded off the main thread (about 10 ms of parsing in place). */
 export const OFF_THREAD_DECODE_MIN_BYTES = 64 * 1024;
-/** A decode that takes longer than this is given up (the worker is stopped), as a hostile input. */
-export const DECODE_TIMEOUT_MS = 30_000;
+/**
+ * A decode that takes longer than this is given up (the worker is stopped) and the file refused.
+ * Generous: the YAML parser needs tens of seconds for a 10 MB manifest of small nodes on a busy
+ * machine, and the time passes off the main thread.
+ */
+export const DECODE_TIMEOUT_MS = 120_000;
 // Enough for a 10 MB manifest's parse tree; a worker that needs more is stopped, not the kubelet.
 const WORKER_MAX_OLD_GENERATION_MB = 512;
 
@@ -86,7 +90,8 @@ export function decodeManifestOffThread(
       () => finish({ error: `${req.what}: decoding took longer than ${timeoutMs} ms; refused` }),
       timeoutMs,
     );
-    worker.once('message', (result: DecodeResult) => finish(result));
+    // The result comes as JSON text: one string crosses threads far faster than a large object graph.
+    worker.once('message', (json: string) => finish(JSON.parse(json) as DecodeResult));
     worker.once('error', (err) => finish({ error: `${req.what}: decoding failed: ${errorMessage(err)}` }));
     worker.once('exit', (code) => finish({ error: `${req.what}: decoding stopped (exit code ${code})` }));
   });

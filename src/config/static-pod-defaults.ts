@@ -46,6 +46,15 @@ function invalidPod(what: string, errs: FieldError[]): KubeletError {
 
 /** Parses YAML or JSON holding exactly one document; `what` names it in messages. */
 export function parseManifestDocument(text: string, what: string): unknown {
+  // JSON is read as JSON, as upstream's YAMLOrJSONDecoder does for a document that starts with '{':
+  // many times faster than the YAML parser. What JSON.parse refuses gets the YAML parser's message.
+  if (/^\s*\{/.test(text)) {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      // not JSON after all (a YAML flow mapping, or broken): the YAML parser reads or explains it
+    }
+  }
   let docs;
   try {
     // YAML 1.1, as upstream's decoder reads it: `defaultMode: 0400` is 256.

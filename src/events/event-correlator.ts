@@ -9,6 +9,7 @@
  * The caches are bounded LRUs (4096 entries), as upstream's.
  */
 import type { Clock } from '../lib/clock.js';
+import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
 import type { CoreEvent } from './event-types.js';
 
 export const DEFAULT_SPAM_BURST = 25;
@@ -49,29 +50,6 @@ class Lru<V> {
     this.map.delete(key);
     this.map.set(key, value);
     if (this.map.size > this.maxEntries) this.map.delete(this.map.keys().next().value as string);
-  }
-}
-
-/** A passive token bucket on the correlator's clock (upstream: NewTokenBucketPassiveRateLimiterWithClock). */
-class PassiveBucket {
-  private tokens: number;
-  private lastMs: number;
-  constructor(
-    private readonly qps: number,
-    private readonly burst: number,
-    private readonly clock: Clock,
-  ) {
-    this.tokens = burst;
-    this.lastMs = clock.now();
-  }
-
-  tryAccept(): boolean {
-    const now = this.clock.now();
-    this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, now - this.lastMs) * this.qps) / 1000);
-    this.lastMs = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
   }
 }
 
@@ -137,7 +115,7 @@ export class EventCorrelator {
   private readonly spamQps: number;
   private readonly maxEvents: number;
   private readonly maxIntervalMs: number;
-  private readonly spam: Lru<PassiveBucket>;
+  private readonly spam: Lru<TokenBucketRateLimiter>;
   private readonly aggregates: Lru<AggregateRecord>;
   private readonly logs: Lru<EventLog>;
   private nameSeq = 0;
@@ -236,7 +214,7 @@ export class EventCorrelator {
   private filtered(event: CoreEvent): boolean {
     const key = spamKey(event);
     let bucket = this.spam.get(key);
-    if (!bucket) bucket = new PassiveBucket(this.spamQps, this.spamBurst, this.clock);
+    if (!bucket) bucket = new TokenBucketRateLimiter(this.spamQps, this.spamBurst, this.clock);
     const accepted = bucket.tryAccept();
     this.spam.set(key, bucket);
     return !accepted;

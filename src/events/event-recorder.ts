@@ -13,12 +13,14 @@ import type { ApiResult } from '../k8s/api-status.js';
 import { isKubeApiError } from '../k8s/api-status.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import { goJson, type Json } from '../k8s/strategic-merge-patch.js';
-import type { EventRecorder, EventType } from '../kuberuntime/event-recorder.js';
+import type { EventRecorder } from '../kuberuntime/event-recorder.js';
+import type { EventType } from '../api/core-v1.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { EventCorrelator, eventTime, type EventCorrelatorOptions } from './event-correlator.js';
-import type { CoreEvent, ObjectReference } from './event-types.js';
+import type { CoreEvent } from './event-types.js';
+import type { ObjectReference } from '../api/core-v1.js';
 
 export const MAX_QUEUED_EVENTS = 1000;
 export const MAX_TRIES_PER_EVENT = 12;

@@ -1,15 +1,5 @@
-/** core/v1 Event and ObjectReference, the fields a kubelet writes (upstream: k8s.io/api/core/v1). */
-
-export interface ObjectReference {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  apiVersion?: string;
-  resourceVersion?: string;
-  /** The part of the object the event is about, e.g. `spec.containers{app}`. */
-  fieldPath?: string;
-}
+/** core/v1 Event, the fields a kubelet writes (upstream: k8s.io/api/core/v1). */
+import type { EventType, ObjectReference } from '../api/core-v1.js';
 
 export interface EventSource {
   component?: string;
@@ -27,7 +17,7 @@ export interface CoreEvent {
   firstTimestamp: string;
   lastTimestamp: string;
   count: number;
-  type: 'Normal' | 'Warning';
+  type: EventType;
   eventTime?: string | null;
   /** Upstream's ReportingController; the JSON name is reportingComponent. */
   reportingComponent?: string;

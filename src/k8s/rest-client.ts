@@ -14,9 +14,9 @@ import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { KubeApiError, expectedFailure, statusFrom, type ApiResult, type Status } from './api-status.js';
-import { DeadlineExceededError, withDeadline, type Deadline } from './deadline.js';
+import { DeadlineExceededError, withDeadline, type Deadline } from '../lib/deadline.js';
 import { loadKubeconfig, type RestConfig } from './kubeconfig.js';
-import { rateLimiterFor, type RateLimiter } from './token-bucket.js';
+import { rateLimiterFor, type RateLimiter } from '../lib/token-bucket.js';
 
 /** Any API object: what the client needs of it is its metadata. */
 export interface KubeObject {

@@ -14,12 +14,19 @@
  * make room, chosen as upstream chooses them (fewest pods, BestEffort before Burstable before
  * Guaranteed). When no such set exists it is refused as UnexpectedAdmissionError.
  */
-import type { Container, Pod, PodStatus, Toleration } from '../api/core-v1.js';
+import type {
+  Container,
+  NodeSelectorRequirement,
+  NodeSelectorTerm,
+  Pod,
+  PodStatus,
+  Toleration,
+} from '../api/core-v1.js';
 import { podRequests } from '../cm/resource-config.js';
 import { milliValueOf, parseQuantity, valueOf, type ResourceQuantity } from '../api/quantity.js';
 import { NodeStatusManager, type NodeStatusManagerOptions } from '../nodestatus/node-status-manager.js';
 import { RuntimeState } from '../nodestatus/runtime-state.js';
-import type { Node, Taint } from '../nodestatus/types.js';
+import type { Node, Taint } from '../api/node.js';
 import { getPodQOS } from '../api/qos.js';
 import { isCriticalPod, isStaticPod } from '../api/pod-source.js';
 
@@ -356,17 +363,6 @@ function fitsRequest(pod: Pod, otherPods: readonly Pod[], allocatable: ResourceA
 }
 
 // ---- node affinity (upstream: component-helpers nodeaffinity.GetRequiredNodeAffinity) ----------------
-
-interface NodeSelectorRequirement {
-  key?: string;
-  operator?: string;
-  values?: string[];
-}
-
-interface NodeSelectorTerm {
-  matchExpressions?: NodeSelectorRequirement[];
-  matchFields?: NodeSelectorRequirement[];
-}
 
 interface PodAffinitySpec {
   nodeAffinity?: {

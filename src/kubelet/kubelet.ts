@@ -19,14 +19,14 @@ import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import type { PodCache } from '../pleg/pod-cache.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { isMirrorPod } from '../api/pod-source.js';
 import type { MirrorPods } from '../pod/mirror-pods.js';
 import { PodManager } from '../pod/pod-manager.js';
 import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
 import type { ProberManager, ProbeUpdate } from '../prober/prober-manager.js';
 import type { WorkQueue } from '../podworkers/work-queue.js';
-import { pingCheck, logCheck, type HealthCheck } from '../server/healthz.js';
+import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { getPodQOS } from '../api/qos.js';
@@ -77,6 +77,8 @@ export interface KubeletOptions {
   getNode: () => Node | undefined;
   /** Cluster mode: the mirror pods of the static pods. */
   mirrorPods?: MirrorPods;
+  /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
+  evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
   recorder?: EventRecorder;
   /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
@@ -105,7 +107,7 @@ export interface KubeletOptions {
   /** Where kubelet_pod_start_duration_seconds goes; absent, it is not measured. */
   metrics?: MetricsRegistry;
   /** Extra health checks for /healthz (the runtime's, for one). */
-  healthChecks?: HealthCheck[];
+  healthChecks?: HealthChecker[];
 }
 
 export class Kubelet implements ServerHost {
@@ -356,7 +358,9 @@ export class Kubelet implements ServerHost {
     const uid = pod.metadata.uid ?? '';
     try {
       const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
-      // Upstream's sysctl allowlist comes before the predicates among the admit handlers.
+      // Upstream's eviction handler comes first, then the sysctl allowlist, then the predicates.
+      const eviction = this.opts.evictionAdmit?.(pod);
+      if (eviction && !eviction.admit) return eviction;
       const sysctls = this.sysctlAllowlist.admit(pod);
       return sysctls.admit ? canAdmitPod(pod, active, this.opts.getNode()) : sysctls;
     } catch (err) {
@@ -440,6 +444,61 @@ export class Kubelet implements ServerHost {
       killPodOptions: { evict: true },
       startTimeMs: this.clock.now(),
     });
+  }
+
+  /**
+   * Kills the pod now with the grace period, its status set by statusFn (upstream killPodNow, the
+   * eviction manager's killPodFunc). Resolves once its containers have stopped, or after the grace
+   * period and a margin if they never report so.
+   */
+  killPodNow(
+    pod: Pod,
+    gracePeriodSeconds: number,
+    statusFn: (status: PodStatus) => PodStatus,
+  ): Promise<void> {
+    const uid = pod.metadata.uid ?? '';
+    this.podStatusFns.set(uid, statusFn);
+    this.opts.statusManager.setPodStatus(
+      pod,
+      statusFn(this.opts.statusManager.getPodStatus(uid) ?? pod.status ?? {}),
+    );
+    // Upstream waits the grace period and half again, at least 10 s.
+    const timeoutMs = Math.max(10, gracePeriodSeconds + gracePeriodSeconds / 2) * 1000;
+    return new Promise<void>((resolve) => {
+      const timer = this.clock.setTimeout(() => {
+        log.warn('Timed out waiting for pod to be killed', { pod: podRef(pod) });
+        resolve();
+      }, timeoutMs);
+      this.podWorkers.updatePod({
+        pod,
+        updateType: 'kill',
+        killPodOptions: {
+          evict: true,
+          gracePeriodSecondsOverride: gracePeriodSeconds,
+          onCompleted: () => {
+            this.clock.clearTimeout(timer);
+            resolve();
+          },
+        },
+        startTimeMs: this.clock.now(),
+      });
+    });
+  }
+
+  /** Whether the pod's containers may still run (the eviction manager waits until they cannot). */
+  podCouldHaveRunningContainers(uid: string): boolean {
+    return this.podWorkers.couldHaveRunningContainers(uid);
+  }
+
+  /**
+   * Removes every dead container the GC may remove, those of terminated pods included (upstream
+   * ContainerGC.DeleteAllUnusedContainers, the eviction manager's first node-level reclaim).
+   */
+  async deleteAllUnusedContainers(): Promise<void> {
+    const active = new Set(this.getActivePods().map((p) => p.metadata.uid ?? ''));
+    await this.runtime.garbageCollect(
+      (uid) => active.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
+    );
   }
 
   // ---- the workers' callbacks (upstream: SyncPod, SyncTerminatingPod, SyncTerminatedPod) -----------
@@ -697,13 +756,15 @@ export class Kubelet implements ServerHost {
     return (await this.runtime.getPods(false)).map(runningPodToPod);
   }
 
-  healthChecks(): readonly HealthCheck[] {
+  healthChecks(): readonly HealthChecker[] {
     return [
       pingCheck,
       logCheck,
       {
         name: 'syncloop',
         check: () => {
+          // Not started yet is not a stall (upstream's syncLoopHealthCheck passes a zero monitor).
+          if (this.lastLoopIterationMs === 0) return undefined;
           const idleMs = this.clock.now() - this.lastLoopIterationMs;
           return idleMs > SYNC_LOOP_STALL_MS
             ? `sync Loop took longer than expected: ${idleMs} ms`

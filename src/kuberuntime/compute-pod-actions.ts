@@ -6,7 +6,8 @@
 import type { Container, Pod } from '../api/core-v1.js';
 import type { Backoff } from '../lib/backoff.js';
 import { hashContainer } from './container-hash.js';
-import { formatGoDuration, formatPod } from './format.js';
+import { formatGoDuration } from '../lib/go-duration.js';
+import { formatPod } from './format.js';
 import { networkNamespaceForPod } from './sandbox-config.js';
 import type { KubeContainerStatus, KubePodStatus } from './types.js';
 

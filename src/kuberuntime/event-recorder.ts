@@ -2,9 +2,7 @@
  * Where the runtime manager reports events about a pod (upstream: record.EventRecorder with the
  * reasons of pkg/kubelet/events). The kubelet wires it to the API server; tests capture it.
  */
-import type { Pod } from '../api/core-v1.js';
-
-export type EventType = 'Normal' | 'Warning';
+import type { EventType, Pod } from '../api/core-v1.js';
 
 export interface EventRecorder {
   /**

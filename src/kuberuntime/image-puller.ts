@@ -9,9 +9,11 @@ import type { Backoff } from '../lib/backoff.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { containerFieldPath, EventReason, type EventRecorder, type EventType } from './event-recorder.js';
+import { containerFieldPath, EventReason, type EventRecorder } from './event-recorder.js';
+import type { EventType } from '../api/core-v1.js';
 import { makeDockerKeyring, repositoryToPull, type PullSecret } from './docker-keyring.js';
-import { formatGoDuration } from './format.js';
+import { formatGoDuration } from '../lib/go-duration.js';
+import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
 import { goRpcErrorText } from '../lib/grpc-status-text.js';
 
 const log = logger('kuberuntime');
@@ -165,35 +167,11 @@ function once(fn: () => void): () => void {
   };
 }
 
-/** client-go's token bucket TryAccept: qps tokens a second, up to burst saved. */
-class PullRateLimiter {
-  private tokens: number;
-  private lastMs: number;
-
-  constructor(
-    private readonly qps: number,
-    private readonly burst: number,
-    private readonly clock: Clock,
-  ) {
-    this.tokens = burst;
-    this.lastMs = clock.now();
-  }
-
-  tryAccept(): boolean {
-    const now = this.clock.now();
-    this.tokens = Math.min(this.burst, this.tokens + ((now - this.lastMs) / 1000) * this.qps);
-    this.lastMs = now;
-    if (this.tokens < 1) return false;
-    this.tokens -= 1;
-    return true;
-  }
-}
-
 export class ImagePuller {
   // The Backoff keeps delays; the time of each key's last failure is what back-off is measured from.
   private readonly lastFailureMs = new Map<string, number>();
   private readonly slots: PullSlots | undefined;
-  private readonly rateLimiter: PullRateLimiter | undefined;
+  private readonly rateLimiter: TokenBucketRateLimiter | undefined;
 
   constructor(private readonly opts: ImagePullerOptions) {
     const serialize = opts.serializeImagePulls ?? true;
@@ -201,7 +179,9 @@ export class ImagePuller {
     this.slots = limit !== undefined && limit > 0 ? new PullSlots(limit) : undefined;
     const qps = opts.registryPullQPS ?? 0;
     this.rateLimiter =
-      qps > 0 ? new PullRateLimiter(qps, Math.max(1, opts.registryBurst ?? 10), opts.clock) : undefined;
+      qps > 0
+        ? new TokenBucketRateLimiter(qps, Math.max(1, opts.registryBurst ?? 10), opts.clock)
+        : undefined;
   }
 
   /**

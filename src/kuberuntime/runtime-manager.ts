@@ -5,7 +5,8 @@
 import { mkdir, rm, stat, symlink, unlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { Container, Pod, Quantity } from '../api/core-v1.js';
+import type { Container, Pod } from '../api/core-v1.js';
+import type { NodeAllocatable } from '../api/node.js';
 import { isNotFound } from '../cri/errors.js';
 import type {
   DNSConfig,
@@ -143,7 +144,6 @@ export interface KubeGenericRuntimeManagerOptions {
 type StartFailure = { reason: string; message: string };
 
 /** The node's allocatable resources, as its Node status shows them. */
-export type NodeAllocatable = { cpu: Quantity; memory: Quantity; 'ephemeral-storage'?: Quantity };
 
 /** Where a pod's image pull secrets come from: the secret's type and decoded data, undefined when it does not exist. */
 export interface PullSecretSource {

@@ -10,12 +10,19 @@ const log = logger('loop-period');
 /** The shortest period any loop may have: short enough for tests, long enough never to spin. */
 export const MIN_LOOP_PERIOD_MS = 10;
 
+/** Loops already warned about, so that one rescheduling at every period warns once. */
+const warned = new Set<string>();
+
 /**
  * periodMs when it is a finite number at least floorMs, else floorMs; a floored period is warned
- * about by name, once per call.
+ * about by name, once per loop name and period.
  */
 export function loopPeriodMs(name: string, periodMs: number, floorMs = MIN_LOOP_PERIOD_MS): number {
   if (typeof periodMs === 'number' && Number.isFinite(periodMs) && periodMs >= floorMs) return periodMs;
-  log.warn('Loop period too short, using the floor', { loop: name, periodMs: String(periodMs), floorMs });
+  const key = `${name}\0${String(periodMs)}`;
+  if (!warned.has(key)) {
+    warned.add(key);
+    log.warn('Loop period too short, using the floor', { loop: name, periodMs: String(periodMs), floorMs });
+  }
   return floorMs;
 }

@@ -20,7 +20,8 @@ import {
 } from './node-status-manager.js';
 import { RUNTIME_UP_PERIOD_MS, RuntimeState } from './runtime-state.js';
 import { NodeEventReason } from './setters.js';
-import { nodeRef, type Node, type NodeEventRecorder } from './types.js';
+import { nodeRef, type NodeEventRecorder } from './node-event-recorder.js';
+import type { Node } from '../api/node.js';
 
 export interface ClusterNodeOptions {
   nodeName: string;

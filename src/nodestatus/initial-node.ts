@@ -5,7 +5,7 @@
  * controller's not-ready and unreachable taints), and the kubelet leaves them alone.
  */
 import { logger } from '../lib/log.js';
-import type { Node, Taint } from './types.js';
+import type { Node, Taint } from '../api/node.js';
 
 const log = logger('kubelet');
 

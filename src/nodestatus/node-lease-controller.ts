@@ -13,7 +13,7 @@ import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { leaseRefPath, nodeRefPath, NODE_LEASE_NAMESPACE, type NodeApiClient } from './node-client.js';
-import type { Lease, Node } from './types.js';
+import type { Lease, Node } from '../api/node.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');

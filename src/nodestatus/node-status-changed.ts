@@ -4,7 +4,7 @@
  * interval running out, sends a status patch: the Lease is the heartbeat.
  */
 import { parseQuantity } from '../api/quantity.js';
-import type { NodeCondition, NodeStatus } from './types.js';
+import type { NodeCondition, NodeStatus } from '../api/node.js';
 
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

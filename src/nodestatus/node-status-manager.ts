@@ -13,7 +13,7 @@
  */
 import type { ImageService, Image, RuntimeService, VersionResponse } from '../cri/types.js';
 import { mustSucceed } from '../k8s/api-status.js';
-import { withDeadline } from '../k8s/deadline.js';
+import { withDeadline } from '../lib/deadline.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -54,7 +54,9 @@ import {
   versionInfo,
   type Setter,
 } from './setters.js';
-import { nodeRef, type EventType, type Node, type NodeEventRecorder, type Taint } from './types.js';
+import { nodeRef, type NodeEventRecorder } from './node-event-recorder.js';
+import type { EventType } from '../api/core-v1.js';
+import type { Node, Taint } from '../api/node.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
 const log = logger('kubelet');

@@ -8,7 +8,7 @@ import type { CallOptions } from '../k8s/rest-client.js';
 import { nodeRefPath, type NodeApiClient } from './node-client.js';
 import { semanticEqual } from './node-status-changed.js';
 import { createTwoWayMergePatch, type JsonObject, type PatchSchema } from '../k8s/strategic-merge-patch.js';
-import type { Node } from './types.js';
+import type { Node } from '../api/node.js';
 
 /**
  * The patch tags of core/v1 Node that a status patch can meet. (metadata.finalizers and

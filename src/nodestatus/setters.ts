@@ -19,7 +19,8 @@ import {
   subtractQuantity,
   type ResourceQuantity,
 } from '../api/quantity.js';
-import type { ContainerImage, EventType, Node, NodeCondition, NodeStatus, NodeSystemInfo } from './types.js';
+import type { ContainerImage, Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
+import type { EventType } from '../api/core-v1.js';
 
 export type Setter = (node: Node) => void;
 

@@ -9,7 +9,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { KubeContainerState, KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { BoundedChannel } from './bounded-channel.js';
-import { formatGoDuration } from './go-duration.js';
+import { formatGoDuration } from '../lib/go-duration.js';
 import type { PodCache } from './pod-cache.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 

@@ -14,7 +14,7 @@ import { isKubeApiError } from '../k8s/api-status.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 
 /**
  * The deadline of each mirror pod call: they are made from a pod's sync and from housekeeping, which

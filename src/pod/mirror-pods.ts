@@ -16,7 +16,7 @@ import { podFullName, type Pod } from '../api/core-v1.js';
 import type { PodOperation } from '../config/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
-import type { Node } from '../nodestatus/types.js';
+import type { Node } from '../api/node.js';
 import { isStaticPod } from '../api/pod-source.js';
 import { isMirrorPodOf, type MirrorClient } from './mirror-client.js';
 

@@ -6,7 +6,7 @@
  * request to kill is a state of the pod rather than an update, so no later update can undo it.
  */
 import type { Pod } from '../api/core-v1.js';
-import { podFullName } from '../api/core-v1.js';
+import { isTerminalPhase, podFullName } from '../api/core-v1.js';
 import type { KubePodStatus, RunningPod } from '../kuberuntime/types.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -161,10 +161,6 @@ function workType(s: PodSyncStatus): PodWorkerState {
   return 'SyncPod';
 }
 
-function isTerminalPhase(pod: Pod): boolean {
-  return pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded';
-}
-
 /** No running container and no ready sandbox: what a pod looks like once it has been fully stopped. */
 function isPodStatusCacheTerminal(status: KubePodStatus): boolean {
   return (
@@ -285,7 +281,7 @@ export class PodWorkersImpl implements PodWorkers {
       status = newSyncStatus(`${name}_${namespace}`);
       // After a restart, a pod the API already shows finished and the runtime shows stopped is not
       // started again: it goes straight to terminated so its final cleanup still runs.
-      if (options.pod && isTerminalPhase(options.pod)) {
+      if (options.pod && isTerminalPhase(options.pod.status?.phase)) {
         const cached = this.podCache.get(uid);
         if (!cached.error && isPodStatusCacheTerminal(cached.status)) {
           status.terminatedAtMs = now;
@@ -341,7 +337,7 @@ export class PodWorkersImpl implements PodWorkers {
       } else if (pod.metadata.deletionTimestamp) {
         status.deleted = true;
         becameTerminating = true;
-      } else if (isTerminalPhase(pod)) {
+      } else if (isTerminalPhase(pod.status?.phase)) {
         becameTerminating = true;
       } else if (options.updateType === 'kill') {
         if (options.killPodOptions?.evict) status.evicted = true;

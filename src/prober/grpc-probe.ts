@@ -5,7 +5,7 @@
  * a failure with the message grpc_health_probe users know.
  */
 import * as grpc from '@grpc/grpc-js';
-import { formatGoDuration } from '../kuberuntime/format.js';
+import { formatGoDuration } from '../lib/go-duration.js';
 import type { Clock } from '../lib/clock.js';
 import { joinHostPort } from './go-net-error.js';
 import {

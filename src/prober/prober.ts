@@ -6,7 +6,8 @@
  * (`Liveness probe failed: HTTP probe failed with statuscode: 500`).
  */
 import type { Container, Pod, Probe } from '../api/core-v1.js';
-import { containerFieldPath, type EventRecorder, type EventType } from '../kuberuntime/event-recorder.js';
+import { containerFieldPath, type EventRecorder } from '../kuberuntime/event-recorder.js';
+import type { EventType } from '../api/core-v1.js';
 import { formatPod } from '../kuberuntime/format.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';

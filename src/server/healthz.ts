@@ -9,18 +9,18 @@ import { logger } from '../lib/log.js';
 
 const log = logger('healthz');
 
-export interface HealthCheck {
+export interface HealthChecker {
   name: string;
   /** Resolves to undefined when healthy, or to the reason it is not. */
   check(): string | undefined | Promise<string | undefined>;
 }
 
-export const pingCheck: HealthCheck = { name: 'ping', check: () => undefined };
+export const pingCheck: HealthChecker = { name: 'ping', check: () => undefined };
 
 /** Upstream's "log" check: the logger is not blocked. Our logger writes synchronously, so it cannot be. */
-export const logCheck: HealthCheck = { name: 'log', check: () => undefined };
+export const logCheck: HealthChecker = { name: 'log', check: () => undefined };
 
-async function runCheck(c: HealthCheck): Promise<string | undefined> {
+async function runCheck(c: HealthChecker): Promise<string | undefined> {
   try {
     return await c.check();
   } catch (err) {
@@ -38,7 +38,7 @@ function componentLines(components: readonly ComponentStatus[] | undefined): str
 
 /** Serves /healthz and /healthz/<name>; returns false when the path is not a healthz path. */
 export async function serveHealthz(
-  checks: readonly HealthCheck[],
+  checks: readonly HealthChecker[],
   req: IncomingMessage,
   res: ServerResponse,
   url: URL,

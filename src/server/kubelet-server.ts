@@ -28,7 +28,7 @@ import {
   type TokenReviewer,
 } from './delegated-auth.js';
 import type { ComponentStatus } from '../lib/component.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
 import {
@@ -40,6 +40,8 @@ import {
   type RequestContext,
 } from './request-context.js';
 import { resourceMetricsText } from './resource-metrics.js';
+import type { SummaryProvider } from '../stats/stats-provider.js';
+import { summaryJson } from '../stats/summary-types.js';
 import { servingTls } from './serving-tls.js';
 import { StreamRegistry } from './stream-proxy.js';
 import { serveAttach, serveExec, servePortForward, serveRun } from './streaming-handlers.js';
@@ -54,7 +56,7 @@ export interface KubeletServerHost {
   getPodByName?(namespace: string, name: string): Pod | undefined;
   /** The pods the runtime has, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
   /** Every component's state, listed by /healthz?verbose. */
   componentStatuses?(): readonly ComponentStatus[];
   /** The CRI runtime: streaming URLs for exec/attach/port-forward, ExecSync, log paths, stats. */
@@ -65,8 +67,8 @@ export interface KubeletServerHost {
   probeMetrics?: MetricsRegistry;
   /** The configuration in force, for /configz (served as {"kubeletconfig": …}). */
   configz?(): unknown;
-  /** /stats/summary, when a stats provider exists (404 otherwise). */
-  statsSummary?(onlyCpuAndMemory: boolean, signal: AbortSignal): Promise<unknown>;
+  /** /stats/summary and /metrics/resource, when a stats provider exists (404 otherwise). */
+  statsProvider?: SummaryProvider;
 }
 
 /** The fields of the kubelet configuration the server reads; ResolvedKubeletConfig fits it as is. */
@@ -585,11 +587,21 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
 }
 
 async function serveStats(state: ServerState, ctx: RequestContext): Promise<void> {
-  if (ctx.path !== '/stats/summary' || !state.host.statsSummary) return notFound(ctx.res);
+  const provider = state.host.statsProvider;
+  if (ctx.path !== '/stats/summary' || !provider) return notFound(ctx.res);
   if (ctx.method !== 'GET') return methodNotAllowed(ctx.res);
+  // Upstream: only_cpu_and_memory=true skips the filesystems and network; any other value is "false".
   const only = ctx.query.get('only_cpu_and_memory') === 'true';
-  const summary = await state.host.statsSummary(only, ctx.signal);
-  sendJson(ctx.res, 200, summary);
+  let body: string;
+  try {
+    body = summaryJson(
+      only ? await provider.getCPUAndMemorySummary(ctx.signal) : await provider.getSummary(ctx.signal),
+    );
+  } catch (err) {
+    return sendText(ctx.res, 500, `Internal Error: ${errorMessage(err)}`);
+  }
+  ctx.res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  ctx.res.end(body);
 }
 
 async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<void> {
@@ -604,12 +616,8 @@ async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<vo
       text = await (state.host.probeMetrics ?? new MetricsRegistry()).expose();
       break;
     case '/metrics/resource':
-      text = await resourceMetricsText(
-        state.host.runtime,
-        state.clock,
-        ctx.signal,
-        state.runtimeRequestTimeoutMs,
-      );
+      if (!state.host.statsProvider) return notFound(res);
+      text = await resourceMetricsText(state.host.statsProvider, ctx.signal);
       break;
     default:
       // /metrics/cadvisor needs cAdvisor, which this kubelet does not embed.

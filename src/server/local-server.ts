@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { Pod, PodList } from '../api/core-v1.js';
 import { logger } from '../lib/log.js';
 import type { ComponentStatus } from '../lib/component.js';
-import { serveHealthz, type HealthCheck } from './healthz.js';
+import { serveHealthz, type HealthChecker } from './healthz.js';
 
 const log = logger('server');
 
@@ -18,7 +18,7 @@ export interface ServerHost {
   getPods(): Pod[];
   /** The pods found in the runtime, as bare pods (upstream: /runningpods/). */
   getRunningPods(): Promise<Pod[]>;
-  healthChecks(): readonly HealthCheck[];
+  healthChecks(): readonly HealthChecker[];
   /** Every component's state, listed by /healthz?verbose. */
   componentStatuses?(): readonly ComponentStatus[];
 }

@@ -15,6 +15,7 @@
  * from the API's copy (as the ApiSource sees it). Failing and recovering are logged once each.
  */
 import type { ContainerStatus, ContainerState, Pod, PodCondition, PodStatus } from '../api/core-v1.js';
+import { isTerminalPhase } from '../api/core-v1.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import {
   createTwoWayMergePatch,
@@ -372,10 +373,6 @@ function setOrDelete(status: PodStatus, key: 'reason' | 'message', value: string
 /** The API pod is the one uid's status is for: the same pod, or the mirror of a static pod of that name. */
 function sameTarget(apiPod: Pod, uid: string): boolean {
   return apiPod.metadata.uid === uid || isMirrorPod(apiPod);
-}
-
-function isTerminalPhase(phase: string | undefined): phase is 'Failed' | 'Succeeded' {
-  return phase === 'Failed' || phase === 'Succeeded';
 }
 
 /**

@@ -14,6 +14,7 @@ import type {
   PodPhase,
   PodStatus,
 } from '../api/core-v1.js';
+import { isTerminalPhase } from '../api/core-v1.js';
 import type { KubeContainerStatus, KubePodStatus } from '../kuberuntime/types.js';
 import { isStaticPod } from '../api/pod-source.js';
 import {
@@ -173,10 +174,6 @@ function rest(c: PodCondition): Partial<PodCondition> {
   if (c.reason !== undefined) out.reason = c.reason;
   if (c.message !== undefined) out.message = c.message;
   return out;
-}
-
-function isTerminalPhase(phase: PodPhase | undefined): boolean {
-  return phase === 'Failed' || phase === 'Succeeded';
 }
 
 function ipFamily(ip: string): 4 | 6 | 0 {

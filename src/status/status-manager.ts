@@ -5,6 +5,7 @@
  * new version to an optional sink: the seam where cluster mode will patch the API server.
  */
 import type { ContainerStatus, Pod, PodCondition, PodStatus } from '../api/core-v1.js';
+import { isTerminalPhase } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -65,10 +66,6 @@ export interface LocalStatusManagerOptions {
 
 interface Entry extends VersionedPodStatus {
   pod: Pod;
-}
-
-function isTerminalPhase(phase: string | undefined): boolean {
-  return phase === 'Failed' || phase === 'Succeeded';
 }
 
 export class LocalStatusManager implements StatusManager {

@@ -13,10 +13,10 @@ import {
   aggregateErrors,
   DEFAULT_FILE_MODE,
   fileMode,
-  type NodeAllocatable,
   type VolumeHost,
   type VolumeSpec,
 } from './volume-plugin.js';
+import type { NodeAllocatable } from '../api/node.js';
 import type { DownwardAPIVolumeFile } from './volume-types.js';
 
 export const DOWNWARD_API_PLUGIN_NAME = 'kubernetes.io/downward-api';

@@ -4,7 +4,8 @@
  * corev1.MatchNodeSelectorTerms). Terms are ORed; within a term every requirement must hold; a term
  * with no requirement matches nothing.
  */
-import type { NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume } from './volume-types.js';
+import type { NodeSelectorRequirement, NodeSelectorTerm } from '../api/core-v1.js';
+import type { PersistentVolume } from './volume-types.js';
 
 function matchRequirement(r: NodeSelectorRequirement, value: string | undefined): boolean {
   const values = r.values ?? [];

@@ -53,13 +53,8 @@ import {
   subpathBindTarget,
   unescapeQualifiedName,
 } from './volume-paths.js';
-import type {
-  NodeAllocatable,
-  VolumeAttributes,
-  VolumeHost,
-  VolumePlugin,
-  VolumeSpec,
-} from './volume-plugin.js';
+import type { NodeAllocatable } from '../api/node.js';
+import type { VolumeAttributes, VolumeHost, VolumePlugin, VolumeSpec } from './volume-plugin.js';
 import type { PodVolume } from './volume-types.js';
 
 const log = logger('volume');

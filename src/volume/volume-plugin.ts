@@ -4,7 +4,8 @@
  * and an Unmounter that tears down what it left on disk, even after a kubelet restart when only
  * the folder's name is known.
  */
-import type { Pod, Quantity } from '../api/core-v1.js';
+import type { Pod } from '../api/core-v1.js';
+import type { NodeAllocatable } from '../api/node.js';
 import type { Clock } from '../lib/clock.js';
 import type { Mounter } from './mounter.js';
 import type { TokenManager } from './token-manager.js';
@@ -61,12 +62,6 @@ export interface VolumePlugin {
   newMounter(spec: VolumeSpec, pod: Pod): VolumeMounter;
   /** Tears down `<pod>/volumes/<plugin>/<volumeName>` as found on disk. */
   newUnmounter(volumeName: string, podUid: string): VolumeUnmounter;
-}
-
-export interface NodeAllocatable {
-  cpu: Quantity;
-  memory: Quantity;
-  'ephemeral-storage'?: Quantity;
 }
 
 /** What plugins may use of the kubelet (upstream: VolumeHost). */

@@ -5,6 +5,7 @@
  */
 import type {
   ObjectFieldSelector,
+  NodeSelectorTerm,
   ObjectMeta,
   Quantity,
   ResourceFieldSelector,
@@ -107,17 +108,6 @@ export interface Secret {
   /** base64, as JSON carries bytes. */
   data?: Record<string, string>;
   type?: string;
-}
-
-export interface NodeSelectorRequirement {
-  key: string;
-  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
-  values?: string[];
-}
-
-export interface NodeSelectorTerm {
-  matchExpressions?: NodeSelectorRequirement[];
-  matchFields?: NodeSelectorRequirement[];
 }
 
 export interface PersistentVolume {

@@ -19,8 +19,9 @@ import { decodePod } from '../../src/config/pod-schema.js';
 import { validatePodFields } from '../../src/config/pod-validation.js';
 import { staticPodsFromObject, type StaticPodOrigin } from '../../src/config/static-pod-defaults.js';
 import { isKubeletError } from '../../src/lib/errors.js';
+import { fuzzRuns } from './fuzz-runs.js';
 
-const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const RUNS = fuzzRuns();
 /** No single case may take this long: a hang or a super-linear path is a failure. */
 const MAX_CASE_MS = 2_000;
 const ORIGIN: StaticPodOrigin = {

@@ -23,6 +23,8 @@ export const runtimeEndpoint =
 export interface KubeletOptions {
   /** Extra flags, after the ones this helper sets. */
   extraArgs?: string[];
+  /** Extra lines of the KubeletConfiguration file (YAML), for fields without a flag. */
+  extraConfig?: string[];
   nodeName?: string;
 }
 
@@ -69,6 +71,7 @@ export class KubeletProcess {
         // clean up the others' pod cgroups as orphans (killing their processes), so only the
         // default stack's kubelet manages QoS and pod cgroups.
         ...(privateStack ? ['cgroupsPerQOS: false', 'enforceNodeAllocatable: []'] : []),
+        ...(this.opts.extraConfig ?? []),
         '',
       ].join('\n'),
     );

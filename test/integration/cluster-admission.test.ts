@@ -12,7 +12,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Pod } from '../../src/api/core-v1.js';
 import type { CoreEvent } from '../../src/events/event-types.js';
-import type { Node } from '../../src/nodestatus/types.js';
+import type { Node } from '../../src/api/node.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';

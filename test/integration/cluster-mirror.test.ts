@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Pod } from '../../src/api/core-v1.js';
-import type { Node } from '../../src/nodestatus/types.js';
+import type { Node } from '../../src/api/node.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KUBELET_VERSION } from '../../src/cmd/version.js';
-import type { Lease, Node } from '../../src/nodestatus/types.js';
+import type { Lease, Node } from '../../src/api/node.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';

@@ -29,6 +29,9 @@ import type { ContainerConfig, PodSandboxConfig } from '../../src/cri/types.js';
 import { pingCheck } from '../../src/server/healthz.js';
 import type { ApiPoster } from '../../src/server/delegated-auth.js';
 import { startKubeletServer, type KubeletServer } from '../../src/server/kubelet-server.js';
+import { realClock } from '../../src/lib/clock.js';
+import { FsResourceAnalyzer } from '../../src/stats/fs-resource-analyzer.js';
+import { StatsProvider } from '../../src/stats/stats-provider.js';
 import {
   startTestApiServer,
   type AuthorizationAttributes,
@@ -314,6 +317,22 @@ before(async () => {
         healthChecks: () => [pingCheck],
         runtime: h.conn.runtime,
         configz: () => ({ nodeName: NODE }),
+        statsProvider: new StatsProvider({
+          runtime: h.conn.runtime,
+          images: h.conn.images,
+          clock: realClock,
+          nodeName: NODE,
+          rootDir: h.dir,
+          podLogsDir: h.logDir,
+          runtimeRequestTimeoutMs: CALL_TIMEOUT_MS,
+          pods: () => [h.pod],
+          fsResourceAnalyzer: new FsResourceAnalyzer({
+            rootDir: h.dir,
+            clock: realClock,
+            periodMs: 60_000,
+            pods: () => [h.pod],
+          }),
+        }),
       },
       {
         nodeName: NODE,
@@ -759,7 +778,7 @@ describe('/logs/', () => {
     assert.equal(r.body, 'log');
   });
 
-  test('traversal and symlink escapes are refused; a symlink into the pod log folder is followed', async () => {
+  test('logs-traversal: traversal and symlink escapes are refused; a symlink into the pod log folder is followed', async () => {
     for (const p of [
       '/logs/../../etc/passwd',
       '/logs/%2e%2e/etc/passwd',
@@ -850,8 +869,7 @@ describe('authentication and authorization', () => {
     const headers = { authorization: `Bearer ${h.api.tokenFor('stats-reader')}` };
     assert.equal((await rawRequest('/metrics', { headers })).status, 200);
     assert.equal((await rawRequest('/metrics/probes', { headers })).status, 200);
-    // Allowed through; there is no stats provider in this test, so the route itself is a 404.
-    assert.equal((await rawRequest('/stats/summary', { headers })).status, 404);
+    assert.equal((await rawRequest('/stats/summary', { headers })).status, 200);
     for (const [method, p] of [
       ['GET', `/exec/${NS}/${h.pod.metadata.name}/shell?command=id&output=1`],
       ['POST', `/run/${NS}/${h.pod.metadata.name}/shell?cmd=id`],
@@ -918,7 +936,7 @@ describe('the rest of the API', () => {
     assert.match(
       text,
       new RegExp(
-        `container_memory_working_set_bytes\\{container="shell",namespace="${NS}",pod="${h.pod.metadata.name}"\\} \\d+ \\d+`,
+        `container_memory_working_set_bytes\\{container="shell",pod="${h.pod.metadata.name}",namespace="${NS}"\\} \\d+ \\d+`,
       ),
     );
     assert.match(text, /node_cpu_usage_seconds_total [\d.]+ \d+/);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { formatGoDuration, parseGoDurationMs } from '../../../src/cmd/duration.js';
+import { formatGoDuration, parseGoDurationMs } from '../../../src/lib/go-duration.js';
 import { isPercentage } from '../../../src/cmd/kubelet-configuration.js';
 
 describe('parseGoDurationMs', () => {

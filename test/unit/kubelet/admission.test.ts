@@ -13,7 +13,7 @@ import {
   preemptedPodStatus,
   type AdmitResult,
 } from '../../../src/kubelet/admission.js';
-import type { Node } from '../../../src/nodestatus/types.js';
+import type { Node } from '../../../src/api/node.js';
 
 const NODE_NAME = 'node-a';
 

@@ -16,6 +16,9 @@ test('a period that is not a finite number at least the floor becomes the floor,
   for (const bad of [0, -1, Number.NaN, Infinity, -Infinity, 1e-6, 5])
     assert.equal(loopPeriodMs('test loop', bad), MIN_LOOP_PERIOD_MS, String(bad));
   assert.equal(lines.filter((l) => l.includes('test loop')).length, 7);
+  // A loop that asks again at every period is warned about once.
+  assert.equal(loopPeriodMs('test loop', 0), MIN_LOOP_PERIOD_MS);
+  assert.equal(lines.filter((l) => l.includes('test loop')).length, 7);
   assert.equal(loopPeriodMs('test loop', 1000), 1000);
   assert.equal(loopPeriodMs('test loop', 50, 100), 100);
 });

@@ -12,7 +12,7 @@ import { RestClient } from '../../../src/k8s/rest-client.js';
 import { realClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { ClusterNode } from '../../../src/nodestatus/cluster-node.js';
-import type { Lease, Node } from '../../../src/nodestatus/types.js';
+import type { Lease, Node } from '../../../src/api/node.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-api-server.js';
 import { waitFor } from '../../helpers/wait.js';
 import { FakeCri, fakeMachineHost, fakeNetworkHost, nodeStatusConfig, nodeStatusFlags } from './fixtures.js';

@@ -7,7 +7,7 @@ import {
   reconcileExistingNode,
   type InitialNodeParams,
 } from '../../../src/nodestatus/initial-node.js';
-import type { Node } from '../../../src/nodestatus/types.js';
+import type { Node } from '../../../src/api/node.js';
 
 setLogSink(() => undefined);
 

@@ -3,7 +3,7 @@ import { afterEach, describe, it } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { microTime, NodeLeaseController } from '../../../src/nodestatus/node-lease-controller.js';
-import type { Lease } from '../../../src/nodestatus/types.js';
+import type { Lease } from '../../../src/api/node.js';
 import { settle } from './fixtures.js';
 import { StoreClient } from './store-client.js';
 

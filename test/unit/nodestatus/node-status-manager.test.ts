@@ -7,7 +7,8 @@ import {
   type NodeStatusManagerOptions,
 } from '../../../src/nodestatus/node-status-manager.js';
 import { RuntimeState } from '../../../src/nodestatus/runtime-state.js';
-import type { Node, ObjectReference } from '../../../src/nodestatus/types.js';
+import type { Node } from '../../../src/api/node.js';
+import type { ObjectReference } from '../../../src/api/core-v1.js';
 import {
   FakeCri,
   fakeMachineHost,

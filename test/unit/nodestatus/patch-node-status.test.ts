@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { nodeStatusHasChanged } from '../../../src/nodestatus/node-status-changed.js';
 import type { JsonObject } from '../../../src/k8s/strategic-merge-patch.js';
 import { preparePatchForNodeStatus } from '../../../src/nodestatus/patch-node-status.js';
-import type { Node, NodeCondition } from '../../../src/nodestatus/types.js';
+import type { Node, NodeCondition } from '../../../src/api/node.js';
 import { strategicMergePatch } from '../../apiserver/patch.js';
 import { resourceByName } from '../../apiserver/resources.js';
 

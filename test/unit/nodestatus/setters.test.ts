@@ -23,7 +23,8 @@ import {
   versionInfo,
   type MachineInfoInputs,
 } from '../../../src/nodestatus/setters.js';
-import type { EventType, Node } from '../../../src/nodestatus/types.js';
+import type { EventType } from '../../../src/api/core-v1.js';
+import type { Node } from '../../../src/api/node.js';
 import { image } from './fixtures.js';
 
 setLogSink(() => undefined);

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { GenericPLEG, type PodLifecycleEvent } from '../../../src/pleg/generic-pleg.js';
-import { formatGoDuration } from '../../../src/pleg/go-duration.js';
+import { formatGoDuration } from '../../../src/lib/go-duration.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
 import { FakeKubeRuntime, flushPromises, kubePodStatus, runningPod } from '../helpers/fake-kube-runtime.js';
 

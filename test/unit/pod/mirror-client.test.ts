@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { podFullName, type Pod } from '../../../src/api/core-v1.js';
 import { RestClient } from '../../../src/k8s/rest-client.js';
 import { setLogSink } from '../../../src/lib/log.js';
-import type { Node } from '../../../src/nodestatus/types.js';
+import type { Node } from '../../../src/api/node.js';
 import { isMirrorPod, isStaticPod } from '../../../src/api/pod-source.js';
 import {
   ApiMirrorClient,

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { podFullName, type Pod } from '../../../src/api/core-v1.js';
-import type { Node } from '../../../src/nodestatus/types.js';
+import type { Node } from '../../../src/api/node.js';
 import { mirrorPodFor } from '../../../src/pod/mirror-client.js';
 import { FakeMirrorClient } from '../../../src/pod/mirror-client.fake.js';
 import { MirrorPods } from '../../../src/pod/mirror-pods.js';

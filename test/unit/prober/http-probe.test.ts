@@ -120,7 +120,7 @@ describe('httpGet probe against a real server', () => {
     assert.equal(seen[1]!.headers['user-agent'], UA);
   });
 
-  test('a redirect to another host is not followed: a success with a warning', async () => {
+  test('CVE-2020-8559: a redirect to another host is not followed: a success with a warning', async () => {
     seen.length = 0;
     const o = await doHttpProbe(request(port, '/away'), { clock: realClock, timeoutMs: 5000 });
     assert.deepEqual(o, {

@@ -90,7 +90,7 @@ describe('Prober', () => {
     assert.deepEqual(rec.events, []);
   });
 
-  test('a warning is a success with a ProbeWarning event', async () => {
+  test('CVE-2020-8559: a warning is a success with a ProbeWarning event', async () => {
     const { p, rec } = prober();
     const c: Container = { name: 'app', readinessProbe: { httpGet: { port, path: '/elsewhere' } } };
     assert.deepEqual(await p.probe('readiness', podWith(c), c, target), { result: 'Success' });

@@ -1,10 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Pod } from '../../../src/api/core-v1.js';
-import { pingCheck, type HealthCheck } from '../../../src/server/healthz.js';
+import { pingCheck, type HealthChecker } from '../../../src/server/healthz.js';
 import { startLocalServer, type ServerHost } from '../../../src/server/local-server.js';
 
-function host(pods: Pod[], checks: HealthCheck[]): ServerHost {
+function host(pods: Pod[], checks: HealthChecker[]): ServerHost {
   return { getPods: () => pods, getRunningPods: async () => [], healthChecks: () => checks };
 }
 

@@ -112,7 +112,7 @@ describe('prepareSafeSubpath', () => {
   });
   const target = (index: number) => path.join(podDir, 'volume-subpaths', 'vol', 'c', String(index));
 
-  test('a symlink that resolves outside the volume is refused before anything is mounted', async () => {
+  test('CVE-2017-1002101: a symlink that resolves outside the volume is refused before anything is mounted', async () => {
     await assert.rejects(
       prepareSafeSubpath(mounter, sub('escape-abs', 0), target(0)),
       /not within volume path/,
@@ -133,7 +133,7 @@ describe('prepareSafeSubpath', () => {
   });
 
   test(
-    'a folder and a file are bind-mounted onto kubelet-owned targets; a symlink inside the volume is followed once, at check time',
+    'CVE-2021-25741: a folder and a file are bind-mounted onto kubelet-owned targets; a symlink inside the volume is followed once, at check time',
     { skip: !isRoot && 'needs root for mount(2)' },
     async () => {
       const dirTarget = await prepareSafeSubpath(mounter, sub('inside-link', 4), target(4));

@@ -1,9 +1,10 @@
 /**
- * The client-side rate limit of every API client (upstream: flowcontrol.NewTokenBucketRateLimiter
- * over x/time/rate): a bucket of `burst` tokens, full at the start, refilled at `qps` per second.
+ * The one token bucket (upstream: flowcontrol.NewTokenBucketRateLimiter over x/time/rate): a bucket
+ * of `burst` tokens, full at the start, refilled at `qps` per second. The API clients wait() on it,
+ * image pulls (registryPullQPS) and the event spam filter only tryAccept() (upstream's passive form).
  * wait() reserves a token at once, so callers are served in the order they asked.
  */
-import type { Clock } from '../lib/clock.js';
+import type { Clock } from './clock.js';
 
 export interface RateLimiter {
   /** Takes a token if one is there now. */

@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, it } from 'node:test';
 import { RestClient } from '../../../src/k8s/rest-client.js';
-import { TokenBucketRateLimiter, rateLimiterFor, unlimited } from '../../../src/k8s/token-bucket.js';
+import { TokenBucketRateLimiter, rateLimiterFor, unlimited } from '../../../src/lib/token-bucket.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 
 /** Lets promise callbacks run between clock steps. */

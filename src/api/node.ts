@@ -3,7 +3,7 @@
  * the API's own field names. Like src/api/core-v1.ts these are open: fields the kubelet does not know
  * are kept on objects read from the server and sent back untouched.
  */
-import type { ConditionStatus, ObjectMeta } from '../api/core-v1.js';
+import type { ConditionStatus, ObjectMeta, Quantity } from './core-v1.js';
 
 export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
 
@@ -99,27 +99,9 @@ export interface Lease {
   spec?: LeaseSpec;
 }
 
-/** A reference to the object an event is about (core/v1 ObjectReference). */
-export interface ObjectReference {
-  kind: string;
-  name: string;
-  namespace?: string;
-  uid?: string;
-  apiVersion?: string;
-  fieldPath?: string;
-}
-
-export type EventType = 'Normal' | 'Warning';
-
-/**
- * Where node events go (upstream: record.EventRecorder with the kubelet's nodeRef); the events
- * package's ApiEventRecorder is one.
- */
-export interface NodeEventRecorder {
-  eventFor(ref: ObjectReference, type: EventType, reason: string, message: string): void;
-}
-
-/** upstream's kl.nodeRef: the node's UID in events is its name, not the API object's UID. */
-export function nodeRef(nodeName: string): ObjectReference {
-  return { kind: 'Node', name: nodeName, uid: nodeName, namespace: '' };
+/** What the node offers pods: the defaults for containers' downward-API limits when they set none. */
+export interface NodeAllocatable {
+  cpu: Quantity;
+  memory: Quantity;
+  'ephemeral-storage'?: Quantity;
 }

@@ -2,6 +2,7 @@
  * Go duration strings (`1m30s`, `500ms`, `2h`), as the kubelet's flags and KubeletConfiguration
  * (metav1.Duration) spell them. Errors carry Go's own wording so messages match upstream's.
  */
+import { KubeletError } from './errors.js';
 
 const UNIT_MS: Readonly<Record<string, number>> = {
   ns: 1e-6,
@@ -17,9 +18,9 @@ const UNIT_MS: Readonly<Record<string, number>> = {
 // Go's time.Duration is an int64 of nanoseconds: about 292 years.
 const MAX_DURATION_MS = 9_223_372_036_854.775;
 
-export class DurationError extends Error {
+export class DurationError extends KubeletError {
   constructor(message: string) {
-    super(message);
+    super('INVALID_DURATION', message);
     this.name = 'DurationError';
   }
 }

@@ -1,19 +1,31 @@
-import type { Clock } from '../lib/clock.js';
-
 /**
- * An AbortSignal that aborts after timeoutMs on the given clock, or when parent aborts.
- * Call dispose() when the work is done so the timer does not linger.
+ * The one deadline of tskubelet: an AbortSignal that aborts when its time is up or its parent
+ * aborts, whichever comes first, with one error class that says it was the deadline.
  */
-export function deadlineSignal(
-  clock: Clock,
-  timeoutMs: number,
-  parent?: AbortSignal,
-): { signal: AbortSignal; dispose: () => void } {
+import type { Clock } from './clock.js';
+import { KubeletError } from './errors.js';
+
+/** Why a call was cut short by its own deadline rather than by its caller. */
+export class DeadlineExceededError extends KubeletError {
+  constructor(readonly timeoutMs: number) {
+    super('DEADLINE_EXCEEDED', `deadline of ${timeoutMs}ms exceeded`);
+    this.name = 'DeadlineExceededError';
+  }
+}
+
+export interface Deadline {
+  signal: AbortSignal;
+  /** Stops the timer and lets go of the parent; call once the work is done. */
+  dispose(): void;
+}
+
+/** An AbortSignal that aborts after timeoutMs on clock, or when parent aborts, whichever comes first. */
+export function withDeadline(clock: Clock, timeoutMs: number, parent?: AbortSignal): Deadline {
   const controller = new AbortController();
   const onParentAbort = () => controller.abort(parent?.reason);
   if (parent?.aborted) controller.abort(parent.reason);
   else parent?.addEventListener('abort', onParentAbort, { once: true });
-  const timer = clock.setTimeout(() => controller.abort(new DeadlineError(timeoutMs)), timeoutMs);
+  const timer = clock.setTimeout(() => controller.abort(new DeadlineExceededError(timeoutMs)), timeoutMs);
   return {
     signal: controller.signal,
     dispose: () => {
@@ -21,13 +33,6 @@ export function deadlineSignal(
       parent?.removeEventListener('abort', onParentAbort);
     },
   };
-}
-
-export class DeadlineError extends Error {
-  constructor(timeoutMs: number) {
-    super(`deadline of ${timeoutMs}ms exceeded`);
-    this.name = 'DeadlineError';
-  }
 }
 
 /**
