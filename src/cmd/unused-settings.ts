@@ -12,7 +12,7 @@ import {
 } from './kubelet-configuration.js';
 
 interface UnusedSetting {
-  /** As the user writes it: a config field (`imageGCHighThresholdPercent`) or a flag (`--lock-file`). */
+  /** As the user writes it: a config field (`cpuManagerPolicy`) or a flag (`--lock-file`). */
   name: string;
   read(config: ResolvedKubeletConfig, flags: KubeletFlags): unknown;
   /** Durations are resolved to milliseconds; shown with their unit. */
@@ -31,10 +31,6 @@ const flag = <K extends keyof KubeletFlags>(name: string, key: K): UnusedSetting
 
 /** Parsed and validated, not acted on (yet). */
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
-  field('containerLogMaxSize', 'containerLogMaxSize'),
-  field('containerLogMaxFiles', 'containerLogMaxFiles'),
-  field('containerLogMaxWorkers', 'containerLogMaxWorkers'),
-  field('containerLogMonitorInterval', 'containerLogMonitorIntervalMs'),
   field('contentType', 'contentType'),
   field('cpuManagerPolicy', 'cpuManagerPolicy'),
   field('cpuManagerReconcilePeriod', 'cpuManagerReconcilePeriodMs'),
@@ -42,18 +38,9 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('enableDebugFlagsHandler', 'enableDebugFlagsHandler'),
   field('enableProfilingHandler', 'enableProfilingHandler'),
   field('enableSystemLogQuery', 'enableSystemLogQuery'),
-  field('evictionSoft', 'evictionSoft'),
-  field('evictionSoftGracePeriod', 'evictionSoftGracePeriodMs'),
-  field('evictionMaxPodGracePeriod', 'evictionMaxPodGracePeriod'),
-  field('evictionMinimumReclaim', 'evictionMinimumReclaim'),
-  field('evictionPressureTransitionPeriod', 'evictionPressureTransitionPeriodMs'),
   field('failCgroupV1', 'failCgroupV1'),
   field('failSwapOn', 'failSwapOn'),
   field('hairpinMode', 'hairpinMode'),
-  field('imageGCHighThresholdPercent', 'imageGCHighThresholdPercent'),
-  field('imageGCLowThresholdPercent', 'imageGCLowThresholdPercent'),
-  field('imageMaximumGCAge', 'imageMaximumGCAgeMs'),
-  field('imageMinimumGCAge', 'imageMinimumGCAgeMs'),
   field('kernelMemcgNotification', 'kernelMemcgNotification'),
   field('kubeletCgroups', 'kubeletCgroups'),
   field('kubeReservedCgroup', 'kubeReservedCgroup'),
@@ -73,14 +60,19 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('topologyManagerPolicy', 'topologyManagerPolicy'),
   field('topologyManagerScope', 'topologyManagerScope'),
   field('volumePluginDir', 'volumePluginDir'),
-  field('volumeStatsAggPeriod', 'volumeStatsAggPeriodMs'),
   flag('--exit-on-lock-contention', 'exitOnLockContention'),
   flag('--image-credential-provider-bin-dir', 'imageCredentialProviderBinDir'),
   flag('--image-credential-provider-config', 'imageCredentialProviderConfig'),
   flag('--lock-file', 'lockFilePath'),
 ];
 
-/** `name=value` for each unused setting whose value differs from upstream's default, in table order. */
+/** The feature gates tskubelet reads; any other gate a user sets is named as not acted on. */
+export const FEATURE_GATES_ACTED_ON: readonly string[] = ['EventedPLEG', 'KubeletFineGrainedAuthz'];
+
+/**
+ * `name=value` for each unused setting whose value differs from upstream's default, in table order,
+ * then `featureGates.<gate>=<value>` for each gate tskubelet does not read.
+ */
 export function unusedSettingsInEffect(config: ResolvedKubeletConfig, flags: KubeletFlags): string[] {
   const defaults = resolveKubeletConfiguration(applyV1beta1Defaults({}));
   const defaultFlags = defaultKubeletFlags();
@@ -90,6 +82,9 @@ export function unusedSettingsInEffect(config: ResolvedKubeletConfig, flags: Kub
     if (JSON.stringify(value) === JSON.stringify(s.read(defaults, defaultFlags))) continue;
     const unit = s.milliseconds && typeof value === 'number' ? 'ms' : '';
     out.push(`${s.name}=${JSON.stringify(value)}${unit}`);
+  }
+  for (const [gate, on] of Object.entries(config.featureGates)) {
+    if (!FEATURE_GATES_ACTED_ON.includes(gate)) out.push(`featureGates.${gate}=${on}`);
   }
   return out;
 }

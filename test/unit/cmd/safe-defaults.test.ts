@@ -112,12 +112,16 @@ describe('safe defaults', () => {
   test('one warning line names every setting parsed but not acted on, with its value', async () => {
     writeFileSync(
       join(dir, 'c.yaml'),
-      HEADER + 'imageGCHighThresholdPercent: 90\nshutdownGracePeriod: 30s\nmaxPods: 50\n',
+      HEADER +
+        'cpuManagerPolicy: static\nshutdownGracePeriod: 30s\nmaxPods: 50\n' +
+        'featureGates:\n  EventedPLEG: false\n  InPlacePodVerticalScaling: true\n',
     );
     await run(['--config', join(dir, 'c.yaml'), '--lock-file=/run/kubelet.lock']);
     const lines = warnings.filter((w) => w.includes('parsed but not acted on'));
     assert.equal(lines.length, 1);
-    assert.match(lines[0]!, /imageGCHighThresholdPercent=90/);
+    assert.match(lines[0]!, /cpuManagerPolicy="static"/);
+    assert.match(lines[0]!, /featureGates\.InPlacePodVerticalScaling=true/);
+    assert.doesNotMatch(lines[0]!, /EventedPLEG/);
     assert.match(lines[0]!, /shutdownGracePeriod=30000ms/);
     assert.match(lines[0]!, /--lock-file="\/run\/kubelet.lock"/);
     assert.doesNotMatch(lines[0]!, /maxPods/);
