@@ -383,7 +383,7 @@ export class FakeCriServer {
         // Streaming RPCs (GetContainerEvents) are not part of what the fake runtime serves.
         impl[key] = (call: grpc.ServerWritableStream<WireMessage, object>) =>
           call.destroy(
-            Object.assign(new Error(`fake CRI: ${method} is not implemented`), {
+            Object.assign(new Error(`fake CRI: ${method} is not served by this fake runtime`), {
               code: grpc.status.UNIMPLEMENTED,
             }),
           );
