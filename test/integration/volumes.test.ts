@@ -381,8 +381,19 @@ describe('volumes through the built kubelet, the test API server and containerd'
         }),
       ],
     });
-    // The first run exits; the restart (after a 10 s back-off) finds its file.
-    const p = await running('keep', 90_000);
+    // The first run exits; the restart (after a 10 s back-off) finds its file. The evented PLEG
+    // can report the first run's brief Running state, so wait for a running container that has
+    // restarted at least once.
+    const p = await waitFor(
+      'keep to run after its first restart',
+      () => {
+        const pod = apiPod('keep');
+        const c = pod?.status?.containerStatuses?.[0];
+        return c?.state?.running && (c.restartCount ?? 0) >= 1 ? pod : undefined;
+      },
+      90_000,
+      200,
+    ).catch(withLog);
     assert.equal(p.status?.containerStatuses?.[0]?.restartCount, 1);
     assert.equal(await sh('keep', 'cat /data/n'), '2');
 
