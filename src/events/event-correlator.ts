@@ -182,6 +182,10 @@ export class EventCorrelator {
       lastTimestamp: now,
       count: 1,
       type: newEvent.type,
+      // Upstream's combined event copies none of these: they go out empty (eventTime null).
+      eventTime: null,
+      reportingComponent: '',
+      reportingInstance: '',
     };
     return { event: combined, key: aggKey };
   }
@@ -199,8 +203,10 @@ export class EventCorrelator {
       else delete event.metadata.resourceVersion;
       event.firstTimestamp = last.firstTimestamp;
       event.count = last.count + 1;
-      // Upstream's two-way merge of the event against itself with count, lastTimestamp and message cleared.
-      patch = { count: event.count, lastTimestamp: event.lastTimestamp, message: event.message };
+      // Upstream's two-way merge of the event against itself with count, lastTimestamp and message
+      // cleared; an empty message is left out of both sides (omitempty), so not patched.
+      patch = { count: event.count, lastTimestamp: event.lastTimestamp };
+      if (event.message !== '') patch.message = event.message;
     }
     this.logs.set(key, {
       count: event.count,

@@ -9,7 +9,7 @@
  * Events go through their own client, whose rate limit is eventRecordQPS/eventBurst.
  */
 import type { Pod } from '../api/core-v1.js';
-import type { ApiResult } from '../k8s/api-status.js';
+import type { ApiResult, Status } from '../k8s/api-status.js';
 import { isKubeApiError } from '../k8s/api-status.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import { goJson, type Json } from '../k8s/strategic-merge-patch.js';
@@ -222,18 +222,20 @@ export class ApiEventRecorder implements ObjectEventRecorder {
         this.correlator.updateState(result.object);
         return true;
       }
-      this.log.v(5, 'Server rejected event (will not retry!)', {
-        reason: event.reason,
-        err: result.status.message ?? result.reason,
-      });
+      // Upstream logs an AlreadyExists (or a terminating namespace) at V(5), any other refusal as an error.
+      const kv = { reason: event.reason, err: result.status.message ?? result.reason };
+      if (result.reason === 'AlreadyExists' || namespaceTerminating(result.status)) {
+        this.log.v(5, 'Server rejected event (will not retry!)', kv);
+      } else {
+        this.log.error('Server rejected event (will not retry!)', kv);
+      }
       return true;
     } catch (err) {
       if (signal.aborted) return true;
       if (isKubeApiError(err) && err.httpStatus !== 0) {
-        this.log.error('Server rejected event (will not retry!)', {
-          reason: event.reason,
-          err: errorMessage(err),
-        });
+        const kv = { reason: event.reason, err: errorMessage(err) };
+        if (namespaceTerminating(err.status)) this.log.v(5, 'Server rejected event (will not retry!)', kv);
+        else this.log.error('Server rejected event (will not retry!)', kv);
         return true;
       }
       const kv = { reason: event.reason, err: errorMessage(err) };
@@ -246,6 +248,11 @@ export class ApiEventRecorder implements ObjectEventRecorder {
       return false;
     }
   }
+}
+
+/** Upstream's errors.HasStatusCause(err, v1.NamespaceTerminatingCause). */
+function namespaceTerminating(status: Status | undefined): boolean {
+  return status?.details?.causes?.some((c) => c.reason === 'NamespaceTerminating') ?? false;
 }
 
 /** Standalone mode: events go nowhere (upstream leaves the recorder unconnected without a client). */
