@@ -137,7 +137,9 @@ export function canAdmitPod(pod: Pod, otherPods: readonly Pod[], node: Node | un
     return {
       admit: false,
       reason: first.predicateName,
-      message: `Predicate ${first.predicateName} failed: ${first.desc}`,
+      // v1.30's PredicateFailureError.Error() names the predicate only; the description was added to
+      // the message only in v1.31 (kubernetes/kubernetes#125498, opened after v1.30 was out).
+      message: `Predicate ${first.predicateName} failed`,
     };
   }
   return {
