@@ -47,6 +47,8 @@ export interface RequestRecord {
   name: string;
   contentType: string;
   code: number;
+  /** A PATCH's body as sent, so tests can compare the exact patch. */
+  patch?: string;
 }
 
 export interface HandlerContext {
@@ -219,6 +221,9 @@ function deleteOptions(body: Json | undefined, query: URLSearchParams): DeleteOp
   return opts;
 }
 
+/** The body of each PATCH request, for its RequestRecord. */
+const patchBodies = new WeakMap<IncomingMessage, string>();
+
 export function createRequestHandler(
   ctx: HandlerContext,
 ): (req: IncomingMessage, res: ServerResponse) => void {
@@ -240,6 +245,7 @@ export function createRequestHandler(
         name: info.name,
         contentType: req.headers['content-type'] ?? '',
         code,
+        ...(patchBodies.has(req) ? { patch: patchBodies.get(req) } : {}),
       });
     const fail = (err: unknown) => {
       const e = err instanceof ApiError ? err : internalError(err);
@@ -393,6 +399,7 @@ async function serve(
         );
       }
       const body = await readBody(req);
+      patchBodies.set(req, body.toString('utf8'));
       let patch: Json;
       try {
         patch = JSON.parse(body.toString('utf8')) as Json;

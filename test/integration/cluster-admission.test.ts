@@ -1,9 +1,11 @@
 /**
  * Admission in cluster mode, end to end: the built kubelet with --kubeconfig against the test API
- * server and the private containerd. Pods that do not fit the node (more cpu than it has, a
- * nodeSelector its labels do not match, a NoExecute taint they do not tolerate) end Failed in the API
- * with upstream's reason and message and a Warning event, and never reach the runtime; a pod that fits
- * runs on undisturbed.
+ * server and the private containerd. One pod per kind of refusal upstream v1.30 makes (OutOfcpu,
+ * OutOfmemory, OutOfpods, NodeAffinity, NodePorts, TaintToleration, PodOSSelectorNodeLabelDoesNotMatch,
+ * PodOSNotSupported, SysctlForbidden) ends Failed in the API with exactly the status upstream's
+ * rejectPod and status manager leave (the whole status compared, sent as one PATCH) and one Warning
+ * event as upstream records it (the whole event compared), and never reaches the runtime; the pods
+ * that fit run on undisturbed.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,6 +15,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Pod } from '../../src/api/core-v1.js';
 import type { CoreEvent } from '../../src/events/event-types.js';
 import type { Node } from '../../src/api/node.js';
+import { parseQuantity, valueOf } from '../../src/api/quantity.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
@@ -25,9 +28,14 @@ function apiPod(name: string): Pod | undefined {
   return server.store.tryGet('pods', name, ns) as unknown as Pod | undefined;
 }
 
-function podObject(name: string, spec: Partial<Pod['spec']> = {}, cpu?: string): Pod {
+function podObject(
+  name: string,
+  spec: Partial<Pod['spec']> = {},
+  cpu?: string,
+  labels?: Record<string, string>,
+): Pod {
   return {
-    metadata: { name, namespace: ns },
+    metadata: { name, namespace: ns, ...(labels ? { labels } : {}) },
     spec: {
       nodeName: NODE_NAME,
       terminationGracePeriodSeconds: 1,
@@ -66,6 +74,39 @@ function assertRejectedStatus(pod: Pod, qosClass: string, reason: string, messag
 
 function createPod(pod: Pod): void {
   server.store.create('pods', pod as unknown as Record<string, unknown>);
+}
+
+/** The one Warning event of a rejected pod, whole, as upstream's recorder writes it. */
+function assertRejectedEvent(event: CoreEvent, pod: Pod, reason: string, message: string): void {
+  const { metadata, firstTimestamp, lastTimestamp, ...rest } = event as CoreEvent & Record<string, unknown>;
+  assert.match(metadata.name, new RegExp(`^${pod.metadata.name}\\.[0-9a-f]+$`));
+  assert.equal(metadata.namespace, ns);
+  assert.match(firstTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+  assert.equal(lastTimestamp, firstTimestamp);
+  for (const k of ['apiVersion', 'kind']) delete rest[k];
+  assert.deepEqual(rest, {
+    involvedObject: {
+      kind: 'Pod',
+      namespace: ns,
+      name: pod.metadata.name,
+      uid: pod.metadata.uid,
+      apiVersion: 'v1',
+      resourceVersion: rest.involvedObject.resourceVersion,
+    },
+    reason,
+    message,
+    source: { component: 'kubelet', host: NODE_NAME },
+    count: 1,
+    type: 'Warning',
+    eventTime: null,
+    reportingComponent: 'kubelet',
+    reportingInstance: NODE_NAME,
+  });
+}
+
+/** Allocatable memory in bytes, as the scheduler reads it. */
+function allocatableMemory(node: Node): bigint {
+  return valueOf(parseQuantity(node.status?.allocatable?.memory ?? '0'));
 }
 
 /** Allocatable cpu in millicores, as the scheduler reads it. */
@@ -128,6 +169,8 @@ describe('cluster mode: admission', () => {
         `--kubeconfig=${kubeconfig}`,
         '--node-labels=tskubelet.test/disk=hdd',
         '--register-with-taints=tskubelet.test/maintenance=soon:NoExecute',
+        // Two pods run at once here ('fits', then 'matching'): a third is OutOfpods.
+        '--max-pods=2',
       ],
     });
     await kubelet.start();
@@ -141,7 +184,7 @@ describe('cluster mode: admission', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  test('pods that do not fit are Failed with upstream’s reason; the pod that fits runs on', async () => {
+  test('each kind of refusal: upstream’s status, one PATCH, one Warning event; the pods that fit run on', async () => {
     const tolerateMaintenance = {
       tolerations: [
         { key: 'tskubelet.test/maintenance', operator: 'Exists' as const, effect: 'NoExecute' as const },
@@ -152,7 +195,19 @@ describe('cluster mode: admission', () => {
       () => server.store.tryGet('nodes', NODE_NAME) as Node | undefined,
       30_000,
     );
-    createPod(podObject('fits', tolerateMaintenance, '100m'));
+    // A host port of its own per run, so that stacks side by side do not share one.
+    const hostPort = 20_000 + (process.pid % 10_000);
+    const fitsSpec = {
+      ...tolerateMaintenance,
+      containers: [
+        {
+          ...podObject('x').spec.containers[0]!,
+          resources: { requests: { cpu: '100m' } },
+          ports: [{ containerPort: 8080, hostPort, protocol: 'TCP' as const }],
+        },
+      ],
+    };
+    createPod(podObject('fits', fitsSpec, '100m'));
     const running = await withLog(
       waitFor(
         'fits to run',
@@ -166,40 +221,162 @@ describe('cluster mode: admission', () => {
     const fitsContainer = running.status?.containerStatuses?.[0]?.containerID;
     assert.ok(fitsContainer);
 
-    // More cpu than the node has: upstream's numbers, the running pod's 100m counted as used.
-    const capacity = allocatableMilliCpu(node);
-    createPod(podObject('too-big', tolerateMaintenance, `${capacity + 1000}m`));
-    const tooBig = await failedWith('too-big');
-    const cpuMessage = `Node didn't have enough resource: cpu, requested: ${capacity + 1000}, used: 100, capacity: ${capacity}`;
-    assertRejectedStatus(tooBig, 'Burstable', 'OutOfcpu', cpuMessage);
-    const cpuEvent = await warning('too-big', 'OutOfcpu');
-    assert.equal(cpuEvent.type, 'Warning');
-    assert.equal(cpuEvent.message, cpuMessage);
-    assert.equal(cpuEvent.involvedObject.uid, tooBig.metadata.uid);
-    assert.deepEqual(cpuEvent.source, { component: 'kubelet', host: NODE_NAME });
-
-    // A nodeSelector the node's labels do not match.
-    createPod(podObject('picky', { ...tolerateMaintenance, nodeSelector: { 'tskubelet.test/disk': 'ssd' } }));
-    const picky = await failedWith('picky');
-    assertRejectedStatus(picky, 'BestEffort', 'NodeAffinity', 'Predicate NodeAffinity failed');
-    assert.equal((await warning('picky', 'NodeAffinity')).message, 'Predicate NodeAffinity failed');
-
-    // The node's NoExecute taint, not tolerated.
-    createPod(podObject('intolerant'));
-    const intolerant = await failedWith('intolerant');
-    assertRejectedStatus(intolerant, 'BestEffort', 'TaintToleration', 'Predicate TaintToleration failed');
+    const cpu = allocatableMilliCpu(node);
+    const memory = allocatableMemory(node);
+    const refused: {
+      name: string;
+      pod: Pod;
+      qosClass: string;
+      reason: string;
+      message: string;
+    }[] = [
+      {
+        // More cpu than the node has: upstream's numbers, the running pod's 100m counted as used.
+        name: 'too-big',
+        pod: podObject('too-big', tolerateMaintenance, `${cpu + 1000}m`),
+        qosClass: 'Burstable',
+        reason: 'OutOfcpu',
+        message: `Node didn't have enough resource: cpu, requested: ${cpu + 1000}, used: 100, capacity: ${cpu}`,
+      },
+      {
+        name: 'hungry',
+        pod: {
+          ...podObject('hungry', tolerateMaintenance),
+          spec: {
+            ...podObject('hungry', tolerateMaintenance).spec,
+            containers: [
+              {
+                ...podObject('x').spec.containers[0]!,
+                resources: { requests: { memory: `${memory + 1n}` } },
+              },
+            ],
+          },
+          status: { phase: 'Pending', qosClass: 'Burstable' },
+        },
+        qosClass: 'Burstable',
+        reason: 'OutOfmemory',
+        message: `Node didn't have enough resource: memory, requested: ${memory + 1n}, used: 0, capacity: ${memory}`,
+      },
+      {
+        // A nodeSelector the node's labels do not match.
+        name: 'picky',
+        pod: podObject('picky', { ...tolerateMaintenance, nodeSelector: { 'tskubelet.test/disk': 'ssd' } }),
+        qosClass: 'BestEffort',
+        reason: 'NodeAffinity',
+        message: 'Predicate NodeAffinity failed',
+      },
+      {
+        // The host port 'fits' holds.
+        name: 'clash',
+        pod: podObject('clash', { ...fitsSpec, containers: [{ ...fitsSpec.containers[0]!, resources: {} }] }),
+        qosClass: 'BestEffort',
+        reason: 'NodePorts',
+        message: 'Predicate NodePorts failed',
+      },
+      {
+        // The node's NoExecute taint, not tolerated.
+        name: 'intolerant',
+        pod: podObject('intolerant'),
+        qosClass: 'BestEffort',
+        reason: 'TaintToleration',
+        message: 'Predicate TaintToleration failed',
+      },
+      {
+        name: 'windows-label',
+        pod: podObject('windows-label', tolerateMaintenance, undefined, { 'kubernetes.io/os': 'windows' }),
+        qosClass: 'BestEffort',
+        reason: 'PodOSSelectorNodeLabelDoesNotMatch',
+        message: "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+      },
+      {
+        name: 'windows-os',
+        pod: podObject('windows-os', { ...tolerateMaintenance, os: { name: 'windows' } }),
+        qosClass: 'BestEffort',
+        reason: 'PodOSNotSupported',
+        message: "Failed to admit pod as the OS field doesn't match node OS",
+      },
+      {
+        name: 'unsafe-sysctl',
+        pod: podObject('unsafe-sysctl', {
+          ...tolerateMaintenance,
+          securityContext: { sysctls: [{ name: 'kernel.msgmax', value: '65536' }] },
+        }),
+        qosClass: 'BestEffort',
+        reason: 'SysctlForbidden',
+        message: 'forbidden sysctl: "kernel.msgmax" not allowlisted',
+      },
+    ];
+    for (const r of refused) createPod(r.pod);
+    for (const r of refused) {
+      const pod = await failedWith(r.name);
+      assertRejectedStatus(pod, r.qosClass, r.reason, r.message);
+      assertRejectedEvent(await warning(r.name, r.reason), pod, r.reason, r.message);
+    }
 
     // A selector that matches, and the matching node label from --node-labels: admitted.
     createPod(
       podObject('matching', { ...tolerateMaintenance, nodeSelector: { 'tskubelet.test/disk': 'hdd' } }),
     );
     await withLog(waitFor('matching to run', () => apiPod('matching')?.status?.phase === 'Running', 60_000));
+    // Now two pods run, as many as --max-pods allows.
+    createPod(podObject('crowd', tolerateMaintenance));
+    const crowd = await failedWith('crowd');
+    const crowdMessage = "Node didn't have enough resource: pods, requested: 1, used: 2, capacity: 2";
+    assertRejectedStatus(crowd, 'BestEffort', 'OutOfpods', crowdMessage);
+    assertRejectedEvent(await warning('crowd', 'OutOfpods'), crowd, 'OutOfpods', crowdMessage);
+
+    const names = [...refused.map((r) => r.name), 'crowd'];
+    const expected = new Map(refused.map((r) => [r.name, r]));
+    expected.set('crowd', {
+      name: 'crowd',
+      pod: crowd,
+      qosClass: 'BestEffort',
+      reason: 'OutOfpods',
+      message: crowdMessage,
+    });
+    for (const name of names) {
+      const pod = apiPod(name)!;
+      const { reason, message } = expected.get(name)!;
+      const uid = pod.metadata.uid!;
+      const startTime = pod.status!.startTime!;
+      // The exact bodies upstream's statusutil.PatchPodStatus sends. Until the first housekeeping
+      // has synced the pod workers (podsSynced), upstream's mergePodStatus holds a pod's phase back,
+      // so a pod rejected in the kubelet's first seconds gets its startTime first and its Failed
+      // phase at the next reconcile; after that, one patch carries it all.
+      const bodies = server.requests
+        .filter(
+          (q) => q.resource === 'pods' && q.subresource === 'status' && q.verb === 'patch' && q.name === name,
+        )
+        .map((q) => q.patch);
+      const terminal = (withStart: boolean) =>
+        JSON.stringify({
+          metadata: { uid },
+          status: {
+            message: `Pod was rejected: ${message}`,
+            phase: 'Failed',
+            reason,
+            ...(withStart ? { startTime } : {}),
+          },
+        });
+      if (bodies.length === 1) assert.deepEqual(bodies, [terminal(true)], name);
+      else
+        assert.deepEqual(
+          bodies,
+          [JSON.stringify({ metadata: { uid }, status: { startTime } }), terminal(false)],
+          name,
+        );
+      const events = (server.store.list('events', { namespace: ns }).items as unknown as CoreEvent[]).filter(
+        (e) => e.involvedObject.name === name,
+      );
+      assert.equal(events.length, 1, `${name}: one event`);
+    }
 
     // The rejected pods never reached the runtime; the one that fit was never disturbed.
-    for (const name of ['too-big', 'picky', 'intolerant']) {
+    const sandboxes = await cri.sandboxes(ns);
+    for (const name of names) {
       assert.deepEqual(await cri.podContainers(ns, name), [], `${name} has no containers`);
       assert.deepEqual(
-        (await cri.sandboxes(ns)).filter((s) => s.metadata.name === name),
+        sandboxes.filter((s) => s.metadata.name === name),
         [],
         `${name} has no sandbox`,
       );
