@@ -5,8 +5,9 @@
  * container uses (dead ones included) until usage is down to imageGCLowThresholdPercent; images
  * younger than imageMinimumGCAge, pinned ones and the sandbox (pause) image are never removed,
  * and images unused for imageMaximumGCAge are removed whatever the usage. Falling short records
- * an ImageGCFailed event on the node. The eviction manager calls deleteUnusedImages under disk
- * pressure.
+ * a FreeDiskSpaceFailed event on the node, a pass that fails a second time in a row an
+ * ImageGCFailed one (upstream: kubelet.go StartGarbageCollection). The eviction manager calls
+ * deleteUnusedImages under disk pressure.
  */
 import type { Image, ImageService, RuntimeService } from '../cri/types.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
@@ -61,6 +62,7 @@ export class ImageGCManager {
   private readonly records = new Map<string, ImageRecord>();
   private timer: TimerHandle | undefined;
   private stopped = true;
+  private prevGcFailed = false;
 
   constructor(private readonly opts: ImageGCManagerOptions) {}
 
@@ -80,9 +82,33 @@ export class ImageGCManager {
     if (this.stopped) return;
     this.timer = this.opts.clock.setTimeout(() => {
       void this.garbageCollect()
-        .catch((err: unknown) => log.error('Image garbage collection failed', { err: errorMessage(err) }))
+        .then(
+          () => {
+            if (this.prevGcFailed) log.info('Image garbage collection succeeded');
+            this.prevGcFailed = false;
+          },
+          (err: unknown) => this.gcFailed(err),
+        )
         .finally(() => this.schedule(this.opts.periodMs ?? IMAGE_GC_PERIOD_MS));
     }, delayMs);
+  }
+
+  /** The first failure may be stats not being ready yet: only a repeated one is told on the node. */
+  private gcFailed(err: unknown): void {
+    if (this.prevGcFailed) {
+      log.error('Image garbage collection failed multiple times in a row', { err: errorMessage(err) });
+      this.opts.recorder?.eventFor(
+        nodeRef(this.opts.nodeName),
+        'Warning',
+        'ImageGCFailed',
+        errorMessage(err),
+      );
+    } else {
+      log.error('Image garbage collection failed once. Stats initialization may not have completed yet', {
+        err: errorMessage(err),
+      });
+    }
+    this.prevGcFailed = true;
   }
 
   private call() {
@@ -155,7 +181,7 @@ export class ImageGCManager {
     const freed = await this.freeSpace(amountToFree, now);
     if (freed < amountToFree) {
       const message = `Failed to garbage collect required amount of images. Attempted to free ${amountToFree} bytes, but only found ${freed} bytes eligible to free.`;
-      this.opts.recorder?.eventFor(nodeRef(this.opts.nodeName), 'Warning', 'ImageGCFailed', message);
+      this.opts.recorder?.eventFor(nodeRef(this.opts.nodeName), 'Warning', 'FreeDiskSpaceFailed', message);
       throw new Error(message);
     }
   }

@@ -10,7 +10,8 @@ import type { ContainerManager } from '../cm/container-manager.js';
 import type { PodConfig } from '../config/pod-config.js';
 import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
-import type { EventRecorder } from '../kuberuntime/event-recorder.js';
+import type { ObjectEventRecorder } from '../events/event-recorder.js';
+import { nodeRef } from '../api/node.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
@@ -80,7 +81,7 @@ export interface KubeletOptions {
   /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
-  recorder?: EventRecorder;
+  recorder?: ObjectEventRecorder;
   /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
   sysctlAllowlist?: SysctlAllowlist;
   /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
@@ -718,9 +719,20 @@ export class Kubelet implements ServerHost {
       if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {
         this.lastContainerGcMs = now;
         const wanted = new Set(desired);
-        await this.runtime.garbageCollect(
-          (uid) => wanted.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
-        );
+        try {
+          await this.runtime.garbageCollect(
+            (uid) => wanted.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
+          );
+        } catch (err) {
+          // Upstream's StartGarbageCollection: every failed pass is logged and told on the node.
+          log.error('Container garbage collection failed', { err: errorMessage(err) });
+          this.opts.recorder?.eventFor(
+            nodeRef(this.opts.nodeName),
+            'Warning',
+            'ContainerGCFailed',
+            errorMessage(err),
+          );
+        }
         this.backoff.gc();
       }
     } catch (err) {

@@ -65,7 +65,7 @@ test('over the high threshold: least recently used unused images go first, down 
   assert.deepEqual(h.events, []);
 });
 
-test('short of the goal: ImageGCFailed; in-use and the pinned sandbox image are kept', async () => {
+test('short of the goal: FreeDiskSpaceFailed; in-use and the pinned sandbox image are kept', async () => {
   const h = await setUp(1 * Mi, 0);
   await h.use('docker.io/library/busybox:latest');
   h.clock.advance(1000);
@@ -75,8 +75,32 @@ test('short of the goal: ImageGCFailed; in-use and the pinned sandbox image are 
   assert.deepEqual(h.names(), ['docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9']);
   assert.match(
     h.events.at(-1) ?? '',
-    /^Warning ImageGCFailed Failed to garbage collect required amount of images\. Attempted to free \d+ bytes, but only found 62914560 bytes eligible to free\.$/,
+    /^Warning FreeDiskSpaceFailed Failed to garbage collect required amount of images\. Attempted to free \d+ bytes, but only found 62914560 bytes eligible to free\.$/,
   );
+});
+
+test('a pass that fails twice in a row is told on the node as ImageGCFailed (upstream StartGarbageCollection)', async () => {
+  const h = await setUp(1 * Mi, 0);
+  await h.use('docker.io/library/busybox:latest');
+  h.gc.start();
+  const settle = async () => {
+    for (let i = 0; i < 50; i++) await new Promise((r) => setImmediate(r));
+  };
+  h.clock.advance(0);
+  await settle();
+  // The first pass: everything is younger than minAge, short of the goal; no ImageGCFailed yet.
+  assert.deepEqual(
+    h.events.map((e) => e.split(' ')[1]),
+    ['FreeDiskSpaceFailed'],
+  );
+  h.clock.advance(5 * 60_000);
+  await settle();
+  h.gc.stop();
+  assert.deepEqual(
+    h.events.map((e) => e.split(' ')[1]),
+    ['FreeDiskSpaceFailed', 'FreeDiskSpaceFailed', 'ImageGCFailed'],
+  );
+  assert.equal(h.events[2], h.events[1]!.replace('FreeDiskSpaceFailed', 'ImageGCFailed'));
 });
 
 test('deleteUnusedImages removes every eligible image whatever the usage', async () => {

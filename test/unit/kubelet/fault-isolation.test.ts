@@ -84,7 +84,7 @@ function startNode(
       metadata: { name: 'node-a', labels: { 'kubernetes.io/os': 'linux' } },
       status: { allocatable: { cpu: '4', memory: '8Gi', pods: '110' } },
     }),
-    recorder: { event: (p) => opts.onEvent?.(p) },
+    recorder: { event: (p) => opts.onEvent?.(p), eventFor: () => undefined },
     clock,
     runtime,
     podConfig,

@@ -92,6 +92,8 @@ function startNode(
     recorder: {
       event: (p, _fieldPath, type, reason, message) =>
         events.push({ pod: p.metadata.name ?? '', type, reason, message }),
+      eventFor: (ref, type, reason, message) =>
+        events.push({ pod: `${ref.kind ?? ''}/${ref.name ?? ''}`, type, reason, message }),
     },
     clock,
     runtime,
