@@ -614,7 +614,8 @@ export class KubeGenericRuntimeManager implements Runtime {
       fieldPath,
       'Normal',
       EventReason.CreatedContainer,
-      `Created container: ${container.name}`,
+      // v1.30 formats "Created container %s"; the "Created container: " form is a later release's.
+      `Created container ${container.name}`,
     );
 
     try {
