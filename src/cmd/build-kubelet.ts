@@ -512,6 +512,8 @@ export async function buildKubelet(
     getNode,
     mirrorPods,
     recorder: cluster?.recorder,
+    // The node's runtime state is kept in cluster mode (made below, read only once pods sync).
+    networkErrors: () => clusterNode?.runtimeState.networkErrors() ?? [],
     sysctlAllowlist,
     clock,
     runtime,

@@ -24,7 +24,7 @@ import type { Node } from '../api/node.js';
 import { isMirrorPod } from '../api/pod-source.js';
 import type { MirrorPods } from '../pod/mirror-pods.js';
 import { PodManager } from '../pod/pod-manager.js';
-import type { PodWorkers, SyncPodType } from '../podworkers/pod-workers.js';
+import { NETWORK_NOT_READY_ERROR_MSG, type PodWorkers, type SyncPodType } from '../podworkers/pod-workers.js';
 import type { ProberManager, ProbeUpdate } from '../prober/prober-manager.js';
 import type { WorkQueue } from '../podworkers/work-queue.js';
 import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
@@ -82,6 +82,11 @@ export interface KubeletOptions {
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
   recorder?: ObjectEventRecorder;
+  /**
+   * Why the runtime's network is not ready, if it is not (upstream: runtimeState.networkErrors);
+   * pods that do not use the host network wait for it.
+   */
+  networkErrors?: () => string[];
   /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
   sysctlAllowlist?: SysctlAllowlist;
   /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
@@ -525,12 +530,49 @@ export class Kubelet implements ServerHost {
       log.v(2, 'Pod is terminal, not syncing', { pod: podRef(pod), phase: apiStatus.phase, updateType });
       return { isTerminal: true };
     }
+    // Only host-network pods may start while the runtime's network is not ready.
+    const networkErrors = this.opts.networkErrors?.() ?? [];
+    if (networkErrors.length > 0 && pod.spec.hostNetwork !== true) {
+      // utilerrors.NewAggregate's text: one error alone, several in brackets.
+      const why = networkErrors.length === 1 ? networkErrors[0]! : `[${networkErrors.join(', ')}]`;
+      const message = `${NETWORK_NOT_READY_ERROR_MSG}: ${why}`;
+      this.opts.recorder?.event(pod, '', 'Warning', 'NetworkNotReady', message);
+      throw new KubeletError('NETWORK_NOT_READY', message);
+    }
     // A static pod shows in the API as its mirror pod (upstream: syncPod, before the data dirs).
     await this.opts.mirrorPods?.reconcile(pod, signal);
-    await this.makePodDataDirs(uid);
+    try {
+      await this.makePodDataDirs(uid);
+    } catch (err) {
+      this.opts.recorder?.event(
+        pod,
+        '',
+        'Warning',
+        'Failed',
+        `error making pod data directories: ${errorMessage(err)}`,
+      );
+      log.error('Unable to make pod data directories for pod', { pod: podRef(pod), err: errorMessage(err) });
+      throw err;
+    }
     // The pod cgroup holds the pod-level limits; containerd puts the sandbox and containers in it.
-    if (!this.podWorkers.isPodTerminationRequested(uid))
-      await this.opts.containerManager.ensurePodCgroup(pod);
+    if (!this.podWorkers.isPodTerminationRequested(uid)) {
+      try {
+        await this.opts.containerManager.ensurePodCgroup(pod);
+      } catch (err) {
+        this.opts.recorder?.event(
+          pod,
+          '',
+          'Warning',
+          'FailedCreatePodContainer',
+          `unable to ensure pod container exists: ${errorMessage(err)}`,
+        );
+        throw new KubeletError(
+          'CGROUP_ERROR',
+          `failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${errorMessage(err)}`,
+          { cause: err },
+        );
+      }
+    }
     // Volumes first (upstream: WaitForAttachAndMount); a failure ends this sync and the next one retries.
     if (this.opts.volumeManager && !this.podWorkers.isPodTerminationRequested(uid))
       await this.opts.volumeManager.waitForAttachAndMount(pod, signal);
@@ -568,7 +610,18 @@ export class Kubelet implements ServerHost {
     // A probe must not restart a container the kubelet is stopping.
     this.opts.prober?.stopLivenessAndStartup(pod);
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
-    await this.runtime.killPod(pod, convertPodStatusToRunningPod(podStatus), gracePeriodSeconds);
+    try {
+      await this.runtime.killPod(pod, convertPodStatusToRunningPod(podStatus), gracePeriodSeconds);
+    } catch (err) {
+      this.opts.recorder?.event(
+        pod,
+        '',
+        'Warning',
+        'FailedKillPod',
+        `error killing pod: ${errorMessage(err)}`,
+      );
+      throw err;
+    }
     // The burstable tier's share shrinks with the pods in it.
     await this.opts.containerManager
       .updateQOSCgroups()

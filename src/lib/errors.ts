@@ -15,6 +15,8 @@ export type KubeletErrorCode =
   | 'DEADLINE_EXCEEDED'
   | 'CREATE_CONTAINER_CONFIG'
   | 'KILL_FAILED'
+  /** The runtime's network is not ready: pods off the host network wait for it. */
+  | 'NETWORK_NOT_READY'
   | 'API_ERROR'
   /** A certificate or key on disk or from a signer that cannot be used. */
   | 'CERTIFICATE_INVALID'

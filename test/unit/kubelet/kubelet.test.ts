@@ -67,7 +67,7 @@ function runtimeManager(fake: FakeRuntime, dir: string): KubeGenericRuntimeManag
 function startNode(
   fake: FakeRuntime,
   dir: string,
-  opts: { withApi?: boolean; allocatable?: Record<string, string> } = {},
+  opts: { withApi?: boolean; allocatable?: Record<string, string>; networkErrors?: () => string[] } = {},
 ): Node {
   const clock = realClock;
   const runtime = runtimeManager(fake, dir);
@@ -97,6 +97,7 @@ function startNode(
     },
     clock,
     runtime,
+    ...(opts.networkErrors ? { networkErrors: opts.networkErrors } : {}),
     podConfig,
     podCache,
     pleg,
@@ -151,6 +152,46 @@ function newFake(): FakeRuntime {
   fake.addImage('busybox:1.36');
   return fake;
 }
+
+test('while the network is not ready only host-network pods start; the others get NetworkNotReady (upstream syncPod)', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  let networkErrors = [
+    'container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized',
+  ];
+  const node = startNode(fake, dir, { networkErrors: () => networkErrors });
+  const host = pod('host', 'uid-host');
+  host.spec.hostNetwork = true;
+  node.send({ op: 'SET', pods: [pod('web', 'uid-web'), host] });
+  await waitFor(
+    'the host-network pod to run',
+    () => runningContainers(fake, 'uid-host').length === 1,
+    5000,
+    20,
+  );
+  const event = await waitFor(
+    'NetworkNotReady',
+    () => node.events.find((e) => e.reason === 'NetworkNotReady'),
+    5000,
+    20,
+  );
+  assert.deepEqual(event, {
+    pod: 'web',
+    type: 'Warning',
+    reason: 'NetworkNotReady',
+    message:
+      'network is not ready: container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:cni plugin not initialized',
+  });
+  assert.equal(runningContainers(fake, 'uid-web').length, 0);
+  assert.equal(fake.callsOf('runPodSandbox').length, 1, 'no sandbox for the pod that waits');
+  networkErrors = [];
+  await waitFor(
+    'the pod to run once the network is ready',
+    () => runningContainers(fake, 'uid-web').length === 1,
+    15_000,
+    20,
+  );
+});
 
 test('a pod from a source runs, shows Running in getPods, and stops when the source drops it', async () => {
   const dir = await tempDir();
