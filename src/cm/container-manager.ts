@@ -10,6 +10,8 @@
  * and cleanupOrphanedPodCgroups at housekeeping for what is left behind.
  */
 import type { Pod } from '../api/core-v1.js';
+import { nodeRef } from '../api/node.js';
+import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -68,6 +70,9 @@ export interface ContainerManagerOptions {
   /** Sends SIGKILL to a process left in a terminated pod's cgroup; tests pass a recorder. */
   killProcess?: (pid: number) => void;
   qosUpdatePeriodMs?: number;
+  /** Where the node's NodeAllocatableEnforced event goes (cluster mode), about the node nodeName. */
+  recorder?: Pick<ObjectEventRecorder, 'eventFor'>;
+  nodeName?: string;
 }
 
 export type ContainerManagerState = 'NEW' | 'RUNNING' | 'STOPPED';
@@ -128,6 +133,7 @@ class ContainerManagerImpl implements ContainerManager {
   private timer: TimerHandle | undefined;
   private created: string[] = [];
   private lastQOSUpdateMs = 0;
+  private readonly opts: ContainerManagerOptions;
 
   constructor(
     opts: ContainerManagerOptions,
@@ -136,6 +142,7 @@ class ContainerManagerImpl implements ContainerManager {
     capacity: NodeCapacity,
   ) {
     this.config = opts.config;
+    this.opts = opts;
     this.clock = opts.clock ?? realClock;
     this.capacity = capacity;
     this.qosUpdatePeriodMs = loopPeriodMs(
@@ -201,6 +208,15 @@ class ContainerManagerImpl implements ContainerManager {
     this.created.push(...(await this.qos.start(activePods)));
     this.lastQOSUpdateMs = this.clock.now();
     this.state = 'RUNNING';
+    // Upstream's enforceNodeAllocatableCgroups tells the node once kubepods has its limits.
+    if (this.opts.nodeName !== undefined) {
+      this.opts.recorder?.eventFor(
+        nodeRef(this.opts.nodeName),
+        'Normal',
+        'NodeAllocatableEnforced',
+        'Updated Node Allocatable limit across pods',
+      );
+    }
     this.scheduleQOSUpdate();
     log.info('Created the node allocatable and QoS cgroups', {
       cgroupVersion: this.cgroupManager.version,

@@ -302,6 +302,7 @@ export async function buildKubelet(
   const containerManager = await (opts.createContainerManager ?? createRealContainerManager)({
     config,
     clock,
+    ...(cluster ? { recorder: cluster.recorder, nodeName } : {}),
   });
   const podCache = new InMemoryPodCache();
   const prober = new ProberManager({

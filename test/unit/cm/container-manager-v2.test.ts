@@ -19,9 +19,17 @@ describe('container manager on cgroup v2', () => {
   let cm: ContainerManager;
   let active: Pod[];
 
+  let nodeEvents: string[];
+
   async function make(overrides = {}, controllers = CONTROLLERS): Promise<void> {
     tree = await TempCgroupTree.create({ version: 'v2', controllers, hugePageUnits: ['2MB'] });
+    nodeEvents = [];
     cm = await createContainerManager({
+      nodeName: 'node-cm',
+      recorder: {
+        eventFor: (ref, type, reason, message) =>
+          nodeEvents.push(`${ref.kind}/${ref.name}/${ref.uid} ${type} ${reason} ${message}`),
+      },
       config: config(overrides),
       fs: tree.fs,
       cgroupMountRoot: tree.root,
@@ -69,6 +77,10 @@ describe('container manager on cgroup v2', () => {
     assert.equal(await tree.read('kubepods/besteffort/memory.max'), 'max');
     assert.equal(await tree.read('kubepods/besteffort/cpu.max'), 'max 100000');
     assert.equal(cm.status().cgroupVersion, 'v2');
+    // Upstream's enforceNodeAllocatableCgroups, once kubepods has its limits.
+    assert.deepEqual(nodeEvents, [
+      'Node/node-cm/node-cm Normal NodeAllocatableEnforced Updated Node Allocatable limit across pods',
+    ]);
   });
 
   test('each QoS class of pod gets the files and values upstream writes on v2', async () => {
