@@ -44,7 +44,8 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
-import type { Node } from '../api/node.js';
+import { nodeRef, type Node } from '../api/node.js';
+import { runOomWatcher } from '../oom/oom-watcher.js';
 import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import { EventedPLEG } from '../pleg/evented-pleg.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
@@ -641,6 +642,19 @@ export async function buildKubelet(
         stop: () => clusterNode.lease.stop(),
         detail: () => ({ renewals: clusterNode.lease.renewCount }),
       }),
+    // SystemOOM events on the node from the kernel log (upstream starts its OOM watcher with the runtime).
+    cluster &&
+      loopComponent('oomwatcher', (s) =>
+        runOomWatcher(
+          {
+            nodeRef: nodeRef(nodeName),
+            recordEvent: (ref, type, reason, message) =>
+              cluster.recorder.eventFor(ref, type, reason, message),
+            clock,
+          },
+          s,
+        ),
+      ),
     asComponent('prober', { stop: () => prober.stop() }),
     asComponent('podworkers', { stop: () => podWorkers.stop() }),
     asComponent('pleg', {

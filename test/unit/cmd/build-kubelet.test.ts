@@ -150,6 +150,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'nodeinformer',
       'nodestatus',
       'nodelease',
+      'oomwatcher',
       'prober',
       'podworkers',
       'pleg',
