@@ -478,6 +478,13 @@ export class Kubelet implements ServerHost {
     return new Promise<void>((resolve) => {
       const timer = this.clock.setTimeout(() => {
         log.warn('Timed out waiting for pod to be killed', { pod: podRef(pod) });
+        this.opts.recorder?.event(
+          pod,
+          '',
+          'Warning',
+          'ExceededGracePeriod',
+          'Container runtime did not kill the pod within specified grace period.',
+        );
         resolve();
       }, timeoutMs);
       this.podWorkers.updatePod({
