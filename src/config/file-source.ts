@@ -28,6 +28,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { raceAbort, withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
+import { formatPod } from '../kuberuntime/format.js';
 import { decodeManifest } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
@@ -48,7 +49,7 @@ export interface FileSourceOptions {
   /** Bound on one scan's file system calls (default 30 s). */
   scanTimeoutMs?: number;
   /** Cluster mode: a refused manifest is also a Warning event on the node. */
-  recorder?: Pick<ObjectEventRecorder, 'eventFor'>;
+  recorder?: Pick<ObjectEventRecorder, 'event' | 'eventFor'>;
 }
 
 /** Upstream's events.FailedValidation, the reason of events about pods a source refuses. */
@@ -342,28 +343,31 @@ export class FileSource {
   private withoutDuplicateNames(found: { file: string; pod: Pod }[]): Pod[] {
     const firstFile = new Map<string, string>();
     const pods: Pod[] = [];
-    const duplicates: { pod: string; kept: string; ignored: string }[] = [];
+    const duplicates: { pod: string; kept: string; ignored: string; ignoredPod: Pod }[] = [];
     for (const { file, pod } of found) {
       const name = podFullName(pod);
       const kept = firstFile.get(name);
       if (kept !== undefined) {
-        duplicates.push({ pod: name, kept, ignored: file });
+        duplicates.push({ pod: name, kept, ignored: file, ignoredPod: pod });
         continue;
       }
       firstFile.set(name, file);
       pods.push(pod);
     }
-    const signature = JSON.stringify(duplicates);
+    const signature = JSON.stringify(duplicates.map(({ ignoredPod: _, ...d }) => d));
     if (signature !== this.reportedDuplicates) {
       this.reportedDuplicates = signature;
       for (const d of duplicates) {
         const message = `Pod failed validation due to duplicate pod name ${d.pod}: file ${d.ignored} is ignored, file ${d.kept} declares it first`;
         this.log.error(message, { pod: d.pod, path: d.ignored, firstPath: d.kept });
-        this.options.recorder?.eventFor(
-          nodeRef(this.options.nodeName),
+        // Upstream's PodConfig (filterInvalidPods) tells it on the ignored pod, in these words.
+        const pod = d.ignoredPod;
+        this.options.recorder?.event(
+          pod,
+          '',
           'Warning',
           FAILED_VALIDATION_REASON,
-          message,
+          `Error validating pod ${formatPod(pod)} from file due to duplicate pod name ${JSON.stringify(pod.metadata.name ?? '')}, ignoring`,
         );
       }
     }

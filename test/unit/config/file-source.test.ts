@@ -209,6 +209,7 @@ describe('FileSource', () => {
   test('hostile manifests: each refused with one line naming the file and the field; the good pod runs', async () => {
     const events: { reason: string; message: string; kind: string }[] = [];
     const recorder = {
+      event: () => assert.fail('a broken file is told on the node'),
       eventFor: (ref: { kind: string }, _type: string, reason: string, message: string) =>
         events.push({ reason, message, kind: ref.kind }),
     };
@@ -297,7 +298,14 @@ describe('FileSource', () => {
   test('two files with one pod name: the first file wins; the line names both files, once', async () => {
     writeFileSync(join(dir, 'a.yaml'), manifest('web'));
     writeFileSync(join(dir, 'b.yaml'), manifest('web', 'busybox:1.35'));
-    const s = newSource();
+    const events: string[] = [];
+    const s = newSource({
+      recorder: {
+        event: (pod, fieldPath, type, reason, message) =>
+          events.push(`${pod.metadata.name}|${fieldPath}|${type}|${reason}|${message}`),
+        eventFor: () => assert.fail('the event is about the pod'),
+      },
+    });
     await s.rescan();
     await s.rescan();
     assert.equal(last()!.pods.length, 1);
@@ -308,6 +316,12 @@ describe('FileSource', () => {
       /duplicate pod name web-node-a_default: file .*b\.yaml is ignored, file .*a\.yaml declares it first/,
     );
     assert.equal(errors()[0]!.kv?.path, join(dir, 'b.yaml'));
+    // Upstream's PodConfig words it so, on the pod it ignores (the one from b.yaml).
+    assert.equal(events.length, 1);
+    assert.match(
+      events[0]!,
+      /^web-node-a\|\|Warning\|FailedValidation\|Error validating pod web-node-a_default\([0-9a-f]+\) from file due to duplicate pod name "web-node-a", ignoring$/,
+    );
   });
 
   test('a file of the wrong kind is reported like any broken manifest', async () => {
