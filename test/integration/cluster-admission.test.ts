@@ -195,6 +195,41 @@ describe('cluster mode: admission', () => {
       () => server.store.tryGet('nodes', NODE_NAME) as Node | undefined,
       30_000,
     );
+    // The node's own events at start, as upstream's BirthCry and status setters record them.
+    const nodeEvents = await withLog(
+      waitFor(
+        "the node's start events",
+        () => {
+          const evs = (
+            server.store.list('events', { namespace: 'default' }).items as unknown as CoreEvent[]
+          ).filter((e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === NODE_NAME);
+          const reasons = new Set(evs.map((e) => e.reason));
+          return [
+            'Starting',
+            'NodeHasSufficientMemory',
+            'NodeHasNoDiskPressure',
+            'NodeHasSufficientPID',
+          ].every((r) => reasons.has(r))
+            ? evs
+            : undefined;
+        },
+        30_000,
+      ),
+    );
+    for (const [reason, message] of [
+      ['Starting', 'Starting kubelet.'],
+      ['NodeHasSufficientMemory', `Node ${NODE_NAME} status is now: NodeHasSufficientMemory`],
+      ['NodeHasNoDiskPressure', `Node ${NODE_NAME} status is now: NodeHasNoDiskPressure`],
+      ['NodeHasSufficientPID', `Node ${NODE_NAME} status is now: NodeHasSufficientPID`],
+    ] as const) {
+      const e = nodeEvents.find((x) => x.reason === reason)!;
+      assert.equal(e.message, message);
+      assert.equal(e.type, 'Normal');
+      assert.deepEqual(e.involvedObject, { kind: 'Node', name: NODE_NAME, uid: NODE_NAME });
+      assert.deepEqual(e.source, { component: 'kubelet', host: NODE_NAME });
+      assert.equal(e.reportingComponent, 'kubelet');
+      assert.equal(e.reportingInstance, NODE_NAME);
+    }
     // A host port of its own per run, so that stacks side by side do not share one.
     const hostPort = 20_000 + (process.pid % 10_000);
     const fitsSpec = {
