@@ -21,6 +21,7 @@ import { logger, type Logger } from '../lib/log.js';
 import { EventCorrelator, eventTime, type EventCorrelatorOptions } from './event-correlator.js';
 import type { CoreEvent } from './event-types.js';
 import type { ObjectReference } from '../api/core-v1.js';
+import { nodeRef } from '../api/node.js';
 
 export const MAX_QUEUED_EVENTS = 1000;
 export const MAX_TRIES_PER_EVENT = 12;
@@ -92,6 +93,10 @@ export class ApiEventRecorder implements ObjectEventRecorder {
 
   event(pod: Pod, fieldPath: string, type: EventType, reason: string, message: string): void {
     this.eventFor(podReference(pod, fieldPath), type, reason, message);
+  }
+
+  nodeEvent(type: EventType, reason: string, message: string): void {
+    this.eventFor(nodeRef(this.opts.nodeName), type, reason, message);
   }
 
   eventFor(ref: ObjectReference, type: EventType, reason: string, message: string): void {

@@ -10,6 +10,8 @@ export interface EventRecorder {
    * `spec.initContainers{name}`, or '' for the pod itself (upstream's ObjectReference.FieldPath).
    */
   event(pod: Pod, fieldPath: string, type: EventType, reason: string, message: string): void;
+  /** An event about the node this kubelet runs (upstream's nodeRef); recorders without one drop it. */
+  nodeEvent?(type: EventType, reason: string, message: string): void;
 }
 
 /** Upstream's event reasons (pkg/kubelet/events) that kuberuntime emits. */

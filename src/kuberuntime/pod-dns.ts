@@ -117,6 +117,8 @@ export function getPodDNS(pod: Pod, opts: PodDNSOptions): DNSConfig {
         'Falling back to "Default" policy.';
       // Upstream only records the event; a log line per pod per sync would drown the log.
       log.v(4, message, { pod: formatPod(pod) });
+      // Upstream's GetPodDNS tells it on the node, then on the pod.
+      opts.recorder?.nodeEvent?.('Warning', EventReason.MissingClusterDNS, message);
       opts.recorder?.event(
         pod,
         '',
