@@ -29,6 +29,8 @@ import { PodConfig } from '../config/pod-config.js';
 import { connectRuntime } from '../cri/connect-runtime.js';
 import { instrumentCri } from '../cri/instrumented-runtime.js';
 import type { ImageService, RuntimeService, VersionResponse } from '../cri/types.js';
+import type { ObjectEventRecorder } from '../events/event-recorder.js';
+import { EventStore, fanOutRecorder, StoreEventRecorder } from '../events/event-store.js';
 import { EvictionManager } from '../eviction/eviction-manager.js';
 import { parseThresholdConfig } from '../eviction/threshold.js';
 import { ImageGCManager } from '../images/image-gc-manager.js';
@@ -116,6 +118,13 @@ export interface KubeletBootstrap {
   readonly cluster: ClusterClients | undefined;
   /** Client and serving certificate managers (rotateCertificates, serverTLSBootstrap). */
   readonly certificates: KubeletCertificates | undefined;
+  /** The node's last events, in every mode (the node page and `tskubelet events` read it). */
+  readonly eventStore: EventStore;
+  /**
+   * Where every part records events: the store (and, standalone, the log), plus the API server in
+   * cluster mode.
+   */
+  readonly recorder: ObjectEventRecorder;
   /** The runtime once its component has started; throws before. */
   runtime(): ConnectedRuntime;
   /** What the servers read; it answers for the process alone until the kubelet is set. */
@@ -195,6 +204,15 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
           (uid) => late.podWorkers?.couldHaveRunningContainers(uid) ?? true,
         )
       : undefined;
+  const eventStore = new EventStore();
+  const storeRecorder = new StoreEventRecorder({
+    store: eventStore,
+    nodeName,
+    clock,
+    // Cluster mode logs each event in the API recorder already (at --v=3, as upstream).
+    ...(cluster ? {} : { logVerbosity: 0 }),
+  });
+  const recorder = cluster ? fanOutRecorder(cluster.recorder, storeRecorder) : storeRecorder;
   const certificates =
     cluster && (config.rotateCertificates || config.serverTLSBootstrap)
       ? await startKubeletCertificates({
@@ -264,6 +282,8 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
     components: components.filter((c): c is Component => !!c),
     cluster,
     certificates,
+    eventStore,
+    recorder,
     runtime: () => {
       if (!connection) throw new Error('the container runtime is not connected');
       return connection;
@@ -281,7 +301,7 @@ export async function buildKubelet(
   opts: BuildOptions = {},
 ): Promise<KubeletGraph> {
   const { config, flags, nodeName } = cfg;
-  const { cluster, late } = boot;
+  const { cluster, late, recorder } = boot;
   const clock = opts.clock ?? realClock;
   const connection = boot.runtime();
   const runtimeName = connection.version.runtimeName;
@@ -310,7 +330,7 @@ export async function buildKubelet(
     kubernetesVersion: KUBERNETES_VERSION,
     clock,
     // Unhealthy and ProbeWarning go to the API server as upstream's prober records them.
-    recorder: cluster?.recorder,
+    recorder,
   });
   // Refused at start, as upstream refuses to start with a sysctl it cannot allow.
   const sysctlAllowlist = SysctlAllowlist.forNode(config.allowedUnsafeSysctls);
@@ -323,7 +343,7 @@ export async function buildKubelet(
     nodeName,
     clock,
     client: cluster?.kubeClient,
-    recorder: cluster?.recorder,
+    recorder,
     nodeLabels: () => cluster?.nodeReflector.get(undefined, nodeName)?.metadata.labels,
     hostIPs: ips,
     // configMaps and secrets are re-read at most once per sync period, as a pod's periodic sync does upstream.
@@ -347,7 +367,7 @@ export async function buildKubelet(
     cpuCFSQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
     podInfraContainerImage: flags.podInfraContainerImage,
     probeResults: prober.runtimeProbeResults,
-    recorder: cluster?.recorder,
+    recorder,
     kubernetesVersion: KUBERNETES_VERSION,
     seccompDefault: config.seccompDefault,
     serializeImagePulls: config.serializeImagePulls,
@@ -475,7 +495,7 @@ export async function buildKubelet(
     },
     clock,
     nodeName,
-    recorder: cluster?.recorder,
+    recorder,
     runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
   });
   const evictionManager = new EvictionManager({
@@ -489,7 +509,7 @@ export async function buildKubelet(
     activePods: () => kubelet.getActivePods(),
     killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
     podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
-    recorder: cluster?.recorder,
+    recorder,
     reclaimers: {
       deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers(),
       deleteUnusedImages: () => imageGCManager.deleteUnusedImages(),
@@ -511,7 +531,7 @@ export async function buildKubelet(
     rootDir: flags.rootDirectory,
     getNode,
     mirrorPods,
-    recorder: cluster?.recorder,
+    recorder,
     sysctlAllowlist,
     clock,
     runtime,
@@ -546,7 +566,7 @@ export async function buildKubelet(
           periodMs: config.fileCheckFrequencyMs,
           send: podConfig.channel('file'),
           clock,
-          recorder: cluster?.recorder,
+          recorder,
         })
       : undefined;
   const httpSource =
@@ -571,7 +591,7 @@ export async function buildKubelet(
       flags,
       client: cluster.heartbeatClient,
       clock,
-      recorder: cluster.recorder,
+      recorder,
       nodeLister: () => cluster.nodeReflector.get(undefined, nodeName),
       kubeletVersion: KUBELET_VERSION,
       runtimeService: criRuntime,
