@@ -20,6 +20,7 @@ const managers = [
   'server',
   'events',
   'certificate',
+  'nodepage',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.
@@ -79,6 +80,14 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  // The node page's script runs in the browser.
+  {
+    files: ['src/nodepage/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { document: 'readonly', fetch: 'readonly', EventSource: 'readonly', setInterval: 'readonly' },
+    },
   },
   ...layerRules,
 );

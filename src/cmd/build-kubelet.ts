@@ -57,6 +57,12 @@ import { PodWorkersImpl } from '../podworkers/pod-workers.js';
 import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
+import { getStableKey } from '../kuberuntime/compute-pod-actions.js';
+import { NodePageFeed } from '../nodepage/node-page-feed.js';
+import { nodePageHandler, type NodePageHandler } from '../nodepage/node-page-handler.js';
+import type { NodePageSource } from '../nodepage/node-page-model.js';
+import type { PullsView } from '../nodepage/pulls-view.js';
+import { podLogReader } from '../server/pod-log-reader.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
 import type { HealthChecker } from '../server/healthz.js';
 import {
@@ -110,6 +116,8 @@ export interface BuildOptions {
   makeRootDirShared?: boolean;
   /** Cuts short a TLS bootstrap waiting for its certificate (the first signal). */
   signal?: AbortSignal;
+  /** Image pulls in flight and done, for the node page (the image puller's progress tracker). */
+  pullsView?: PullsView;
 }
 
 /** What is handed on from the bootstrap to the rest of the graph. */
@@ -130,7 +138,12 @@ export interface KubeletBootstrap {
   /** What the servers read; it answers for the process alone until the kubelet is set. */
   readonly host: ServerHost;
   /** Set by buildKubelet: the parts the servers and the cluster clients read once they exist. */
-  readonly late: { kubelet?: Kubelet; apiSource?: ApiSource; podWorkers?: PodWorkersImpl };
+  readonly late: {
+    kubelet?: Kubelet;
+    apiSource?: ApiSource;
+    podWorkers?: PodWorkersImpl;
+    nodePage?: NodePageHandler;
+  };
 }
 
 export interface KubeletGraph {
@@ -262,6 +275,11 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
     getRunningPods: async () => (late.kubelet ? late.kubelet.getRunningPods() : []),
     healthChecks: () => late.kubelet?.healthChecks() ?? [runtimeCheck],
     componentStatuses: () => opts.componentStatuses?.() ?? [],
+    nodePage: async (r) => {
+      if (late.nodePage) return late.nodePage(r);
+      r.res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': '2' });
+      r.res.end('the kubelet is starting: the container runtime has not answered yet\n');
+    },
   };
 
   const components: (Component | false | undefined)[] = [
@@ -631,6 +649,40 @@ export async function buildKubelet(
       ),
   };
 
+  // The node page (/node/ on the loopback /healthz listener and the authenticated kubelet API).
+  const nodePageSource: NodePageSource = {
+    nodeName,
+    kubeletVersion: KUBELET_VERSION,
+    runtime: { name: runtimeName, version: connection.version.runtimeVersion },
+    startedAtMs: clock.now() - process.uptime() * 1000,
+    now: () => clock.now(),
+    pods: () => kubelet.getPods(),
+    node: () => getNode(),
+    pleg: () => pleg.healthy(),
+    pressure: () => ({
+      memory: evictionManager.isUnderMemoryPressure(),
+      disk: evictionManager.isUnderDiskPressure(),
+      pid: evictionManager.isUnderPIDPressure(),
+    }),
+    summary: (s) => statsProvider.getSummary(s),
+    probe: (uid, name, kind) => prober.getWorker(uid, name, kind)?.status,
+    backoffDelayMs: (pod, container) => kubelet.backoff.get(getStableKey(pod, container)),
+    events: boot.eventStore,
+    ...(opts.pullsView ? { pulls: opts.pullsView } : {}),
+  };
+  const nodePageFeed = new NodePageFeed(nodePageSource, { clock });
+  late.nodePage = nodePageHandler({
+    source: nodePageSource,
+    feed: nodePageFeed,
+    logs: podLogReader({
+      runtime: criRuntime,
+      getPod: (ns, name) =>
+        kubelet.getPods().find((p) => p.metadata.namespace === ns && p.metadata.name === name),
+      clock,
+      runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+    }),
+  });
+
   // The start order; the runner stops them in reverse.
   const components: (Component | false | undefined)[] = [
     asComponent('containermanager', {
@@ -691,6 +743,10 @@ export async function buildKubelet(
       stop: () => containerLogManager.stop(),
     }),
     asComponent('podconfig', { stop: () => podConfig.stop() }),
+    asComponent('nodepage', {
+      stop: () => nodePageFeed.stop(),
+      detail: () => ({ pages: nodePageFeed.subscribers }),
+    }),
     apiSource &&
       asComponent('apisource', {
         start: () => apiSource.start(),

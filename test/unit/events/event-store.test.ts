@@ -114,7 +114,13 @@ describe('StoreEventRecorder logging and fan-out', () => {
   it('standalone: one "Event occurred" line per event at --v=0', () => {
     const log = captureLog();
     const store = new EventStore();
-    const rec = new StoreEventRecorder({ store, nodeName: 'n1', clock: new FakeClock(), logVerbosity: 0, log });
+    const rec = new StoreEventRecorder({
+      store,
+      nodeName: 'n1',
+      clock: new FakeClock(),
+      logVerbosity: 0,
+      log,
+    });
     rec.event(pod('web'), 'spec.containers{app}', 'Warning', 'BackOff', 'Back-off restarting');
     const lines = printed(log);
     assert.equal(lines.length, 1);
