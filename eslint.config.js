@@ -22,7 +22,7 @@ const managers = [
   'certificate',
   'nodepage',
 ];
-const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
+const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
 // What each folder of src/ may import from, besides itself.
 const mayImport = {
   lib: [],
@@ -31,7 +31,9 @@ const mayImport = {
   k8s: ['lib', 'api'],
   kuberuntime: ['lib', 'api', 'cri'],
   ...Object.fromEntries(managers.map((m) => [m, ['lib', 'api', 'cri', 'k8s', 'kuberuntime']])),
-  kubelet: allFolders.filter((f) => f !== 'cmd'),
+  kubelet: allFolders.filter((f) => f !== 'cmd' && f !== 'cli'),
+  // The command line reads the running kubelet over HTTP: the API's types and its own printers.
+  cli: ['lib', 'api', 'events'],
   cmd: allFolders,
 };
 
