@@ -12,7 +12,7 @@ export function printPods(pods: Pod[], nowMs: number, allNamespaces: boolean): s
   for (const p of pods) {
     const d = podDisplay(p);
     rows.push(
-      `${allNamespaces ? `${p.metadata.namespace ?? ''}\t` : ''}${p.metadata.name ?? ''}\t${d.ready}\t${d.status}\t${restartsText(d, nowMs)}\t${ageText(p.metadata.creationTimestamp, nowMs)}`,
+      `${allNamespaces ? `${p.metadata.namespace ?? ''}\t` : ''}${p.metadata.name ?? ''}\t${d.ready}\t${d.status}\t${restartsText(d, nowMs)}\t${ageText(p.metadata.creationTimestamp ?? p.status?.startTime, nowMs)}`,
     );
   }
   return tabwrite(`${rows.join('\n')}\n`, TABLE);

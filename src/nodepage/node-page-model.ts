@@ -233,7 +233,9 @@ export function podView(src: NodePageSource, pod: Pod, nowMs: number): PodView {
     ),
   ];
   const display = podDisplay(pod);
-  const created = pod.metadata.creationTimestamp ? Date.parse(pod.metadata.creationTimestamp) : NaN;
+  // Static pods have no API object, so no creationTimestamp: their age runs from when the kubelet took them in.
+  const createdAt = pod.metadata.creationTimestamp ?? status.startTime;
+  const created = createdAt ? Date.parse(createdAt) : NaN;
   const backoffs = containers.map((c) => c.backoffUntilMs).filter((t): t is number => t !== undefined);
   return {
     uid: pod.metadata.uid ?? '',
