@@ -156,6 +156,7 @@ export function describePod(pod: Pod, events: CoreEvent[], nowMs: number): strin
     `Namespace:\t${m.namespace ?? ''}`,
     `Priority:\t${pod.spec.priority ?? 0}`,
     ...(pod.spec.priorityClassName ? [`Priority Class Name:\t${pod.spec.priorityClassName}`] : []),
+    `Service Account:\t${pod.spec.serviceAccountName ?? ''}`,
     `Node:\t${pod.spec.nodeName ?? '<none>'}${s.hostIP ? `/${s.hostIP}` : ''}`,
     `Start Time:\t${rfc1123z(s.startTime)}`,
     ...mapLines('Labels:', m.labels, '='),
