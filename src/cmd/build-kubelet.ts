@@ -9,7 +9,7 @@
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
  *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus, nodelease,
- *   prober, podworkers, pleg, syncloop, podconfig, sources (api, file, http),
+ *   prober, podworkers, pleg, syncloop, podconfig, nodepage, sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
  */
