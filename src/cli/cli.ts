@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Pod } from '../api/core-v1.js';
-import { errorMessage } from '../lib/errors.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
 import { DEFAULT_SERVER, NodeClient } from './node-client.js';
 import { describePod, printEvents, printPods } from './printers.js';
 
@@ -34,7 +34,11 @@ const defaultIo: CliIo = {
   env: process.env,
 };
 
-class UsageError extends Error {}
+class UsageError extends KubeletError {
+  constructor(message: string) {
+    super('CLI_USAGE', message);
+  }
+}
 
 /** Runs one command; resolves to the exit code. */
 export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: AbortSignal): Promise<number> {

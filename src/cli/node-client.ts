@@ -5,16 +5,17 @@
 import http from 'node:http';
 import type { Pod, PodList } from '../api/core-v1.js';
 import type { CoreEvent } from '../events/event-types.js';
+import { KubeletError } from '../lib/errors.js';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:10248';
 const REQUEST_TIMEOUT_MS = 10_000;
 
-export class NodeClientError extends Error {
+export class NodeClientError extends KubeletError {
   constructor(
     message: string,
     readonly status?: number,
   ) {
-    super(message);
+    super('NODE_API_ERROR', message);
   }
 }
 
