@@ -21,8 +21,9 @@ const managers = [
   'events',
   'certificate',
   'oom',
+  'nodepage',
 ];
-const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
+const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
 // What each folder of src/ may import from, besides itself.
 const mayImport = {
   lib: [],
@@ -31,7 +32,9 @@ const mayImport = {
   k8s: ['lib', 'api'],
   kuberuntime: ['lib', 'api', 'cri'],
   ...Object.fromEntries(managers.map((m) => [m, ['lib', 'api', 'cri', 'k8s', 'kuberuntime']])),
-  kubelet: allFolders.filter((f) => f !== 'cmd'),
+  kubelet: allFolders.filter((f) => f !== 'cmd' && f !== 'cli'),
+  // The command line reads the running kubelet over HTTP: the API's types and its own printers.
+  cli: ['lib', 'api', 'events'],
   cmd: allFolders,
 };
 
@@ -80,6 +83,14 @@ export default tseslint.config(
   {
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly' } },
+  },
+  // The node page's script runs in the browser.
+  {
+    files: ['src/nodepage/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { document: 'readonly', fetch: 'readonly', EventSource: 'readonly', setInterval: 'readonly' },
+    },
   },
   ...layerRules,
 );

@@ -64,8 +64,9 @@ take_lock() {
 # install
 
 # docker-registry serves the image pull tests (scripts/registry.sh runs it by hand; its own service stays off).
+# chromium drives the node page's browser test (test/integration/node-page-browser.test.ts, puppeteer-core).
 PACKAGES=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2
-  util-linux mount tar gzip docker-registry)
+  util-linux mount tar gzip docker-registry chromium)
 
 cmd_install() {
   local missing=() p

@@ -9,7 +9,7 @@
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
  *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus, nodelease,
- *   prober, podworkers, pleg, syncloop, podconfig, sources (api, file, http),
+ *   prober, podworkers, pleg, syncloop, podconfig, nodepage, sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
  */
@@ -29,6 +29,8 @@ import { PodConfig } from '../config/pod-config.js';
 import { connectRuntime } from '../cri/connect-runtime.js';
 import { instrumentCri } from '../cri/instrumented-runtime.js';
 import type { ImageService, RuntimeService, VersionResponse } from '../cri/types.js';
+import type { ObjectEventRecorder } from '../events/event-recorder.js';
+import { EventStore, fanOutRecorder, StoreEventRecorder } from '../events/event-store.js';
 import { EvictionManager } from '../eviction/eviction-manager.js';
 import { parseThresholdConfig } from '../eviction/threshold.js';
 import { ImageGCManager } from '../images/image-gc-manager.js';
@@ -56,6 +58,12 @@ import { PodWorkersImpl } from '../podworkers/pod-workers.js';
 import { BasicWorkQueue } from '../podworkers/work-queue.js';
 import { podCacheContainerStatus } from '../prober/pod-cache-container-status.js';
 import { ProberManager } from '../prober/prober-manager.js';
+import { getStableKey } from '../kuberuntime/compute-pod-actions.js';
+import { NodePageFeed } from '../nodepage/node-page-feed.js';
+import { nodePageHandler, type NodePageHandler } from '../nodepage/node-page-handler.js';
+import type { NodePageSource } from '../nodepage/node-page-model.js';
+import type { PullsView } from '../nodepage/pulls-view.js';
+import { podLogReader } from '../server/pod-log-reader.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
 import type { HealthChecker } from '../server/healthz.js';
 import {
@@ -109,6 +117,8 @@ export interface BuildOptions {
   makeRootDirShared?: boolean;
   /** Cuts short a TLS bootstrap waiting for its certificate (the first signal). */
   signal?: AbortSignal;
+  /** Image pulls in flight and done, for the node page (the image puller's progress tracker). */
+  pullsView?: PullsView;
 }
 
 /** What is handed on from the bootstrap to the rest of the graph. */
@@ -117,12 +127,24 @@ export interface KubeletBootstrap {
   readonly cluster: ClusterClients | undefined;
   /** Client and serving certificate managers (rotateCertificates, serverTLSBootstrap). */
   readonly certificates: KubeletCertificates | undefined;
+  /** The node's last events, in every mode (the node page and `tskubelet events` read it). */
+  readonly eventStore: EventStore;
+  /**
+   * Where every part records events: the store (and, standalone, the log), plus the API server in
+   * cluster mode.
+   */
+  readonly recorder: ObjectEventRecorder;
   /** The runtime once its component has started; throws before. */
   runtime(): ConnectedRuntime;
   /** What the servers read; it answers for the process alone until the kubelet is set. */
   readonly host: ServerHost;
   /** Set by buildKubelet: the parts the servers and the cluster clients read once they exist. */
-  readonly late: { kubelet?: Kubelet; apiSource?: ApiSource; podWorkers?: PodWorkersImpl };
+  readonly late: {
+    kubelet?: Kubelet;
+    apiSource?: ApiSource;
+    podWorkers?: PodWorkersImpl;
+    nodePage?: NodePageHandler;
+  };
 }
 
 export interface KubeletGraph {
@@ -196,6 +218,15 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
           (uid) => late.podWorkers?.couldHaveRunningContainers(uid) ?? true,
         )
       : undefined;
+  const eventStore = new EventStore();
+  const storeRecorder = new StoreEventRecorder({
+    store: eventStore,
+    nodeName,
+    clock,
+    // Cluster mode logs each event in the API recorder already (at --v=3, as upstream).
+    ...(cluster ? {} : { logVerbosity: 0 }),
+  });
+  const recorder = cluster ? fanOutRecorder(cluster.recorder, storeRecorder) : storeRecorder;
   const certificates =
     cluster && (config.rotateCertificates || config.serverTLSBootstrap)
       ? await startKubeletCertificates({
@@ -245,6 +276,11 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
     getRunningPods: async () => (late.kubelet ? late.kubelet.getRunningPods() : []),
     healthChecks: () => late.kubelet?.healthChecks() ?? [runtimeCheck],
     componentStatuses: () => opts.componentStatuses?.() ?? [],
+    nodePage: async (r) => {
+      if (late.nodePage) return late.nodePage(r);
+      r.res.writeHead(503, { 'Content-Type': 'text/plain; charset=utf-8', 'Retry-After': '2' });
+      r.res.end('the kubelet is starting: the container runtime has not answered yet\n');
+    },
   };
 
   const components: (Component | false | undefined)[] = [
@@ -265,6 +301,8 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
     components: components.filter((c): c is Component => !!c),
     cluster,
     certificates,
+    eventStore,
+    recorder,
     runtime: () => {
       if (!connection) throw new Error('the container runtime is not connected');
       return connection;
@@ -282,7 +320,7 @@ export async function buildKubelet(
   opts: BuildOptions = {},
 ): Promise<KubeletGraph> {
   const { config, flags, nodeName } = cfg;
-  const { cluster, late } = boot;
+  const { cluster, late, recorder } = boot;
   const clock = opts.clock ?? realClock;
   const connection = boot.runtime();
   const runtimeName = connection.version.runtimeName;
@@ -312,7 +350,7 @@ export async function buildKubelet(
     kubernetesVersion: KUBERNETES_VERSION,
     clock,
     // Unhealthy and ProbeWarning go to the API server as upstream's prober records them.
-    recorder: cluster?.recorder,
+    recorder,
   });
   // Refused at start, as upstream refuses to start with a sysctl it cannot allow.
   const sysctlAllowlist = SysctlAllowlist.forNode(config.allowedUnsafeSysctls);
@@ -325,7 +363,7 @@ export async function buildKubelet(
     nodeName,
     clock,
     client: cluster?.kubeClient,
-    recorder: cluster?.recorder,
+    recorder,
     nodeLabels: () => cluster?.nodeReflector.get(undefined, nodeName)?.metadata.labels,
     hostIPs: ips,
     // configMaps and secrets are re-read at most once per sync period, as a pod's periodic sync does upstream.
@@ -349,7 +387,7 @@ export async function buildKubelet(
     cpuCFSQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
     podInfraContainerImage: flags.podInfraContainerImage,
     probeResults: prober.runtimeProbeResults,
-    recorder: cluster?.recorder,
+    recorder,
     kubernetesVersion: KUBERNETES_VERSION,
     seccompDefault: config.seccompDefault,
     serializeImagePulls: config.serializeImagePulls,
@@ -477,7 +515,7 @@ export async function buildKubelet(
     },
     clock,
     nodeName,
-    recorder: cluster?.recorder,
+    recorder,
     runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
   });
   const evictionManager = new EvictionManager({
@@ -491,7 +529,7 @@ export async function buildKubelet(
     activePods: () => kubelet.getActivePods(),
     killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
     podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
-    recorder: cluster?.recorder,
+    recorder,
     reclaimers: {
       deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers(),
       deleteUnusedImages: () => imageGCManager.deleteUnusedImages(),
@@ -513,7 +551,7 @@ export async function buildKubelet(
     rootDir: flags.rootDirectory,
     getNode,
     mirrorPods,
-    recorder: cluster?.recorder,
+    recorder,
     // The node's runtime state is kept in cluster mode (made below, read only once pods sync).
     networkErrors: () => clusterNode?.runtimeState.networkErrors() ?? [],
     sysctlAllowlist,
@@ -550,7 +588,7 @@ export async function buildKubelet(
           periodMs: config.fileCheckFrequencyMs,
           send: podConfig.channel('file'),
           clock,
-          recorder: cluster?.recorder,
+          recorder,
         })
       : undefined;
   const httpSource =
@@ -575,7 +613,7 @@ export async function buildKubelet(
       flags,
       client: cluster.heartbeatClient,
       clock,
-      recorder: cluster.recorder,
+      recorder,
       nodeLister: () => cluster.nodeReflector.get(undefined, nodeName),
       kubeletVersion: KUBELET_VERSION,
       runtimeService: criRuntime,
@@ -614,6 +652,40 @@ export async function buildKubelet(
         `POST ${path}`,
       ),
   };
+
+  // The node page (/node/ on the loopback /healthz listener and the authenticated kubelet API).
+  const nodePageSource: NodePageSource = {
+    nodeName,
+    kubeletVersion: KUBELET_VERSION,
+    runtime: { name: runtimeName, version: connection.version.runtimeVersion },
+    startedAtMs: clock.now() - process.uptime() * 1000,
+    now: () => clock.now(),
+    pods: () => kubelet.getPods(),
+    node: () => getNode(),
+    pleg: () => pleg.healthy(),
+    pressure: () => ({
+      memory: evictionManager.isUnderMemoryPressure(),
+      disk: evictionManager.isUnderDiskPressure(),
+      pid: evictionManager.isUnderPIDPressure(),
+    }),
+    summary: (s) => statsProvider.getSummary(s),
+    probe: (uid, name, kind) => prober.getWorker(uid, name, kind)?.status,
+    backoffDelayMs: (pod, container) => kubelet.backoff.get(getStableKey(pod, container)),
+    events: boot.eventStore,
+    ...(opts.pullsView ? { pulls: opts.pullsView } : {}),
+  };
+  const nodePageFeed = new NodePageFeed(nodePageSource, { clock });
+  late.nodePage = nodePageHandler({
+    source: nodePageSource,
+    feed: nodePageFeed,
+    logs: podLogReader({
+      runtime: criRuntime,
+      getPod: (ns, name) =>
+        kubelet.getPods().find((p) => p.metadata.namespace === ns && p.metadata.name === name),
+      clock,
+      runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
+    }),
+  });
 
   // The start order; the runner stops them in reverse.
   const components: (Component | false | undefined)[] = [
@@ -688,6 +760,10 @@ export async function buildKubelet(
       stop: () => containerLogManager.stop(),
     }),
     asComponent('podconfig', { stop: () => podConfig.stop() }),
+    asComponent('nodepage', {
+      stop: () => nodePageFeed.stop(),
+      detail: () => ({ pages: nodePageFeed.subscribers }),
+    }),
     apiSource &&
       asComponent('apisource', {
         start: () => apiSource.start(),

@@ -7,6 +7,7 @@
  * is left to the runtime and the next start, as upstream's kubelet leaves it. Pods keep running: a
  * restarted kubelet adopts them. A second signal exits at once.
  */
+import { CLI_COMMANDS, runCli } from '../cli/cli.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { ComponentRunner } from '../lib/component-runner.js';
 import { errorMessage } from '../lib/errors.js';
@@ -24,6 +25,11 @@ export const SHUTDOWN_DEADLINE_MS = 5000;
 
 /** Runs the kubelet until a signal stops it; exits the process with the right code. */
 export async function main(argv: string[]): Promise<void> {
+  // `tskubelet get pods`, `describe`, `logs`, `events`: a client of the running kubelet (src/cli).
+  if ((CLI_COMMANDS as readonly string[]).includes(argv[0] ?? '')) {
+    process.exitCode = await runCli(argv);
+    return;
+  }
   let loaded: LoadedKubeletConfig;
   try {
     loaded = await loadKubeletConfig(argv, {

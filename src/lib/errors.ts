@@ -21,7 +21,11 @@ export type KubeletErrorCode =
   /** A certificate or key on disk or from a signer that cannot be used. */
   | 'CERTIFICATE_INVALID'
   /** A CertificateSigningRequest denied, failed, or not issued in time. */
-  | 'CERTIFICATE_REQUEST_FAILED';
+  | 'CERTIFICATE_REQUEST_FAILED'
+  /** `tskubelet get|describe|logs|events` called wrongly. */
+  | 'CLI_USAGE'
+  /** The local kubelet's /node/api refused or could not be reached (the CLI). */
+  | 'NODE_API_ERROR';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

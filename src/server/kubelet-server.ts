@@ -41,6 +41,7 @@ import {
 } from './request-context.js';
 import { resourceMetricsText } from './resource-metrics.js';
 import type { SummaryProvider } from '../stats/stats-provider.js';
+import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the summary's wire encoding belongs with its types
 import { summaryJson } from '../stats/summary-types.js';
 import { servingTls } from './serving-tls.js';
@@ -70,6 +71,8 @@ export interface KubeletServerHost {
   configz?(): unknown;
   /** /stats/summary and /metrics/resource, when a stats provider exists (404 otherwise). */
   statsProvider?: SummaryProvider;
+  /** The node page under /node/ (nodes/proxy, as other debugging paths), not on the read-only port. */
+  nodePage?: NodePageHandler;
 }
 
 /** The fields of the kubelet configuration the server reads; ResolvedKubeletConfig fits it as is. */
@@ -553,6 +556,8 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
     return sendJson(res, 200, podList(state.host.getPods()));
   }
   if (root === 'stats') return serveStats(state, ctx);
+  if (root === 'node' && state.host.nodePage && !state.readOnly)
+    return state.host.nodePage({ req: ctx.req, res, path: ctx.path, query: ctx.query, signal: ctx.signal });
   if (root === 'metrics') return serveMetrics(state, ctx);
 
   if (!state.debugging) {

@@ -7,7 +7,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Pod, PodList } from '../api/core-v1.js';
 import { logger } from '../lib/log.js';
+import { loopbackRefusal } from '../lib/loopback.js';
 import type { ComponentStatus } from '../lib/component.js';
+import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 import { serveHealthz, type HealthChecker } from './healthz.js';
 
 const log = logger('server');
@@ -21,6 +23,11 @@ export interface ServerHost {
   healthChecks(): readonly HealthChecker[];
   /** Every component's state, listed by /healthz?verbose. */
   componentStatuses?(): readonly ComponentStatus[];
+  /**
+   * The node page and its JSON under /node/ (src/nodepage). Served on the /healthz listener to
+   * clients on this machine only, whatever address it binds: it has no authentication.
+   */
+  nodePage?: NodePageHandler;
 }
 
 export interface LocalServerOptions {
@@ -62,6 +69,20 @@ async function handle(
 ) {
   const url = new URL(req.url ?? '/', 'http://localhost');
   if (await serveHealthz(host.healthChecks(), req, res, url, () => host.componentStatuses?.() ?? [])) return;
+  if (host.nodePage && !opts.readOnly && (url.pathname === '/node' || url.pathname.startsWith('/node/'))) {
+    const refused = loopbackRefusal(req);
+    if (refused) {
+      log.v(2, 'Node page request refused', { remote: req.socket.remoteAddress, reason: refused });
+      return sendText(
+        res,
+        403,
+        `Forbidden: ${refused}; from elsewhere, use the kubelet API (authenticated)\n`,
+      );
+    }
+    const closed = new AbortController();
+    res.once('close', () => closed.abort(new Error('client went away')));
+    return host.nodePage({ req, res, path: url.pathname, query: url.searchParams, signal: closed.signal });
+  }
   if (!opts.readOnly) return sendText(res, 404, '404 page not found\n');
   if (req.method !== 'GET' && req.method !== 'HEAD') return sendText(res, 405, 'method not allowed\n');
   switch (url.pathname) {

@@ -105,6 +105,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'evictionmanager',
       'containerlogmanager',
       'podconfig',
+      'nodepage',
       'filesource',
       'kubeletserver',
     ]);
@@ -125,6 +126,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'evictionmanager',
       'containerlogmanager',
       'podconfig',
+      'nodepage',
     ]);
     const all = await names(
       await load(
@@ -160,6 +162,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'evictionmanager',
       'containerlogmanager',
       'podconfig',
+      'nodepage',
       'apisource',
       'kubeletserver',
     ]);

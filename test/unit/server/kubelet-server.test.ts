@@ -328,3 +328,48 @@ test('anonymous off: 401 says why; /exec with a bad request is a 400 after autho
     await s.close();
   }
 });
+
+test('the node page on the kubelet API: behind authentication, authorized as nodes/proxy; not on the read-only port', async () => {
+  const asked: string[] = [];
+  const nodePage: KubeletServerHost['nodePage'] = async ({ res, path }) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.end(`page ${path}`);
+  };
+  const s = await startKubeletServer(host({ nodePage }), {
+    config: config({
+      authentication: {
+        x509: { clientCAFile: '' },
+        webhook: { enabled: true, cacheTTLMs: 0 },
+        anonymous: { enabled: false },
+      },
+    }),
+    nodeName: 'n',
+    certDirectory: join(dir, 'pki'),
+    tokenReviewer: {
+      review: async (t) =>
+        t === 'ok' ? { authenticated: true, user: { username: 'u', groups: [] } } : { authenticated: false },
+    },
+    authorizer: {
+      authorize: async (a) => {
+        asked.push(`${a.verb} ${a.resource}/${a.subresource}`);
+        return { decision: 'allow' as const, reason: '' };
+      },
+    },
+  });
+  const ro = await startKubeletReadOnlyServer(host({ nodePage }), {
+    address: '127.0.0.1',
+    port: 0,
+    nodeName: 'n',
+  });
+  try {
+    assert.equal((await get(s.port, '/node/')).status, 401);
+    const r = await get(s.port, '/node/api/pods', { headers: { authorization: 'Bearer ok' } });
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'page /node/api/pods');
+    assert.deepEqual(asked, ['get nodes/proxy']);
+    assert.equal((await get(ro.port, '/node/', { secure: false })).status, 404);
+  } finally {
+    await s.close();
+    await ro.close();
+  }
+});
