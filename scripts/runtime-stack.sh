@@ -64,8 +64,9 @@ take_lock() {
 # install
 
 # docker-registry serves the image pull tests (scripts/registry.sh runs it by hand; its own service stays off).
+# dbus-daemon runs the private bus the node shutdown test puts its stand-in for logind on.
 PACKAGES=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2
-  util-linux mount tar gzip docker-registry)
+  util-linux mount tar gzip docker-registry dbus-daemon)
 
 cmd_install() {
   local missing=() p
