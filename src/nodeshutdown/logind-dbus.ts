@@ -114,7 +114,8 @@ export class LogindDBus implements DbusInhibiter {
       });
     }
     const variant = reply.body[0] as dbus.Variant | undefined;
-    if (variant?.signature !== 't') throw new Error('InhibitDelayMaxUSec from logind is not a uint64 as expected');
+    if (variant?.signature !== 't')
+      throw new Error('InhibitDelayMaxUSec from logind is not a uint64 as expected');
     return Number(variant.value as bigint) / 1000;
   }
 

@@ -38,9 +38,13 @@ export class FakeLogind {
   /** Starts dbus-daemon and puts the stand-in on it (bounded). */
   static async start(): Promise<FakeLogind> {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'fake-logind-'));
-    const daemon = spawn('dbus-daemon', ['--session', '--print-address', '--nofork', `--address=unix:dir=${dir}`], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const daemon = spawn(
+      'dbus-daemon',
+      ['--session', '--print-address', '--nofork', `--address=unix:dir=${dir}`],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
     const address = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error('dbus-daemon printed no address within 10 s')), 10_000);
       let out = '';
@@ -59,7 +63,7 @@ export class FakeLogind {
     });
     const bus = dbus.sessionBus({ busAddress: address, negotiateUnixFd: true } as dbus.SessionBusOptions);
     const fake = new FakeLogind(address, daemon, bus, dir);
-    bus.addMethodHandler((msg) => fake.handle(msg));
+    bus.addMethodHandler((msg: dbus.Message) => fake.handle(msg));
     await bus.requestName('org.freedesktop.login1', 0);
     await bus.requestName('org.freedesktop.systemd1', 0);
     return fake;
@@ -68,9 +72,13 @@ export class FakeLogind {
   /** Sends PrepareForShutdown(active) as logind does when a shutdown starts (true) or is cancelled (false). */
   prepareForShutdown(active: boolean): void {
     this.bus.send(
-      dbus.Message.newSignal('/org/freedesktop/login1', 'org.freedesktop.login1.Manager', 'PrepareForShutdown', 'b', [
-        active,
-      ]),
+      dbus.Message.newSignal(
+        '/org/freedesktop/login1',
+        'org.freedesktop.login1.Manager',
+        'PrepareForShutdown',
+        'b',
+        [active],
+      ),
     );
   }
 
@@ -89,7 +97,9 @@ export class FakeLogind {
   private handle(msg: dbus.Message): boolean {
     if (msg.path === '/org/freedesktop/login1' && msg.interface === 'org.freedesktop.DBus.Properties') {
       if (msg.member === 'Get' && msg.body[1] === 'InhibitDelayMaxUSec') {
-        this.bus.send(dbus.Message.newMethodReturn(msg, 'v', [new dbus.Variant('t', this.inhibitDelayMaxUSec)]));
+        this.bus.send(
+          dbus.Message.newMethodReturn(msg, 'v', [new dbus.Variant('t', this.inhibitDelayMaxUSec)]),
+        );
         return true;
       }
       return false;
