@@ -87,6 +87,8 @@ describe('graceful node shutdown through logind on a private bus', () => {
       nodeName: NODE_NAME,
       extraArgs: [`--kubeconfig=${kubeconfig}`],
       extraConfig: [
+        // A cancelled shutdown shows at the next status round (upstream does not sync at once then).
+        'nodeStatusUpdateFrequency: 2s',
         'shutdownGracePeriodByPodPriority:',
         `- {priority: 0, shutdownGracePeriodSeconds: ${LOW_S}}`,
         `- {priority: 100000, shutdownGracePeriodSeconds: ${MID_S}}`,
