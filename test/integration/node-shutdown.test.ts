@@ -8,7 +8,7 @@
  * the kubelet says so once and runs its pods.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -16,6 +16,7 @@ import type { Pod } from '../../src/api/core-v1.js';
 import type { Node } from '../../src/api/node.js';
 import type { CoreEvent } from '../../src/events/event-types.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
+import { connectLogind } from '../../src/nodeshutdown/logind-dbus.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { FakeLogind } from '../helpers/fake-logind.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
@@ -222,6 +223,35 @@ describe('graceful node shutdown through logind on a private bus', () => {
     await withLog(waitFor('a second inhibitor lock', () => logind.inhibitCalls[1], 10_000));
     assert.equal(logind.heldLocks(), 1);
     await withLog(waitFor('the node to be Ready again', () => ready()?.status === 'True', 15_000));
+  });
+});
+
+describe('the logind client on a private bus', () => {
+  test('reads InhibitDelayMaxUSec, writes the drop-in, reloads logind through systemd, and holds a real lock', async () => {
+    const logind = await FakeLogind.start();
+    const confDir = await mkdtemp(path.join(os.tmpdir(), 'logind-conf-'));
+    try {
+      logind.inhibitDelayMaxUSec = 5_000_000n;
+      const con = await connectLogind({ busAddress: logind.address, logindConfigDirectory: confDir });
+      assert.equal(await con.currentInhibitDelayMs(), 5000);
+      await con.overrideInhibitDelay(45_000);
+      assert.equal(
+        await readFile(path.join(confDir, '99-kubelet.conf'), 'utf8'),
+        '# Kubelet logind override\n[Login]\nInhibitDelayMaxSec=45\n',
+      );
+      await con.reloadLogindConf();
+      assert.deepEqual(logind.killUnitCalls, [['systemd-logind.service', 'all', 1]]);
+      const lock = await con.inhibitShutdown();
+      await waitFor('the stand-in to hand out its lock', () => logind.inhibitCalls[0], 5_000);
+      await new Promise((r) => setTimeout(r, 700)); // the stand-in drops its own copy after 500 ms
+      assert.equal(logind.heldLocks(), 1, 'our descriptor keeps the lock');
+      con.releaseInhibitLock(lock);
+      await waitFor('the lock to be released', () => logind.inhibitCalls[0]?.releasedAtMs, 5_000);
+      con.close();
+    } finally {
+      await logind.stop();
+      await rm(confDir, { recursive: true, force: true });
+    }
   });
 });
 
