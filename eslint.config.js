@@ -22,6 +22,7 @@ const managers = [
   'certificate',
   'oom',
   'nodepage',
+  'nodeshutdown',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
 // What each folder of src/ may import from, besides itself.

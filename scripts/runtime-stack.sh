@@ -64,9 +64,10 @@ take_lock() {
 # install
 
 # docker-registry serves the image pull tests (scripts/registry.sh runs it by hand; its own service stays off).
-# chromium drives the node page's browser test (test/integration/node-page-browser.test.ts, puppeteer-core).
+# chromium drives the node page's browser test (test/integration/node-page-browser.test.ts, puppeteer-core);
+# dbus-daemon runs the private bus the node shutdown test puts its stand-in for logind on.
 PACKAGES=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2
-  util-linux mount tar gzip docker-registry chromium)
+  util-linux mount tar gzip docker-registry chromium dbus-daemon)
 
 cmd_install() {
   local missing=() p

@@ -9,7 +9,7 @@
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
  *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus, nodelease,
- *   prober, podworkers, pleg, syncloop, podconfig, nodepage, sources (api, file, http),
+ *   prober, podworkers, pleg, syncloop, nodeshutdownmanager, podconfig, nodepage, sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
  */
@@ -46,8 +46,10 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
+import type { Pod } from '../api/core-v1.js';
 import { nodeRef, type Node } from '../api/node.js';
 import { runOomWatcher } from '../oom/oom-watcher.js';
+import { newShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import { EventedPLEG } from '../pleg/evented-pleg.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
@@ -545,8 +547,30 @@ export async function buildKubelet(
     runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
   });
 
+  // Graceful node shutdown (upstream: nodeshutdown.NewManager); undefined when it is off.
+  const shutdownManager = newShutdownManager({
+    featureGates: config.featureGates,
+    shutdownGracePeriodMs: config.shutdownGracePeriodMs,
+    shutdownGracePeriodCriticalPodsMs: config.shutdownGracePeriodCriticalPodsMs,
+    shutdownGracePeriodByPodPriority: config.shutdownGracePeriodByPodPriority,
+    stateDirectory: flags.rootDirectory,
+    clock,
+    getPods: () => kubelet.getActivePods(),
+    // Upstream's killPodNow with isEvicted false.
+    killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn, false),
+    // Called on a shutdown event, long after clusterNode (below) exists.
+    syncNodeStatus: () => {
+      if (clusterNode) void clusterNode.nodeStatus.syncNow();
+    },
+    recordNodeEvent: cluster
+      ? (type, reason, message) => cluster.recorder.eventFor(nodeRef(nodeName), type, reason, message)
+      : undefined,
+    metrics: kubeletMetrics,
+  });
+
   const kubelet: Kubelet = new Kubelet({
     evictionAdmit: (pod) => evictionManager.admit(pod),
+    ...(shutdownManager ? { shutdownAdmit: (pod: Pod) => shutdownManager.admit(pod) } : {}),
     nodeName,
     rootDir: flags.rootDirectory,
     getNode,
@@ -626,6 +650,10 @@ export async function buildKubelet(
         pid: () => evictionManager.isUnderPIDPressure(),
       },
       onRepeatedHeartbeatFailure: () => cluster.heartbeatClient.close(),
+      otherErrors: () => {
+        const shuttingDown = shutdownManager?.shutdownStatus();
+        return shuttingDown ? [shuttingDown] : [];
+      },
     });
 
   // The kubelet API (upstream ListenAndServeKubeletServer) and the read-only port, sharing one /metrics.
@@ -741,6 +769,18 @@ export async function buildKubelet(
     }),
     // The sync loop stops its inputs first, then the PLEG and the pod workers it drives.
     asComponent('syncloop', { start: () => kubelet.start(), stop: () => kubelet.stop() }),
+    // Not critical: without logind (containers, CI) the kubelet says so once and goes on (upstream).
+    shutdownManager &&
+      asComponent('nodeshutdownmanager', {
+        start: () =>
+          shutdownManager
+            .start()
+            .catch((err: unknown) =>
+              log.error('Failed to start node shutdown manager', { err: errorMessage(err) }),
+            ),
+        stop: () => shutdownManager.stop(),
+        detail: () => ({ shuttingDown: shutdownManager.shuttingDown }),
+      }),
     asComponent('fsresourceanalyzer', {
       start: () => fsResourceAnalyzer.start(),
       stop: () => fsResourceAnalyzer.stop(),

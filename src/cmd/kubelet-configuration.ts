@@ -150,6 +150,7 @@ export interface KubeletConfiguration {
   enableSystemLogQuery?: boolean;
   shutdownGracePeriod?: string;
   shutdownGracePeriodCriticalPods?: string;
+  shutdownGracePeriodByPodPriority?: { priority?: number; shutdownGracePeriodSeconds?: number }[];
   enableProfilingHandler?: boolean;
   enableDebugFlagsHandler?: boolean;
   seccompDefault?: boolean;
@@ -283,6 +284,7 @@ export interface ResolvedKubeletConfig {
   enableSystemLogQuery: boolean;
   shutdownGracePeriodMs: number;
   shutdownGracePeriodCriticalPodsMs: number;
+  shutdownGracePeriodByPodPriority: { priority: number; shutdownGracePeriodSeconds: number }[];
   enableProfilingHandler: boolean;
   enableDebugFlagsHandler: boolean;
   seccompDefault: boolean;
@@ -437,6 +439,7 @@ const CONFIG_SCHEMA = {
   enableSystemLogQuery: 'bool',
   shutdownGracePeriod: 'duration',
   shutdownGracePeriodCriticalPods: 'duration',
+  shutdownGracePeriodByPodPriority: 'list',
   enableProfilingHandler: 'bool',
   enableDebugFlagsHandler: 'bool',
   seccompDefault: 'bool',
@@ -897,6 +900,18 @@ export function resolveKubeletConfiguration(
       'shutdownGracePeriodCriticalPods',
       c.shutdownGracePeriodCriticalPods,
     ),
+    shutdownGracePeriodByPodPriority: (c.shutdownGracePeriodByPodPriority ?? []).map((entry, i) => {
+      const e = (entry ?? {}) as { priority?: unknown; shutdownGracePeriodSeconds?: unknown };
+      const int = (key: 'priority' | 'shutdownGracePeriodSeconds'): number => {
+        const v = e[key] ?? 0;
+        if (typeof v === 'number' && Number.isInteger(v)) return v;
+        errors.push(
+          `${label(`shutdownGracePeriodByPodPriority[${i}].${key}`)}: expected an integer, got ${JSON.stringify(v)}`,
+        );
+        return 0;
+      };
+      return { priority: int('priority'), shutdownGracePeriodSeconds: int('shutdownGracePeriodSeconds') };
+    }),
     enableProfilingHandler: c.enableProfilingHandler ?? true,
     enableDebugFlagsHandler: c.enableDebugFlagsHandler ?? true,
     seccompDefault: c.seccompDefault ?? false,
@@ -957,10 +972,50 @@ function validateResolved(r: ResolvedKubeletConfig, label: (path: string) => str
   );
   nonNegative('shutdownGracePeriod', r.shutdownGracePeriodMs);
   nonNegative('shutdownGracePeriodCriticalPods', r.shutdownGracePeriodCriticalPodsMs);
+  // Upstream's rules for graceful node shutdown, with its feature gates (both on by default).
+  const gracefulNodeShutdown = r.featureGates.GracefulNodeShutdown ?? true;
+  const byPodPriority = r.featureGates.GracefulNodeShutdownBasedOnPodPriority ?? true;
+  const shutdownGracePeriodSet = r.shutdownGracePeriodMs > 0 || r.shutdownGracePeriodCriticalPodsMs > 0;
+  if (gracefulNodeShutdown) {
+    check(
+      r.shutdownGracePeriodCriticalPodsMs <= r.shutdownGracePeriodMs,
+      'shutdownGracePeriodCriticalPods',
+      'must be <= shutdownGracePeriod',
+    );
+    check(
+      r.shutdownGracePeriodMs === 0 || r.shutdownGracePeriodMs >= 1000,
+      'shutdownGracePeriod',
+      'must be either zero or otherwise >= 1 sec',
+    );
+    check(
+      r.shutdownGracePeriodCriticalPodsMs === 0 || r.shutdownGracePeriodCriticalPodsMs >= 1000,
+      'shutdownGracePeriodCriticalPods',
+      'must be either zero or otherwise >= 1 sec',
+    );
+  }
   check(
-    r.shutdownGracePeriodCriticalPodsMs <= r.shutdownGracePeriodMs,
-    'shutdownGracePeriodCriticalPods',
-    'must be <= shutdownGracePeriod',
+    !shutdownGracePeriodSet || gracefulNodeShutdown,
+    'shutdownGracePeriod',
+    'specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown',
+  );
+  if (byPodPriority) {
+    check(
+      r.shutdownGracePeriodByPodPriority.length === 0 || !shutdownGracePeriodSet,
+      'shutdownGracePeriodByPodPriority',
+      'Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time',
+    );
+  } else {
+    check(
+      r.shutdownGracePeriodByPodPriority.length === 0,
+      'shutdownGracePeriodByPodPriority',
+      'Specifying shutdownGracePeriodByPodPriority requires feature gate GracefulNodeShutdownBasedOnPodPriority',
+    );
+  }
+  r.shutdownGracePeriodByPodPriority.forEach((p, i) =>
+    nonNegative(
+      `shutdownGracePeriodByPodPriority[${i}].shutdownGracePeriodSeconds`,
+      p.shutdownGracePeriodSeconds,
+    ),
   );
 
   port('port', r.port, false);

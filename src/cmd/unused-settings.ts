@@ -53,8 +53,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('podCIDR', 'podCIDR'),
   field('protectKernelDefaults', 'protectKernelDefaults'),
   field('reservedSystemCPUs', 'reservedSystemCPUs'),
-  field('shutdownGracePeriod', 'shutdownGracePeriodMs'),
-  field('shutdownGracePeriodCriticalPods', 'shutdownGracePeriodCriticalPodsMs'),
   field('systemCgroups', 'systemCgroups'),
   field('systemReservedCgroup', 'systemReservedCgroup'),
   field('topologyManagerPolicy', 'topologyManagerPolicy'),
@@ -67,7 +65,12 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
 ];
 
 /** The feature gates tskubelet reads; any other gate a user sets is named as not acted on. */
-export const FEATURE_GATES_ACTED_ON: readonly string[] = ['EventedPLEG', 'KubeletFineGrainedAuthz'];
+export const FEATURE_GATES_ACTED_ON: readonly string[] = [
+  'EventedPLEG',
+  'GracefulNodeShutdown',
+  'GracefulNodeShutdownBasedOnPodPriority',
+  'KubeletFineGrainedAuthz',
+];
 
 /**
  * `name=value` for each unused setting whose value differs from upstream's default, in table order,

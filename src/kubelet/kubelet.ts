@@ -80,6 +80,8 @@ export interface KubeletOptions {
   mirrorPods?: MirrorPods;
   /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
+  /** The node shutdown manager's admit handler, asked last (upstream adds it after the others). */
+  shutdownAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
   recorder?: ObjectEventRecorder;
   /**
@@ -368,7 +370,11 @@ export class Kubelet implements ServerHost {
       const eviction = this.opts.evictionAdmit?.(pod);
       if (eviction && !eviction.admit) return eviction;
       const sysctls = this.sysctlAllowlist.admit(pod);
-      return sysctls.admit ? canAdmitPod(pod, active, this.opts.getNode()) : sysctls;
+      if (!sysctls.admit) return sysctls;
+      const verdict = canAdmitPod(pod, active, this.opts.getNode());
+      if (!verdict.admit) return verdict;
+      const shutdown = this.opts.shutdownAdmit?.(pod);
+      return shutdown && !shutdown.admit ? shutdown : verdict;
     } catch (err) {
       return {
         admit: false,
@@ -466,6 +472,7 @@ export class Kubelet implements ServerHost {
     pod: Pod,
     gracePeriodSeconds: number,
     statusFn: (status: PodStatus) => PodStatus,
+    evict = true,
   ): Promise<void> {
     const uid = pod.metadata.uid ?? '';
     this.podStatusFns.set(uid, statusFn);
@@ -491,7 +498,7 @@ export class Kubelet implements ServerHost {
         pod,
         updateType: 'kill',
         killPodOptions: {
-          evict: true,
+          evict,
           gracePeriodSecondsOverride: gracePeriodSeconds,
           onCompleted: () => {
             this.clock.clearTimeout(timer);

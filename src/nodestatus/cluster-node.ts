@@ -46,6 +46,8 @@ export interface ClusterNodeOptions {
   pressure?: NodeStatusManagerOptions['pressure'];
   nodeLister?: () => Node | undefined;
   onRepeatedHeartbeatFailure?: () => void;
+  /** Errors of other parts that make the node NotReady (the node shutdown manager's). */
+  otherErrors?: () => string[];
   /** Deadline of each API and CRI call; default min(nodeStatusUpdateFrequency, nodeLeaseDuration). */
   requestTimeoutMs?: number;
   random?: () => number;

@@ -136,6 +136,8 @@ export interface NodeStatusManagerOptions {
   onRepeatedHeartbeatFailure?: () => void;
   /** Deadline of each API and CRI call; default min(update frequency, lease duration), as upstream's heartbeat client. */
   requestTimeoutMs?: number;
+  /** Errors of other parts that make the node NotReady (the node shutdown manager's). */
+  otherErrors?: () => string[];
   /** false registers the node cordoned. */
   registerSchedulable?: boolean;
   /** [0, 1): jitter of the update interval; tests pass () => 0. */
@@ -222,6 +224,12 @@ export class NodeStatusManager {
     await Promise.all(this.loops);
     this.loops = [];
     this.controller = undefined;
+  }
+
+  /** One status round now, outside the loop's rhythm (upstream: a shutdown's `go syncNodeStatus()`); a no-op before start. */
+  syncNow(): Promise<void> {
+    const signal = this.controller?.signal;
+    return signal ? this.syncNodeStatus(signal) : Promise.resolve();
   }
 
   get registrationCompleted(): boolean {
@@ -609,6 +617,7 @@ export class NodeStatusManager {
         nowMs: now,
         runtimeErrors: () => this.opts.runtimeState.runtimeErrors(),
         networkErrors: () => this.opts.runtimeState.networkErrors(),
+        ...(this.opts.otherErrors ? { otherErrors: this.opts.otherErrors } : {}),
         localStorageCapacityIsolation: c.localStorageCapacityIsolation,
         recordEvent: statusEvent,
       }),

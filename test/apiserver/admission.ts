@@ -185,6 +185,11 @@ function addDefaultTolerations(spec: Obj): void {
   spec.tolerations = tolerations;
 }
 
+const SYSTEM_PRIORITY_CLASSES: Readonly<Record<string, number>> = {
+  'system-node-critical': 2_000_001_000,
+  'system-cluster-critical': 2_000_000_000,
+};
+
 function preparePod(pod: KubeObject, lookups: AdmissionLookups): void {
   const spec = (obj(pod.spec) ?? {}) as Obj;
   pod.spec = spec;
@@ -203,6 +208,12 @@ function preparePod(pod: KubeObject, lookups: AdmissionLookups): void {
   addDefaultTolerations(spec);
   if (spec.priority === undefined && !spec.priorityClassName) {
     spec.priority = 0;
+    spec.preemptionPolicy ??= 'PreemptLowerPriority';
+  }
+  // The Priority plugin resolves the two built-in classes (other PriorityClasses are not served).
+  const systemPriority = SYSTEM_PRIORITY_CLASSES[String(spec.priorityClassName ?? '')];
+  if (systemPriority !== undefined && spec.priority === undefined) {
+    spec.priority = systemPriority;
     spec.preemptionPolicy ??= 'PreemptLowerPriority';
   }
   pod.metadata.generation = 1;

@@ -26,6 +26,8 @@ export interface KubeletOptions {
   /** Extra lines of the KubeletConfiguration file (YAML), for fields without a flag. */
   extraConfig?: string[];
   nodeName?: string;
+  /** Extra environment (DBUS_SYSTEM_BUS_ADDRESS for a test's own bus). */
+  env?: Record<string, string>;
 }
 
 export class KubeletProcess {
@@ -85,7 +87,10 @@ export class KubeletProcess {
       ...(this.opts.extraArgs ?? []),
     ];
     this.logStream = createWriteStream(this.logFile, { flags: 'a' });
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...this.opts.env },
+    });
     child.stdout?.pipe(this.logStream, { end: false });
     child.stderr?.pipe(this.logStream, { end: false });
     this.child = child;

@@ -206,6 +206,56 @@ describe('loadKubeletConfig', () => {
     );
   });
 
+  test("graceful node shutdown settings: by priority, and upstream's rules with their gates", async () => {
+    const byPriority = writeConfig(
+      HEADER +
+        'shutdownGracePeriodByPodPriority:\n' +
+        '- {priority: 100000, shutdownGracePeriodSeconds: 10}\n' +
+        '- {priority: 0, shutdownGracePeriodSeconds: 20}\n',
+    );
+    assert.deepEqual((await run(['--config', byPriority])).config.shutdownGracePeriodByPodPriority, [
+      { priority: 100000, shutdownGracePeriodSeconds: 10 },
+      { priority: 0, shutdownGracePeriodSeconds: 20 },
+    ]);
+    const both = writeConfig(
+      HEADER +
+        'shutdownGracePeriod: 30s\nshutdownGracePeriodByPodPriority:\n- {priority: 0, shutdownGracePeriodSeconds: 5}\n',
+      'both.yaml',
+    );
+    assert.match(
+      await failure(['--config', both]),
+      /shutdownGracePeriodByPodPriority: Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time/,
+    );
+    const gateOff = writeConfig(
+      HEADER +
+        'featureGates: {GracefulNodeShutdownBasedOnPodPriority: false}\n' +
+        'shutdownGracePeriodByPodPriority:\n- {priority: 0, shutdownGracePeriodSeconds: 5}\n',
+      'gate-off.yaml',
+    );
+    assert.match(
+      await failure(['--config', gateOff]),
+      /Specifying shutdownGracePeriodByPodPriority requires feature gate GracefulNodeShutdownBasedOnPodPriority/,
+    );
+    const noGate = writeConfig(
+      HEADER + 'featureGates: {GracefulNodeShutdown: false}\nshutdownGracePeriod: 30s\n',
+      'no-gate.yaml',
+    );
+    assert.match(await failure(['--config', noGate]), /requires feature gate GracefulNodeShutdown/);
+    const subSecond = writeConfig(HEADER + 'shutdownGracePeriod: 500ms\n', 'sub.yaml');
+    assert.match(
+      await failure(['--config', subSecond]),
+      /shutdownGracePeriod: must be either zero or otherwise >= 1 sec/,
+    );
+    const badEntry = writeConfig(
+      HEADER + 'shutdownGracePeriodByPodPriority:\n- {priority: high, shutdownGracePeriodSeconds: 5}\n',
+      'bad.yaml',
+    );
+    assert.match(
+      await failure(['--config', badEntry]),
+      /shutdownGracePeriodByPodPriority\[0\]\.priority: expected an integer/,
+    );
+  });
+
   test('an explicit nodeStatusUpdateFrequency also sets the report frequency', async () => {
     const { config } = await run(['--config', writeConfig(HEADER + 'nodeStatusUpdateFrequency: 20s\n')]);
     assert.equal(config.nodeStatusUpdateFrequencyMs, 20_000);

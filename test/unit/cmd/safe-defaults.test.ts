@@ -122,7 +122,8 @@ describe('safe defaults', () => {
     assert.match(lines[0]!, /cpuManagerPolicy="static"/);
     assert.match(lines[0]!, /featureGates\.InPlacePodVerticalScaling=true/);
     assert.doesNotMatch(lines[0]!, /EventedPLEG/);
-    assert.match(lines[0]!, /shutdownGracePeriod=30000ms/);
+    // Graceful node shutdown acts on it now.
+    assert.doesNotMatch(lines[0]!, /shutdownGracePeriod/);
     assert.match(lines[0]!, /--lock-file="\/run\/kubelet.lock"/);
     assert.doesNotMatch(lines[0]!, /maxPods/);
   });

@@ -1,0 +1,143 @@
+/**
+ * Test equipment: a private D-Bus (Debian's dbus-daemon, session configuration) with a stand-in for
+ * systemd-logind on it. It owns org.freedesktop.login1 and answers what the kubelet asks of
+ * org.freedesktop.login1.Manager: the InhibitDelayMaxUSec property, Inhibit (with a real descriptor:
+ * the write end of a FIFO, whose read end sees EOF once every copy is closed, which is how logind
+ * itself notices a released lock), and the PrepareForShutdown signal, sent when the test says. It
+ * also owns org.freedesktop.systemd1 to record KillUnit. Never part of the product.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, constants, mkdtempSync, openSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import dbus from 'dbus-next';
+
+export interface InhibitCall {
+  args: unknown[];
+  atMs: number;
+  /** When the lock's last descriptor closed, once it has. */
+  releasedAtMs?: number;
+  released: Promise<number>;
+}
+
+export class FakeLogind {
+  inhibitDelayMaxUSec = 30_000_000n;
+  readonly inhibitCalls: InhibitCall[] = [];
+  readonly killUnitCalls: unknown[][] = [];
+  private readonly sockets: net.Socket[] = [];
+  private fifoCount = 0;
+
+  private constructor(
+    readonly address: string,
+    private readonly daemon: ChildProcess,
+    private readonly bus: dbus.MessageBus,
+    private readonly dir: string,
+  ) {}
+
+  /** Starts dbus-daemon and puts the stand-in on it (bounded). */
+  static async start(): Promise<FakeLogind> {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'fake-logind-'));
+    const daemon = spawn(
+      'dbus-daemon',
+      ['--session', '--print-address', '--nofork', `--address=unix:dir=${dir}`],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+    const address = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('dbus-daemon printed no address within 10 s')), 10_000);
+      let out = '';
+      daemon.stdout?.on('data', (d: Buffer) => {
+        out += d.toString();
+        const line = out.split('\n')[0];
+        if (out.includes('\n') && line) {
+          clearTimeout(timer);
+          resolve(line.trim());
+        }
+      });
+      daemon.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`dbus-daemon exited with ${code}`));
+      });
+    });
+    const bus = dbus.sessionBus({ busAddress: address, negotiateUnixFd: true } as dbus.SessionBusOptions);
+    const fake = new FakeLogind(address, daemon, bus, dir);
+    bus.addMethodHandler((msg: dbus.Message) => fake.handle(msg));
+    await bus.requestName('org.freedesktop.login1', 0);
+    await bus.requestName('org.freedesktop.systemd1', 0);
+    return fake;
+  }
+
+  /** Sends PrepareForShutdown(active) as logind does when a shutdown starts (true) or is cancelled (false). */
+  prepareForShutdown(active: boolean): void {
+    this.bus.send(
+      dbus.Message.newSignal(
+        '/org/freedesktop/login1',
+        'org.freedesktop.login1.Manager',
+        'PrepareForShutdown',
+        'b',
+        [active],
+      ),
+    );
+  }
+
+  /** Inhibitor locks taken and not yet released. */
+  heldLocks(): number {
+    return this.inhibitCalls.filter((c) => c.releasedAtMs === undefined).length;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    this.bus.disconnect();
+    this.daemon.kill('SIGTERM');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private handle(msg: dbus.Message): boolean {
+    if (msg.path === '/org/freedesktop/login1' && msg.interface === 'org.freedesktop.DBus.Properties') {
+      if (msg.member === 'Get' && msg.body[1] === 'InhibitDelayMaxUSec') {
+        this.bus.send(
+          dbus.Message.newMethodReturn(msg, 'v', [new dbus.Variant('t', this.inhibitDelayMaxUSec)]),
+        );
+        return true;
+      }
+      return false;
+    }
+    if (msg.path === '/org/freedesktop/login1' && msg.member === 'Inhibit') {
+      this.bus.send(dbus.Message.newMethodReturn(msg, 'h', [this.newLock(msg.body)]));
+      return true;
+    }
+    if (msg.path === '/org/freedesktop/systemd1' && msg.member === 'KillUnit') {
+      this.killUnitCalls.push(msg.body);
+      this.bus.send(dbus.Message.newMethodReturn(msg, '', []));
+      return true;
+    }
+    return false;
+  }
+
+  /** A FIFO: its write end goes to the caller, its read end tells when the caller let go. */
+  private newLock(args: unknown[]): number {
+    const fifo = path.join(this.dir, `lock-${this.fifoCount++}`);
+    execFileSync('mkfifo', [fifo]);
+    const readFd = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    const writeFd = openSync(fifo, constants.O_WRONLY);
+    const reader = new net.Socket({ fd: readFd, readable: true, writable: false });
+    this.sockets.push(reader);
+    let markReleased!: (ms: number) => void;
+    const call: InhibitCall = {
+      args,
+      atMs: Date.now(),
+      released: new Promise((resolve) => (markReleased = resolve)),
+    };
+    reader.on('data', () => undefined);
+    reader.on('end', () => {
+      call.releasedAtMs = Date.now();
+      markReleased(call.releasedAtMs);
+    });
+    this.inhibitCalls.push(call);
+    // Our copy goes once the reply (which carries a copy) has surely left.
+    setTimeout(() => closeSync(writeFd), 500).unref();
+    return writeFd;
+  }
+}
