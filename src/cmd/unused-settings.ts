@@ -67,7 +67,11 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
 ];
 
 /** The feature gates tskubelet reads; any other gate a user sets is named as not acted on. */
-export const FEATURE_GATES_ACTED_ON: readonly string[] = ['EventedPLEG', 'KubeletFineGrainedAuthz'];
+export const FEATURE_GATES_ACTED_ON: readonly string[] = [
+  'EventedPLEG',
+  'KubeletFineGrainedAuthz',
+  'KubeletPodResourcesGet',
+];
 
 /**
  * `name=value` for each unused setting whose value differs from upstream's default, in table order,

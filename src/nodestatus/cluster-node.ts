@@ -44,6 +44,7 @@ export interface ClusterNodeOptions {
   plegHealth?: () => PlegHealth;
   recorder?: NodeEventRecorder;
   pressure?: NodeStatusManagerOptions['pressure'];
+  devicePluginCapacity?: NodeStatusManagerOptions['devicePluginCapacity'];
   nodeLister?: () => Node | undefined;
   onRepeatedHeartbeatFailure?: () => void;
   /** Deadline of each API and CRI call; default min(nodeStatusUpdateFrequency, nodeLeaseDuration). */

@@ -48,6 +48,7 @@ import {
   memoryPressureCondition,
   nodeAddress,
   nodeAllocatableReservation,
+  type DevicePluginResources,
   pidPressureCondition,
   readyCondition,
   schedulableEvents,
@@ -136,6 +137,8 @@ export interface NodeStatusManagerOptions {
   onRepeatedHeartbeatFailure?: () => void;
   /** Deadline of each API and CRI call; default min(update frequency, lease duration), as upstream's heartbeat client. */
   requestTimeoutMs?: number;
+  /** The device plugins' resources for capacity and allocatable (the device manager's GetCapacity). */
+  devicePluginCapacity?: () => DevicePluginResources;
   /** false registers the node cordoned. */
   registerSchedulable?: boolean;
   /** [0, 1): jitter of the update interval; tests pass () => 0. */
@@ -588,6 +591,7 @@ export class NodeStatusManager {
             evictionHard: c.evictionHard,
           }),
         recordEvent: (type, reason, message) => this.recordEvent(type, reason, message),
+        devicePluginCapacity: this.opts.devicePluginCapacity,
       }),
       (node) => {
         const m = machine();
