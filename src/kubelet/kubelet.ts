@@ -409,7 +409,10 @@ export class Kubelet implements ServerHost {
   /** The predicates, against a node whose allocatable covers the devices already held (upstream: UpdatePluginResources). */
   private admitPredicates(pod: Pod): ReturnType<typeof canAdmitPod> {
     const uid = pod.metadata.uid ?? '';
-    const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
+    // Pods queued for admission behind this one are not admitted yet: they hold nothing.
+    const active = this.getActivePods().filter(
+      (p) => p.metadata.uid !== uid && !this.pendingAdmission.has(p.metadata.uid ?? ''),
+    );
     const counts = this.opts.deviceAdmission?.allocatedDeviceCounts();
     const node = this.opts.getNode();
     return canAdmitPod(pod, active, node && counts ? sanitizeNodeAllocatable(node, counts) : node);

@@ -244,4 +244,49 @@ describe('device plugins and the pod resources API', () => {
       ),
     );
   });
+  test('after a kubelet restart: kubelet.sock anew, the plugin registers again, the allocation from the checkpoint holds', async () => {
+    const kubeletSock = path.join(kubelet.rootDir, 'device-plugins', 'kubelet.sock');
+    const before = await stat(kubeletSock);
+    await kubelet.stop('SIGKILL');
+    await kubelet.start();
+    // A new kubelet.sock, and the stale plugin socket removed: a plugin watching the folder registers again.
+    await withLog(
+      waitFor('a new kubelet.sock', () => stat(kubeletSock).then((s) => s.ino !== before.ino), 15_000),
+    );
+    await withLog(
+      waitFor(
+        'the plugin socket removed',
+        () =>
+          stat(plugin.socketPath).then(
+            () => false,
+            () => true,
+          ),
+        5_000,
+      ),
+    );
+    await plugin.stop();
+    plugin.setDevices([{ id: 'dev-0' }, { id: 'dev-1' }]);
+    await plugin.serve();
+    await plugin.register();
+
+    // dev-1 is still pod one's (from the checkpoint): a new pod gets dev-0, and one more is refused.
+    server.store.create('pods', devicePod('after-restart', 1) as unknown as Record<string, unknown>);
+    await withLog(
+      waitFor('pod after-restart to run', () => apiPod('after-restart')?.status?.phase === 'Running', 30_000),
+    );
+    assert.deepEqual(plugin.allocations.at(-1), ['dev-0']);
+    assert.equal(apiPod('one')?.status?.phase, 'Running');
+    server.store.create('pods', devicePod('no-room', 1) as unknown as Record<string, unknown>);
+    const refused = await withLog(
+      waitFor(
+        'pod no-room to fail',
+        () => (apiPod('no-room')?.status?.phase === 'Failed' ? apiPod('no-room') : undefined),
+        20_000,
+      ),
+    );
+    assert.equal(
+      refused?.status?.message,
+      'Pod was rejected: Allocate failed due to requested number of devices unavailable for example.com/dev. Requested: 1, Available: 0, which is unexpected',
+    );
+  });
 });
