@@ -461,7 +461,8 @@ export class Kubelet implements ServerHost {
   /** The device manager's verdict (upstream: admission.GetPodAdmitResult of Allocate's error); undefined when it admits. */
   private async allocateDevices(pod: Pod): Promise<ReturnType<typeof canAdmitPod> | undefined> {
     const devices = this.opts.deviceAdmission;
-    if (!devices) return undefined;
+    // A pod that asks for no device has nothing to allocate (upstream's Allocate loops over nothing).
+    if (!devices?.podRequestsDevices(pod)) return undefined;
     try {
       await devices.allocatePod(pod);
       return undefined;
