@@ -19,7 +19,11 @@ export type KubeletErrorCode =
   /** A certificate or key on disk or from a signer that cannot be used. */
   | 'CERTIFICATE_INVALID'
   /** A CertificateSigningRequest denied, failed, or not issued in time. */
-  | 'CERTIFICATE_REQUEST_FAILED';
+  | 'CERTIFICATE_REQUEST_FAILED'
+  /** A checkpoint file that cannot be trusted (unreadable, or its checksum does not match). */
+  | 'CHECKPOINT_CORRUPT'
+  /** Devices a container asks for could not be allocated (too few free, the plugin failed). */
+  | 'DEVICE_ALLOCATION_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

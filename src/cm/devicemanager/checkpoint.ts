@@ -14,6 +14,7 @@
  */
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { KubeletError } from '../../lib/errors.js';
 
 /** Upstream's kubeletDeviceManagerCheckpoint. */
 export const DEVICE_MANAGER_CHECKPOINT = 'kubelet_internal_checkpoint';
@@ -38,9 +39,9 @@ export interface CheckpointData {
 }
 
 /** Why a checkpoint was not read: no file is not an error (a first start). */
-export class CorruptCheckpointError extends Error {
+export class CorruptCheckpointError extends KubeletError {
   constructor(message: string) {
-    super(message);
+    super('CHECKPOINT_CORRUPT', message);
     this.name = 'CorruptCheckpointError';
   }
 }

@@ -14,7 +14,7 @@ import path from 'node:path';
 import type { Container, Pod } from '../../api/core-v1.js';
 import { parseQuantity, valueOf } from '../../api/quantity.js';
 import type { Clock } from '../../lib/clock.js';
-import { errorMessage } from '../../lib/errors.js';
+import { errorMessage, KubeletError } from '../../lib/errors.js';
 import { logger } from '../../lib/log.js';
 import {
   NODE_WITHOUT_TOPOLOGY,
@@ -84,9 +84,9 @@ export interface DeviceManagerOptions {
 }
 
 /** A failed allocation, which admission reports as upstream's UnexpectedAdmissionError. */
-export class DeviceAllocationError extends Error {
+export class DeviceAllocationError extends KubeletError {
   constructor(message: string) {
-    super(message);
+    super('DEVICE_ALLOCATION_FAILED', message);
     this.name = 'DeviceAllocationError';
   }
 }
