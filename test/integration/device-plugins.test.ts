@@ -251,7 +251,13 @@ describe('device plugins and the pod resources API', () => {
     await kubelet.start();
     // A new kubelet.sock, and the stale plugin socket removed: a plugin watching the folder registers again.
     await withLog(
-      waitFor('a new kubelet.sock', () => stat(kubeletSock).then((s) => s.ino !== before.ino), 15_000),
+      waitFor(
+        'a new kubelet.sock',
+        () =>
+          // A freed inode number may come back: the change time tells the new file apart.
+          stat(kubeletSock).then((s) => s.ino !== before.ino || s.ctimeMs !== before.ctimeMs),
+        15_000,
+      ),
     );
     await withLog(
       waitFor(
