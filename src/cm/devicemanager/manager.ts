@@ -25,7 +25,7 @@ import {
 import { PluginEndpoint, StoppedEndpoint, type Endpoint } from './endpoint.js';
 import type { Device, RegisterRequest } from './generated/deviceplugin/v1beta1/deviceplugin.js';
 import { PodDevices, type DevicesPerNuma, type DeviceRunContainerOptions } from './pod-devices.js';
-import { RegistrationServer } from './registration-server.js';
+import { isExtendedResourceName, RegistrationServer, SUPPORTED_VERSIONS } from './registration-server.js';
 
 export type { DeviceRunContainerOptions } from './pod-devices.js';
 
@@ -188,6 +188,44 @@ export class DeviceManager {
   }
 
   // ---- plugins ----------------------------------------------------------------------------------
+
+  /**
+   * The handler for plugins of type `DevicePlugin` found by the plugin watcher in `plugins_registry`
+   * (upstream: the device manager's ValidatePlugin/RegisterPlugin/DeRegisterPlugin). Such a plugin
+   * names its resource as the plugin name and its socket as the endpoint.
+   */
+  pluginWatcherHandler(): {
+    validatePlugin(pluginName: string, endpoint: string, versions: readonly string[]): void;
+    registerPlugin(pluginName: string, endpoint: string, versions: readonly string[]): Promise<void>;
+    deRegisterPlugin(pluginName: string): void;
+  } {
+    return {
+      validatePlugin: (pluginName, endpoint, versions) => {
+        log.v(2, 'Got plugin at endpoint with versions', { plugin: pluginName, endpoint, versions });
+        if (!versions.some((v) => (SUPPORTED_VERSIONS as readonly string[]).includes(v)))
+          throw new Error(
+            `manager version, ${SUPPORTED_VERSIONS[0]}, is not among plugin supported versions [${versions.join(' ')}]`,
+          );
+        if (!isExtendedResourceName(pluginName))
+          throw new Error(
+            `invalid name of device plugin socket: the ResourceName "${pluginName}" is invalid`,
+          );
+      },
+      registerPlugin: (pluginName, endpoint) =>
+        this.connectPlugin(pluginName, endpoint, {
+          version: SUPPORTED_VERSIONS[0],
+          endpoint,
+          resourceName: pluginName,
+          options: undefined,
+        }),
+      deRegisterPlugin: (pluginName) => {
+        const info = this.endpoints.get(pluginName);
+        if (!info) return;
+        if (info.e instanceof PluginEndpoint) info.e.stop();
+        this.markResourceUnhealthy(pluginName);
+      },
+    };
+  }
 
   private async connectPlugin(
     resourceName: string,

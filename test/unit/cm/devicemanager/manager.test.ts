@@ -298,4 +298,25 @@ describe('device manager', () => {
     );
     assert.deepEqual([...(manager.getAllocatableDevices().get(RES)?.keys() ?? [])], ['a', 'b']);
   });
+  test('the plugin watcher handler validates and registers DevicePlugin-type plugins', async () => {
+    const h = manager.pluginWatcherHandler();
+    assert.throws(
+      () => h.validatePlugin(RES, '/x.sock', ['v1alpha']),
+      /is not among plugin supported versions/,
+    );
+    assert.throws(
+      () => h.validatePlugin('cpu', '/x.sock', ['v1beta1']),
+      /invalid name of device plugin socket/,
+    );
+    h.validatePlugin(RES, '/x.sock', ['v1beta1']);
+    await h.registerPlugin(RES, '/x.sock', ['v1beta1']);
+    endpoints.at(-1)!.push([{ id: 'a' }]);
+    assert.deepEqual(manager.getCapacity().allocatable, { [RES]: 1 });
+    h.deRegisterPlugin(RES);
+    assert.deepEqual(manager.getCapacity(), {
+      capacity: { [RES]: 1 },
+      allocatable: { [RES]: 0 },
+      removed: [],
+    });
+  });
 });
