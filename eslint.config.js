@@ -23,6 +23,7 @@ const managers = [
   'oom',
   'nodepage',
   'nodeshutdown',
+  'podresources',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
 // What each folder of src/ may import from, besides itself.
@@ -71,6 +72,8 @@ export default tseslint.config(
       '.stack/**',
       'src/cri/generated/**',
       'src/cri/containerd-events/generated/**',
+      'src/cm/devicemanager/generated/**',
+      'src/podresources/generated/**',
     ],
   },
   js.configs.recommended,

@@ -8,8 +8,9 @@
  *
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
- *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus, nodelease,
- *   prober, podworkers, pleg, syncloop, nodeshutdownmanager, podconfig, nodepage, sources (api, file, http),
+ *   containermanager, volumemanager, devicemanager, podresources, statusmanager, nodeinformer, nodestatus,
+ *   nodelease, prober, podworkers, pleg, syncloop, nodeshutdownmanager, podconfig, nodepage,
+ *   sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
  */
@@ -81,6 +82,10 @@ import { FsResourceAnalyzer } from '../stats/fs-resource-analyzer.js';
 import { StatsProvider } from '../stats/stats-provider.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
+import path from 'node:path';
+import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
+import { withDevicePluginResources } from '../nodestatus/setters.js';
+import { POD_RESOURCES_DIR_NAME, PodResourcesServer } from '../podresources/server.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
 import {
@@ -372,6 +377,11 @@ export async function buildKubelet(
     objectCacheTtlMs: config.syncFrequencyMs,
     ...(opts.makeRootDirShared === false ? { makeRootDirShared: false } : {}),
   });
+  // Device plugins register on <root-dir>/device-plugins/kubelet.sock (upstream: /var/lib/kubelet/device-plugins).
+  const deviceManager = new DeviceManager({
+    socketDir: path.join(flags.rootDirectory, DEVICE_PLUGINS_DIR_NAME),
+    clock,
+  });
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: criRuntime,
     imageService: criImages,
@@ -406,6 +416,7 @@ export async function buildKubelet(
         : undefined;
     },
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
+    deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),
   });
   const genericPleg = new GenericPLEG({
     runtime,
@@ -469,7 +480,11 @@ export async function buildKubelet(
           getNode: apiNode,
         })
       : undefined;
-  const getNode = nodeAnyWay(apiNode, initialNode);
+  // Standalone, the node is the one this kubelet would register, with the device plugins' resources
+  // as they are now (upstream's initialNode asks the device manager each time).
+  const getNode = cluster
+    ? nodeAnyWay(apiNode, initialNode)
+    : () => initialNode && withDevicePluginResources(initialNode, deviceManager.getCapacity());
   nodeAnyWayForDownwardAPI = getNode;
 
   // The resource plane: volume usage walked in the background (upstream fsResourceAnalyzer), the
@@ -571,6 +586,7 @@ export async function buildKubelet(
   const kubelet: Kubelet = new Kubelet({
     evictionAdmit: (pod) => evictionManager.admit(pod),
     ...(shutdownManager ? { shutdownAdmit: (pod: Pod) => shutdownManager.admit(pod) } : {}),
+    deviceAdmission: deviceManager,
     nodeName,
     rootDir: flags.rootDirectory,
     getNode,
@@ -654,7 +670,18 @@ export async function buildKubelet(
         const shuttingDown = shutdownManager?.shutdownStatus();
         return shuttingDown ? [shuttingDown] : [];
       },
+      devicePluginCapacity: () => deviceManager.getCapacity(),
     });
+  const podResourcesServer = new PodResourcesServer({
+    socketDir: path.join(flags.rootDirectory, POD_RESOURCES_DIR_NAME),
+    clock,
+    pods: {
+      getPods: () => kubelet.podManager.getPods(),
+      getPodByName: (namespace, name) => kubelet.podManager.getPodByFullName(`${name}_${namespace}`),
+    },
+    devices: deviceManager,
+    getEnabled: config.featureGates.KubeletPodResourcesGet ?? false,
+  });
 
   // The kubelet API (upstream ListenAndServeKubeletServer) and the read-only port, sharing one /metrics.
   const probeMetrics = new MetricsRegistry();
@@ -723,6 +750,19 @@ export async function buildKubelet(
       detail: () => ({ ...containerManager.status() }),
     }),
     asComponent('volumemanager', { start: () => volumeManager.start(), stop: () => volumeManager.stop() }),
+    // Before the sync loop: allocations come back from the checkpoint before any pod is admitted.
+    asComponent('devicemanager', {
+      start: () =>
+        deviceManager.start(
+          () => kubelet.getActivePods(),
+          () => kubelet.allSourcesReady(),
+        ),
+      stop: () => deviceManager.stop(),
+    }),
+    asComponent('podresources', {
+      start: () => podResourcesServer.start(),
+      stop: () => podResourcesServer.stop(),
+    }),
     cluster &&
       asComponent('statusmanager', {
         start: () => cluster.statusSink.start(),

@@ -70,6 +70,7 @@ export const FEATURE_GATES_ACTED_ON: readonly string[] = [
   'GracefulNodeShutdown',
   'GracefulNodeShutdownBasedOnPodPriority',
   'KubeletFineGrainedAuthz',
+  'KubeletPodResourcesGet',
 ];
 
 /**

@@ -223,6 +223,15 @@ export function containerConfigFromCri(m: cri.ContainerConfig | undefined): Cont
     stdinOnce: m?.stdinOnce ?? false,
     tty: m?.tty ?? false,
     linux: optional(m?.linux, linuxContainerConfigFromCri),
+    // Only when there are some, so that configs without devices read back as they were written.
+    devices: m?.devices.length
+      ? m.devices.map((d) => ({
+          containerPath: d.containerPath,
+          hostPath: d.hostPath,
+          permissions: d.permissions,
+        }))
+      : undefined,
+    CDIDevices: m?.CDIDevices.length ? m.CDIDevices.map((d) => ({ name: d.name })) : undefined,
   });
 }
 

@@ -196,6 +196,19 @@ export interface LinuxContainerConfig {
   securityContext?: LinuxContainerSecurityContext;
 }
 
+/** runtime.v1.Device: a host device node made available in a container. */
+export interface Device {
+  containerPath: string;
+  hostPath: string;
+  /** cgroup device permissions: some of r, w, m. */
+  permissions: string;
+}
+
+/** runtime.v1.CDIDevice: a fully qualified CDI device name (vendor.com/class=name). */
+export interface CDIDevice {
+  name: string;
+}
+
 export interface ContainerConfig {
   metadata: ContainerMetadata;
   image: ImageSpec;
@@ -211,6 +224,10 @@ export interface ContainerConfig {
   stdinOnce: boolean;
   tty: boolean;
   linux?: LinuxContainerConfig;
+  /** Device nodes, from device plugins' Allocate answers. */
+  devices?: Device[];
+  /** CDI devices, from device plugins' Allocate answers. */
+  CDIDevices?: CDIDevice[];
 }
 
 /** runtime.v1.ContainerState: CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3. */

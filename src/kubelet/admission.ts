@@ -631,6 +631,30 @@ export function nodeAnyWay(
   return () => fromApi?.() ?? initialNode;
 }
 
+/**
+ * The node with each device resource's allocatable raised to the devices already held (upstream:
+ * the device manager's sanitizeNodeAllocatable): pods that hold devices keep fitting while their
+ * plugin is away (after a restart, before it registers again).
+ */
+export function sanitizeNodeAllocatable(node: Node, allocated: ReadonlyMap<string, number>): Node {
+  let allocatable: Record<string, string> | undefined;
+  for (const [resource, needed] of allocated) {
+    const have = node.status?.allocatable?.[resource];
+    let value = -1n;
+    if (have !== undefined) {
+      try {
+        value = valueOf(parseQuantity(have));
+      } catch {
+        // Unreadable: raised like a missing one.
+      }
+    }
+    if (value >= BigInt(needed)) continue;
+    allocatable ??= { ...(node.status?.allocatable ?? {}) };
+    allocatable[resource] = String(needed);
+  }
+  return allocatable ? { ...node, status: { ...node.status, allocatable } } : node;
+}
+
 export type InitialNodeOptions = Omit<NodeStatusManagerOptions, 'client' | 'runtimeState' | 'recorder'>;
 
 /**

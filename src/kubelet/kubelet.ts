@@ -42,6 +42,7 @@ import {
   PREEMPT_MESSAGE,
   PREEMPT_REASON,
   preemptedPodStatus,
+  sanitizeNodeAllocatable,
 } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
@@ -78,6 +79,12 @@ export interface KubeletOptions {
   getNode: () => Node | undefined;
   /** Cluster mode: the mirror pods of the static pods. */
   mirrorPods?: MirrorPods;
+  /**
+   * The device manager's admission (upstream: the topology manager's admit handler over it, asked
+   * after the sysctls and before the predicates): devices are allocated for every container of a pod
+   * that asks for a device plugin's resource.
+   */
+  deviceAdmission?: DeviceAdmission;
   /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** The node shutdown manager's admit handler, asked last (upstream adds it after the others). */
@@ -118,6 +125,24 @@ export interface KubeletOptions {
   healthChecks?: HealthChecker[];
 }
 
+/** What admission asks of the device manager. */
+export interface DeviceAdmission {
+  /** Whether any container of pod asks for a device plugin's resource (so admission must wait for the plugin). */
+  podRequestsDevices(pod: Pod): boolean;
+  /** Allocates devices for every container of pod; throws why it cannot. */
+  allocatePod(pod: Pod): Promise<void>;
+  /** Devices held per resource: the node's allocatable is never counted below them. */
+  allocatedDeviceCounts(): ReadonlyMap<string, number>;
+}
+
+function unexpectedAdmissionError(err: unknown): ReturnType<typeof canAdmitPod> {
+  return {
+    admit: false,
+    reason: AdmissionReason.UnexpectedAdmissionError,
+    message: `Unexpected error while attempting to admit the pod: ${errorMessage(err)}`,
+  };
+}
+
 export class Kubelet implements ServerHost {
   readonly podManager = new PodManager();
   /** Crash-loop and image back-offs, shared by every sync (upstream: kl.backOff). */
@@ -146,6 +171,13 @@ export class Kubelet implements ServerHost {
   private readonly firstSeenMs = new Map<string, number>();
   private readonly podStartDuration: Histogram | undefined;
   private readonly timers: TimerHandle[] = [];
+  /**
+   * Admission that waits on a device plugin (Allocate is an RPC) runs here, one pod after another in
+   * the order the pods came; pods that come meanwhile queue behind, so each is admitted against the
+   * ones before it. A pod waiting here gets no work until its verdict.
+   */
+  private admissionTail: Promise<void> | undefined;
+  private readonly pendingAdmission = new Set<string>();
   private readonly unsubscribers: (() => void)[] = [];
   private plegLoop: Promise<void> | undefined;
   private housekeepingRunning = false;
@@ -346,6 +378,10 @@ export class Kubelet implements ServerHost {
     // First of all, so that the pod counts as wanted whatever happens to it next.
     this.podManager.addPod(pod);
     if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
+      if (this.admissionTail || this.opts.deviceAdmission?.podRequestsDevices(pod)) {
+        this.admitLater(pod);
+        return;
+      }
       const verdict = this.admitPod(pod);
       if (!verdict.admit) {
         this.rejectPod(pod, verdict.reason, verdict.message);
@@ -363,23 +399,90 @@ export class Kubelet implements ServerHost {
    * admit handler that fails refuses the pod, as upstream's UnexpectedAdmissionError does.
    */
   private admitPod(pod: Pod): ReturnType<typeof canAdmitPod> {
-    const uid = pod.metadata.uid ?? '';
     try {
-      const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
-      // Upstream's eviction handler comes first, then the sysctl allowlist, then the predicates.
-      const eviction = this.opts.evictionAdmit?.(pod);
-      if (eviction && !eviction.admit) return eviction;
-      const sysctls = this.sysctlAllowlist.admit(pod);
-      if (!sysctls.admit) return sysctls;
-      const verdict = canAdmitPod(pod, active, this.opts.getNode());
-      if (!verdict.admit) return verdict;
-      const shutdown = this.opts.shutdownAdmit?.(pod);
-      return shutdown && !shutdown.admit ? shutdown : verdict;
+      return this.admitBeforeDevices(pod) ?? this.admitPredicates(pod);
+    } catch (err) {
+      return unexpectedAdmissionError(err);
+    }
+  }
+
+  /** Upstream's eviction handler comes first, then the sysctl allowlist; undefined when both admit. */
+  private admitBeforeDevices(pod: Pod): ReturnType<typeof canAdmitPod> | undefined {
+    const eviction = this.opts.evictionAdmit?.(pod);
+    if (eviction && !eviction.admit) return eviction;
+    const sysctls = this.sysctlAllowlist.admit(pod);
+    return sysctls.admit ? undefined : sysctls;
+  }
+
+  /** The predicates, against a node whose allocatable covers the devices already held (upstream: UpdatePluginResources). */
+  private admitPredicates(pod: Pod): ReturnType<typeof canAdmitPod> {
+    const uid = pod.metadata.uid ?? '';
+    // Pods queued for admission behind this one are not admitted yet: they hold nothing.
+    const active = this.getActivePods().filter(
+      (p) => p.metadata.uid !== uid && !this.pendingAdmission.has(p.metadata.uid ?? ''),
+    );
+    const counts = this.opts.deviceAdmission?.allocatedDeviceCounts();
+    const node = this.opts.getNode();
+    const verdict = canAdmitPod(pod, active, node && counts ? sanitizeNodeAllocatable(node, counts) : node);
+    if (!verdict.admit) return verdict;
+    // The node shutdown manager's handler is the last one upstream registers.
+    const shutdown = this.opts.shutdownAdmit?.(pod);
+    return shutdown && !shutdown.admit ? shutdown : verdict;
+  }
+
+  /** Admission with the device plugins' Allocate in it, queued behind any admission still running. */
+  private admitLater(pod: Pod): void {
+    const uid = pod.metadata.uid ?? '';
+    this.pendingAdmission.add(uid);
+    const admit = async (): Promise<void> => {
+      let verdict: ReturnType<typeof canAdmitPod>;
+      try {
+        verdict =
+          this.admitBeforeDevices(pod) ?? (await this.allocateDevices(pod)) ?? this.admitPredicates(pod);
+      } catch (err) {
+        verdict = unexpectedAdmissionError(err);
+      } finally {
+        this.pendingAdmission.delete(uid);
+      }
+      // The pod as it is now: it may have been updated, or removed, while it waited.
+      const current = this.podManager.getPodByUid(uid);
+      if (!current || this.stopController.signal.aborted) return;
+      if (!verdict.admit) {
+        this.rejectPod(current, verdict.reason, verdict.message);
+        return;
+      }
+      for (const victim of verdict.preempt)
+        this.forPod(victim, 'preempt', () => this.preemptPod(victim, current));
+      this.dispatchWork(current, 'create');
+    };
+    const tail = (this.admissionTail ?? Promise.resolve()).then(() =>
+      admit().catch((err: unknown) =>
+        log.error('Sync loop step failed for pod', {
+          pod: podRef(pod),
+          step: 'admit',
+          err: errorMessage(err),
+        }),
+      ),
+    );
+    this.admissionTail = tail;
+    void tail.then(() => {
+      if (this.admissionTail === tail) this.admissionTail = undefined;
+    });
+  }
+
+  /** The device manager's verdict (upstream: admission.GetPodAdmitResult of Allocate's error); undefined when it admits. */
+  private async allocateDevices(pod: Pod): Promise<ReturnType<typeof canAdmitPod> | undefined> {
+    const devices = this.opts.deviceAdmission;
+    // A pod that asks for no device has nothing to allocate (upstream's Allocate loops over nothing).
+    if (!devices?.podRequestsDevices(pod)) return undefined;
+    try {
+      await devices.allocatePod(pod);
+      return undefined;
     } catch (err) {
       return {
         admit: false,
         reason: AdmissionReason.UnexpectedAdmissionError,
-        message: `Unexpected error while attempting to admit the pod: ${errorMessage(err)}`,
+        message: `Allocate failed due to ${errorMessage(err)}, which is unexpected`,
       };
     }
   }
@@ -416,6 +519,8 @@ export class Kubelet implements ServerHost {
   }
 
   private dispatchWork(pod: Pod, updateType: SyncPodType): void {
+    // Its admission dispatches it once decided.
+    if (this.pendingAdmission.has(pod.metadata.uid ?? '')) return;
     const mirrorPod = this.opts.mirrorPods?.mirrorOf(pod);
     this.podWorkers.updatePod({ pod, mirrorPod, updateType, startTimeMs: this.clock.now() });
   }

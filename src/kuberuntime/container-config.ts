@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod, Quantity } from '../api/core-v1.js';
-import type { ContainerConfig, Image, Mount } from '../cri/types.js';
+import type { CDIDevice, ContainerConfig, Device, Image, Mount } from '../cri/types.js';
 import { hashContainer } from './container-hash.js';
 import { expandContainerCommandAndArgs, makeEnvironmentVariables, type EnvSources } from './container-env.js';
 import { generateLinuxContainerResources } from './container-resources.js';
@@ -36,9 +36,20 @@ export interface ContainerConfigOptions {
   recorder?: EventRecorder;
   /** The container's volume mounts (the volume manager's); the termination message mount is added here. */
   volumeMounts?: Mount[];
+  /** What the container's device plugins' Allocate answered (upstream: the device manager's run options). */
+  devices?: DeviceRunOptions;
   /** A short random name for the termination message file; injectable for tests. */
   randomId?: () => string;
   signal?: AbortSignal;
+}
+
+/** Env, mounts, device nodes, annotations and CDI devices that a container's devices bring. */
+export interface DeviceRunOptions {
+  envs: { name: string; value: string }[];
+  mounts: Mount[];
+  devices: Device[];
+  annotations: { name: string; value: string }[];
+  cdiDevices: CDIDevice[];
 }
 
 export interface ContainerStartInput {
@@ -92,7 +103,9 @@ export async function generateContainerConfig(
     recursive: true,
     mode: 0o755,
   });
-  const mounts = [...(opts.volumeMounts ?? [])];
+  // Upstream's order: the devices' mounts, then the volumes', then the termination message.
+  const dev = opts.devices;
+  const mounts = [...(dev?.mounts ?? []), ...(opts.volumeMounts ?? [])];
   const terminationMount = await makeTerminationMessageMount(pod, container, opts);
   if (terminationMount) mounts.push(terminationMount);
 
@@ -102,10 +115,15 @@ export async function generateContainerConfig(
     command,
     args,
     workingDir: container.workingDir ?? '',
-    envs: envs.map((e) => ({ key: e.name, value: e.value })),
+    // The devices' env first: the container's own, after it, wins where both set a name.
+    envs: [...(dev?.envs ?? []), ...envs].map((e) => ({ key: e.name, value: e.value })),
     mounts,
     labels: newContainerLabels(container, pod),
-    annotations: newContainerAnnotations(container, pod, { hash: hashContainer(container), restartCount }),
+    // The kubelet's own annotations win over a device plugin's.
+    annotations: {
+      ...Object.fromEntries((dev?.annotations ?? []).map((a) => [a.name, a.value])),
+      ...newContainerAnnotations(container, pod, { hash: hashContainer(container), restartCount }),
+    },
     logPath: buildContainerLogsPath(container.name, restartCount),
     stdin: container.stdin === true,
     stdinOnce: container.stdinOnce === true,
@@ -118,6 +136,8 @@ export async function generateContainerConfig(
         seccompProfileRoot: path.join(opts.rootDir, 'seccomp'),
       }),
     },
+    ...(dev && dev.devices.length > 0 ? { devices: dev.devices } : {}),
+    ...(dev && dev.cdiDevices.length > 0 ? { CDIDevices: dev.cdiDevices } : {}),
   };
 }
 

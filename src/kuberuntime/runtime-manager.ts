@@ -28,7 +28,7 @@ import {
   type ContainerKillReason,
   type ProbeResults,
 } from './compute-pod-actions.js';
-import { generateContainerConfig, withContainerDefaults } from './container-config.js';
+import { generateContainerConfig, withContainerDefaults, type DeviceRunOptions } from './container-config.js';
 import type { EnvSources } from './container-env.js';
 import { ContainerGC, type GCPolicy } from './container-gc.js';
 import { DEFAULT_QUOTA_PERIOD_US } from './container-resources.js';
@@ -127,6 +127,8 @@ export interface KubeGenericRuntimeManagerOptions {
   registryBurst?: number;
   /** Liveness and startup verdicts from the prober. */
   probeResults?: ProbeResults;
+  /** What the container's devices bring, from the device manager; throws when a plugin fails it. */
+  deviceRunContainerOptions?: (pod: Pod, container: Container) => Promise<DeviceRunOptions | undefined>;
   /** The container's volume mounts, from the volume manager (podIPs: for subPathExpr's env). */
   volumeMounts?: (pod: Pod, container: Container, podIPs: string[]) => Mount[] | Promise<Mount[]>;
   /** True once the pod is being deleted: a sandbox that then fails to start is not an error. */
@@ -592,6 +594,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           envSources: this.opts.envSources ?? {},
           recorder: this.recorder,
           volumeMounts: await this.containerMounts(pod, container, podIPs),
+          devices: await this.opts.deviceRunContainerOptions?.(pod, container),
           signal,
         },
       );

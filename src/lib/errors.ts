@@ -25,7 +25,11 @@ export type KubeletErrorCode =
   /** `tskubelet get|describe|logs|events` called wrongly. */
   | 'CLI_USAGE'
   /** The local kubelet's /node/api refused or could not be reached (the CLI). */
-  | 'NODE_API_ERROR';
+  | 'NODE_API_ERROR'
+  /** A checkpoint file that cannot be trusted (unreadable, or its checksum does not match). */
+  | 'CHECKPOINT_CORRUPT'
+  /** Devices a container asks for could not be allocated (too few free, the plugin failed). */
+  | 'DEVICE_ALLOCATION_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -44,6 +44,7 @@ export interface ClusterNodeOptions {
   plegHealth?: () => PlegHealth;
   recorder?: NodeEventRecorder;
   pressure?: NodeStatusManagerOptions['pressure'];
+  devicePluginCapacity?: NodeStatusManagerOptions['devicePluginCapacity'];
   nodeLister?: () => Node | undefined;
   onRepeatedHeartbeatFailure?: () => void;
   /** Errors of other parts that make the node NotReady (the node shutdown manager's). */

@@ -48,6 +48,7 @@ import {
   memoryPressureCondition,
   nodeAddress,
   nodeAllocatableReservation,
+  type DevicePluginResources,
   pidPressureCondition,
   readyCondition,
   schedulableEvents,
@@ -138,6 +139,8 @@ export interface NodeStatusManagerOptions {
   requestTimeoutMs?: number;
   /** Errors of other parts that make the node NotReady (the node shutdown manager's). */
   otherErrors?: () => string[];
+  /** The device plugins' resources for capacity and allocatable (the device manager's GetCapacity). */
+  devicePluginCapacity?: () => DevicePluginResources;
   /** false registers the node cordoned. */
   registerSchedulable?: boolean;
   /** [0, 1): jitter of the update interval; tests pass () => 0. */
@@ -596,6 +599,7 @@ export class NodeStatusManager {
             evictionHard: c.evictionHard,
           }),
         recordEvent: (type, reason, message) => this.recordEvent(type, reason, message),
+        devicePluginCapacity: this.opts.devicePluginCapacity,
       }),
       (node) => {
         const m = machine();

@@ -17,10 +17,14 @@ import {
   parseQuantity,
   quantityOf,
   subtractQuantity,
+  valueOf,
   type ResourceQuantity,
 } from '../api/quantity.js';
+import { logger } from '../lib/log.js';
 import type { ContainerImage, Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../api/node.js';
 import type { EventType } from '../api/core-v1.js';
+
+const log = logger('kubelet');
 
 export type Setter = (node: Node) => void;
 
@@ -157,6 +161,34 @@ export interface MachineInfoInputs {
     capacity: Readonly<Record<string, ResourceQuantity>>,
   ) => Record<string, ResourceQuantity>;
   recordEvent: RecordNodeEvent;
+  /** The device plugins' resources (upstream: devicePluginResourceCapacityFunc); absent, none. */
+  devicePluginCapacity?: () => DevicePluginResources;
+}
+
+/** What the device manager reports for node status (its GetCapacity). */
+export interface DevicePluginResources {
+  /** Devices per resource, healthy and unhealthy. */
+  capacity: Readonly<Record<string, number>>;
+  /** Healthy devices per resource. */
+  allocatable: Readonly<Record<string, number>>;
+  /** Resources whose plugin is gone for good: their capacity becomes 0, not absent. */
+  removed: readonly string[];
+}
+
+/**
+ * node with the device plugins' resources laid over its capacity and allocatable, as the MachineInfo
+ * setter would lay them (for a node that is not re-read from the API: standalone mode's).
+ */
+export function withDevicePluginResources(node: Node, resources: DevicePluginResources): Node {
+  const capacity: Record<string, string> = { ...(node.status?.capacity ?? {}) };
+  const allocatable: Record<string, string> = { ...(node.status?.allocatable ?? {}) };
+  for (const [k, n] of Object.entries(resources.capacity)) capacity[k] = String(n);
+  for (const k of resources.removed) {
+    capacity[k] = '0';
+    allocatable[k] = '0';
+  }
+  for (const k of Object.keys(resources.capacity)) allocatable[k] = String(resources.allocatable[k] ?? 0);
+  return { ...node, status: { ...node.status, capacity, allocatable } };
 }
 
 /** The resources a machine has, as upstream's CapacityFromMachineInfo reports them. */
@@ -212,6 +244,7 @@ export function machineInfo(inputs: MachineInfoInputs): Setter {
     const capacity = parseList(existing);
     const info = inputs.machineInfo();
     let failure: Error | undefined;
+    let devicePlugins: DevicePluginResources | undefined;
     if (info instanceof Error) {
       capacity.cpu = milliQuantity(0);
       capacity.memory = quantityOf(0, 'BinarySI');
@@ -237,6 +270,18 @@ export function machineInfo(inputs: MachineInfoInputs): Setter {
       ni.bootID = info.bootID;
       const storage = inputs.ephemeralStorageCapacityBytes();
       if (storage !== undefined) capacity['ephemeral-storage'] = quantityOf(storage, 'BinarySI');
+      devicePlugins = inputs.devicePluginCapacity?.();
+      for (const [k, n] of Object.entries(devicePlugins?.capacity ?? {})) {
+        const old = capacity[k];
+        if (!old || valueOf(old) !== BigInt(n))
+          log.v(2, 'Updated capacity for device plugin', { plugin: k, capacity: n });
+        capacity[k] = quantityOf(n, 'DecimalSI');
+      }
+      // Zero rather than absent: the resource stays known as a device plugin's, not a cluster-level one.
+      for (const k of devicePlugins?.removed ?? []) {
+        log.v(2, 'Set capacity for removed resource to 0 on device removal', { device: k });
+        capacity[k] = quantityOf(0, 'DecimalSI');
+      }
     }
 
     const capacityText: Record<string, string> = { ...existing };
@@ -263,6 +308,11 @@ export function machineInfo(inputs: MachineInfoInputs): Setter {
       let memory = subtractQuantity(allocatableQ.memory, q);
       if (memory.nano < 0n) memory = { nano: 0n, format: memory.format };
       allocatableQ.memory = memory;
+    }
+    for (const [k, n] of Object.entries(devicePlugins?.allocatable ?? {})) {
+      const old = allocatableQ[k];
+      if (!old || valueOf(old) !== BigInt(n)) log.v(2, 'Updated allocatable', { device: k, allocatable: n });
+      allocatableQ[k] = quantityOf(n, 'DecimalSI');
     }
     for (const [k, q] of Object.entries(allocatableQ)) allocatable[k] = formatQuantity(q);
     s.allocatable = allocatable;

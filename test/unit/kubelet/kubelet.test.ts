@@ -13,7 +13,7 @@ import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { FakeContainerManager } from '../../../src/cm/testing/fake-container-manager.js';
 import { MetricsRegistry } from '../../../src/lib/metrics.js';
-import { Kubelet } from '../../../src/kubelet/kubelet.js';
+import { Kubelet, type DeviceAdmission } from '../../../src/kubelet/kubelet.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
 import { realClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
@@ -67,7 +67,12 @@ function runtimeManager(fake: FakeRuntime, dir: string): KubeGenericRuntimeManag
 function startNode(
   fake: FakeRuntime,
   dir: string,
-  opts: { withApi?: boolean; allocatable?: Record<string, string>; networkErrors?: () => string[] } = {},
+  opts: {
+    withApi?: boolean;
+    allocatable?: Record<string, string>;
+    networkErrors?: () => string[];
+    deviceAdmission?: DeviceAdmission;
+  } = {},
 ): Node {
   const clock = realClock;
   const runtime = runtimeManager(fake, dir);
@@ -105,6 +110,7 @@ function startNode(
     statusManager,
     containerManager,
     metrics,
+    deviceAdmission: opts.deviceAdmission,
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
   kubelet.start();
@@ -353,4 +359,56 @@ test('after a restart, wanted runtime pods are adopted and unwanted ones are sto
   );
   assert.deepEqual(runningContainers(fake, 'uid-keep'), [keptId], 'the same container, adopted');
   assert.equal(fake.callsOf('createContainer').length, created, 'no container was created again');
+});
+
+test('admission that waits on a device plugin: the pods behind it wait their turn; a failed Allocate rejects as upstream', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const order: string[] = [];
+  let release: () => void = () => undefined;
+  const gate = new Promise<void>((r) => (release = r));
+  const deviceAdmission: DeviceAdmission = {
+    podRequestsDevices: (p) => p.metadata.name !== 'plain',
+    allocatePod: async (p) => {
+      order.push(`allocate ${p.metadata.name}`);
+      if (p.metadata.name === 'gpu') await gate;
+      if (p.metadata.name === 'greedy')
+        throw new Error(
+          'requested number of devices unavailable for example.com/dev. Requested: 3, Available: 1',
+        );
+    },
+    allocatedDeviceCounts: () => new Map([['example.com/dev', 1]]),
+  };
+  const node = startNode(fake, dir, {
+    deviceAdmission,
+    allocatable: { cpu: '4', memory: '8Gi', pods: '10' },
+  });
+  node.send({
+    op: 'SET',
+    pods: [pod('gpu', 'uid-gpu'), pod('plain', 'uid-plain'), pod('greedy', 'uid-greedy')],
+  });
+  await waitFor('the gpu allocation to start', () => order.length === 1, 5000, 20);
+  // Nothing behind the waiting admission has started.
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(fake.callsOf('runPodSandbox').length, 0);
+  release();
+  await waitFor(
+    'gpu and plain to run',
+    () => runningContainers(fake, 'uid-gpu').length + runningContainers(fake, 'uid-plain').length === 2,
+    5000,
+    20,
+  );
+  const greedy = await waitFor(
+    'greedy to be Failed',
+    () => node.kubelet.getPods().find((p) => p.metadata.uid === 'uid-greedy' && p.status?.phase === 'Failed'),
+    5000,
+    20,
+  );
+  assert.equal(greedy.status?.reason, 'UnexpectedAdmissionError');
+  assert.equal(
+    greedy.status?.message,
+    'Pod was rejected: Allocate failed due to requested number of devices unavailable for example.com/dev. Requested: 3, Available: 1, which is unexpected',
+  );
+  assert.deepEqual(order, ['allocate gpu', 'allocate greedy']);
+  assert.equal(runningContainers(fake, 'uid-greedy').length, 0);
 });

@@ -1,0 +1,197 @@
+/**
+ * The pod resources API, `v1.PodResourcesLister` on `<root-dir>/pod-resources/kubelet.sock`
+ * (upstream: pkg/kubelet/apis/podresources, v1.30): what monitoring agents read to learn which
+ * devices each container holds and which the node can still give.
+ *
+ * tskubelet has no CPU manager and no memory manager, so `cpu_ids` and `memory` are always empty:
+ * what upstream reports with its default `none` policies. Dynamic resources (DRA) are not reported.
+ * `Get` answers only with the KubeletPodResourcesGet feature gate on (alpha in v1.30, off by
+ * default). Calls past upstream's rate limit (100 per second, bursts of 10) fail with
+ * RESOURCE_EXHAUSTED. The deprecated v1alpha1 service is not served.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Container, Pod } from '../api/core-v1.js';
+import type { Clock } from '../lib/clock.js';
+import { errorMessage } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
+import type { ResourceDeviceInstances } from '../cm/devicemanager/manager.js';
+import {
+  AllocatableResourcesResponse,
+  GetPodResourcesResponse,
+  ListPodResourcesResponse,
+  PodResourcesListerService,
+  type ContainerDevices,
+  type ContainerResources,
+  type GetPodResourcesRequest,
+  type PodResources,
+} from './generated/podresources/v1/podresources.js';
+
+const log = logger('podresources');
+
+/** Upstream's config.DefaultKubeletPodResourcesDirName and podresources.Socket. */
+export const POD_RESOURCES_DIR_NAME = 'pod-resources';
+export const POD_RESOURCES_SOCKET = 'kubelet.sock';
+/** Upstream's podresourcesgrpc.DefaultQPS and DefaultBurstTokens. */
+export const DEFAULT_QPS = 100;
+export const DEFAULT_BURST_TOKENS = 10;
+
+export interface PodsProvider {
+  getPods(): Pod[];
+  getPodByName(namespace: string, name: string): Pod | undefined;
+}
+
+/** The device manager, as this API reads it. */
+export interface DevicesProvider {
+  updateAllocatedDevices(): void;
+  getDevices(podUid: string, containerName: string): ResourceDeviceInstances;
+  getAllocatableDevices(): ResourceDeviceInstances;
+}
+
+export interface PodResourcesServerOptions {
+  /** `<root-dir>/pod-resources`. */
+  socketDir: string;
+  pods: PodsProvider;
+  devices: DevicesProvider;
+  clock: Clock;
+  /** The KubeletPodResourcesGet feature gate (default false in v1.30). */
+  getEnabled?: boolean;
+  qps?: number;
+  burst?: number;
+}
+
+/** One ContainerDevices per device and NUMA node, as upstream's containerDevicesFromResourceDeviceInstances. */
+export function containerDevicesOf(devs: ResourceDeviceInstances): ContainerDevices[] {
+  const out: ContainerDevices[] = [];
+  for (const [resourceName, byId] of devs)
+    for (const [id, d] of byId) {
+      // A plugin need not report topology: the device is listed anyway, without one.
+      if (d.numaNodes.length === 0) out.push({ resourceName, deviceIds: [id], topology: undefined });
+      else
+        for (const n of d.numaNodes)
+          out.push({ resourceName, deviceIds: [id], topology: { nodes: [{ ID: n }] } });
+    }
+  return out;
+}
+
+/** The handlers, apart from the socket, so that unit tests call them directly. */
+export class PodResourcesLister {
+  constructor(private readonly opts: Omit<PodResourcesServerOptions, 'socketDir' | 'clock'>) {}
+
+  private containerResources(pod: Pod, container: Container): ContainerResources {
+    return {
+      name: container.name,
+      devices: containerDevicesOf(this.opts.devices.getDevices(pod.metadata.uid ?? '', container.name)),
+      cpuIds: [],
+      memory: [],
+      dynamicResources: [],
+    };
+  }
+
+  private podResources(pod: Pod): PodResources {
+    // Sidecars (restartable init containers) hold resources as long as the pod runs (SidecarContainers, on in v1.30).
+    const sidecars = (pod.spec.initContainers ?? []).filter((c) => c.restartPolicy === 'Always');
+    return {
+      name: pod.metadata.name ?? '',
+      namespace: pod.metadata.namespace ?? '',
+      containers: [...sidecars, ...pod.spec.containers].map((c) => this.containerResources(pod, c)),
+    };
+  }
+
+  list(): ListPodResourcesResponse {
+    const pods = this.opts.pods.getPods();
+    this.opts.devices.updateAllocatedDevices();
+    return ListPodResourcesResponse.fromPartial({ podResources: pods.map((p) => this.podResources(p)) });
+  }
+
+  getAllocatableResources(): AllocatableResourcesResponse {
+    return AllocatableResourcesResponse.fromPartial({
+      devices: containerDevicesOf(this.opts.devices.getAllocatableDevices()),
+      cpuIds: [],
+      memory: [],
+    });
+  }
+
+  /** Throws upstream's errors (the gate off, the pod unknown). */
+  get(req: GetPodResourcesRequest): GetPodResourcesResponse {
+    if (!this.opts.getEnabled) throw new Error('PodResources API Get method disabled');
+    const pod = this.opts.pods.getPodByName(req.podNamespace, req.podName);
+    if (!pod) throw new Error(`pod ${req.podName} in namespace ${req.podNamespace} not found`);
+    this.opts.devices.updateAllocatedDevices();
+    return GetPodResourcesResponse.fromPartial({ podResources: this.podResources(pod) });
+  }
+}
+
+type Handler<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>, cb: grpc.sendUnaryData<Res>) => void;
+
+export class PodResourcesServer {
+  private server: grpc.Server | undefined;
+  readonly lister: PodResourcesLister;
+  private readonly limiter: TokenBucketRateLimiter;
+
+  constructor(private readonly opts: PodResourcesServerOptions) {
+    this.lister = new PodResourcesLister(opts);
+    this.limiter = new TokenBucketRateLimiter(
+      opts.qps ?? DEFAULT_QPS,
+      opts.burst ?? DEFAULT_BURST_TOKENS,
+      opts.clock,
+    );
+  }
+
+  get socketPath(): string {
+    return path.join(this.opts.socketDir, POD_RESOURCES_SOCKET);
+  }
+
+  /** Each call passes the rate limiter first (upstream: LimiterUnaryServerInterceptor); errors are UNKNOWN, as Go's are. */
+  private handler<Req, Res>(fn: (req: Req) => Res): Handler<Req, Res> {
+    return (call, cb) => {
+      if (!this.limiter.tryAccept()) {
+        cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'rejected by rate limit' });
+        return;
+      }
+      try {
+        cb(null, fn(call.request));
+      } catch (err) {
+        cb({ code: grpc.status.UNKNOWN, details: errorMessage(err) });
+      }
+    };
+  }
+
+  /** Makes the folder, replaces a stale socket, and serves (upstream: ListenAndServePodResources). */
+  async start(): Promise<void> {
+    await mkdir(this.opts.socketDir, { recursive: true, mode: 0o750 });
+    await rm(this.socketPath, { force: true });
+    const server = new grpc.Server();
+    server.addService(PodResourcesListerService, {
+      list: this.handler(() => this.lister.list()),
+      getAllocatableResources: this.handler(() => this.lister.getAllocatableResources()),
+      get: this.handler((req: GetPodResourcesRequest) => this.lister.get(req)),
+    });
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
+    this.server = server;
+    log.v(2, 'Serving the pod resources API', { socket: this.socketPath });
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, 1000);
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    await rm(this.socketPath, { force: true });
+  }
+}

@@ -1,0 +1,126 @@
+import assert from 'node:assert/strict';
+import * as grpc from '@grpc/grpc-js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import type { Pod } from '../../../src/api/core-v1.js';
+import type { ResourceDeviceInstances } from '../../../src/cm/devicemanager/manager.js';
+import { FakeClock } from '../../../src/lib/clock.js';
+import {
+  ListPodResourcesRequest,
+  PodResourcesListerClient,
+  type ListPodResourcesResponse,
+} from '../../../src/podresources/generated/podresources/v1/podresources.js';
+import { PodResourcesLister, PodResourcesServer } from '../../../src/podresources/server.js';
+
+const pods: Pod[] = [
+  {
+    metadata: { name: 'p', namespace: 'ns', uid: 'u1' },
+    spec: {
+      initContainers: [
+        { name: 'sidecar', image: 'i', restartPolicy: 'Always' },
+        { name: 'init', image: 'i' },
+      ],
+      containers: [{ name: 'main', image: 'i' }],
+    },
+  } as Pod,
+];
+
+const devices = {
+  updated: 0,
+  updateAllocatedDevices() {
+    this.updated++;
+  },
+  getDevices(uid: string, container: string): ResourceDeviceInstances {
+    if (uid === 'u1' && container === 'main')
+      return new Map([
+        [
+          'example.com/dev',
+          new Map([
+            ['a', { id: 'a', numaNodes: [] }],
+            ['b', { id: 'b', numaNodes: [0, 1] }],
+          ]),
+        ],
+      ]);
+    return new Map();
+  },
+  getAllocatableDevices: (): ResourceDeviceInstances =>
+    new Map([['example.com/dev', new Map([['a', { id: 'a', numaNodes: [] }]])]]),
+};
+
+const podsProvider = {
+  getPods: () => pods,
+  getPodByName: (ns: string, name: string) =>
+    pods.find((p) => p.metadata.name === name && p.metadata.namespace === ns),
+};
+
+test('List: sidecars and containers with one entry per device and NUMA node; no CPUs or memory', () => {
+  const lister = new PodResourcesLister({ pods: podsProvider, devices, getEnabled: false });
+  const res = lister.list();
+  assert.equal(devices.updated, 1);
+  assert.deepEqual(
+    res.podResources[0]?.containers.map((c) => c.name),
+    ['sidecar', 'main'],
+  );
+  assert.deepEqual(res.podResources[0]?.containers[1], {
+    name: 'main',
+    devices: [
+      { resourceName: 'example.com/dev', deviceIds: ['a'], topology: undefined },
+      { resourceName: 'example.com/dev', deviceIds: ['b'], topology: { nodes: [{ ID: 0 }] } },
+      { resourceName: 'example.com/dev', deviceIds: ['b'], topology: { nodes: [{ ID: 1 }] } },
+    ],
+    cpuIds: [],
+    memory: [],
+    dynamicResources: [],
+  });
+  assert.deepEqual(
+    lister.getAllocatableResources().devices.map((d) => d.deviceIds),
+    [['a']],
+  );
+});
+
+test('Get: off by default (upstream v1.30), and upstream errors when on', () => {
+  const off = new PodResourcesLister({ pods: podsProvider, devices, getEnabled: false });
+  assert.throws(
+    () => off.get({ podName: 'p', podNamespace: 'ns' }),
+    /^Error: PodResources API Get method disabled$/,
+  );
+  const on = new PodResourcesLister({ pods: podsProvider, devices, getEnabled: true });
+  assert.equal(on.get({ podName: 'p', podNamespace: 'ns' }).podResources?.name, 'p');
+  assert.throws(() => on.get({ podName: 'x', podNamespace: 'ns' }), /pod x in namespace ns not found/);
+});
+
+test('over the socket, past the burst, calls are refused by the rate limit', async () => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'podresources-'));
+  const server = new PodResourcesServer({
+    socketDir: dir,
+    pods: podsProvider,
+    devices,
+    clock: new FakeClock(),
+    burst: 2,
+    qps: 1,
+  });
+  await server.start();
+  const client = new PodResourcesListerClient(
+    `unix://${server.socketPath}`,
+    grpc.credentials.createInsecure(),
+  );
+  const list = () =>
+    new Promise<ListPodResourcesResponse>((resolve, reject) =>
+      client.list(ListPodResourcesRequest.fromPartial({}), (err, res) => (err ? reject(err) : resolve(res))),
+    );
+  try {
+    assert.equal((await list()).podResources.length, 1);
+    await list();
+    await assert.rejects(
+      list(),
+      (err: grpc.ServiceError) =>
+        err.code === grpc.status.RESOURCE_EXHAUSTED && err.details === 'rejected by rate limit',
+    );
+  } finally {
+    client.close();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
