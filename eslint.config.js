@@ -66,6 +66,7 @@ export default tseslint.config(
       '.stack/**',
       'src/cri/generated/**',
       'src/cri/containerd-events/generated/**',
+      'src/cri/containerd-content/generated/**',
     ],
   },
   js.configs.recommended,
