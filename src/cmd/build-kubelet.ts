@@ -32,6 +32,8 @@ import type { ImageService, RuntimeService, VersionResponse } from '../cri/types
 import { EvictionManager } from '../eviction/eviction-manager.js';
 import { parseThresholdConfig } from '../eviction/threshold.js';
 import { ImageGCManager } from '../images/image-gc-manager.js';
+import { PullProgressTracker, type PullsView } from '../images/pull-progress.js';
+import { ContentStatusClient } from '../cri/containerd-content/list-ingest-statuses.js';
 import { mustSucceed } from '../k8s/api-status.js';
 import { ContainerLogManager } from '../logs/container-log-manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
@@ -128,6 +130,8 @@ export interface KubeletGraph {
   /** In start order; the runner stops them in reverse. */
   readonly components: Component[];
   readonly kubelet: Kubelet;
+  /** The image pulls running and recently finished (the node page reads it). */
+  readonly pulls: PullsView;
 }
 
 /** The node's IPs: --node-ip when given, else the first non-loopback IPv4 address (upstream picks the default route's). */
@@ -330,6 +334,12 @@ export async function buildKubelet(
     objectCacheTtlMs: config.syncFrequencyMs,
     ...(opts.makeRootDirShared === false ? { makeRootDirShared: false } : {}),
   });
+  // Pull progress from containerd's content store, on the runtime's own socket and namespace.
+  const contentStatuses = new ContentStatusClient(config.containerRuntimeEndpoint, K8S_NAMESPACE);
+  const pullProgress = new PullProgressTracker({
+    listStatuses: (o) => contentStatuses.listStatuses(o),
+    clock,
+  });
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: criRuntime,
     imageService: criImages,
@@ -351,6 +361,7 @@ export async function buildKubelet(
     kubernetesVersion: KUBERNETES_VERSION,
     seccompDefault: config.seccompDefault,
     serializeImagePulls: config.serializeImagePulls,
+    pullObserver: pullProgress,
     maxParallelImagePulls: config.maxParallelImagePulls,
     registryPullQPS: config.registryPullQPS,
     registryBurst: config.registryBurst,
@@ -488,7 +499,10 @@ export async function buildKubelet(
     hasDedicatedImageFs: () => statsProvider.hasDedicatedImageFs(),
     activePods: () => kubelet.getActivePods(),
     killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
-    podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
+    // Upstream podResourcesAreReclaimed: no container may still run, and every volume is torn down.
+    podCleanedUp: (pod) =>
+      !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? '') &&
+      !volumeManager.podHasMountedVolumes(pod.metadata.uid ?? ''),
     recorder: cluster?.recorder,
     reclaimers: {
       deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers(),
@@ -662,6 +676,12 @@ export async function buildKubelet(
         start: () => imageGCManager.start(),
         stop: () => imageGCManager.stop(),
       }),
+    asComponent('pullprogress', {
+      stop: () => {
+        pullProgress.stop();
+        contentStatuses.close();
+      },
+    }),
     asComponent('evictionmanager', {
       start: () => evictionManager.start(),
       stop: () => evictionManager.stop(),
@@ -715,5 +735,5 @@ export async function buildKubelet(
         startKubeletReadOnlyServer(apiHost, { address: config.address, port: config.readOnlyPort, nodeName }),
       ),
   ];
-  return { components: components.filter((c): c is Component => !!c), kubelet };
+  return { components: components.filter((c): c is Component => !!c), kubelet, pulls: pullProgress };
 }
