@@ -196,8 +196,7 @@ export class PullProgressTracker implements PullObserver, PullsView {
       // A partial download left by an earlier, failed pull, not written to since ours began.
       if (s.updatedAtMs > 0 && s.updatedAtMs < this.oldestStartMs()) continue;
       const owner = this.ownerOf(s.startedAtMs);
-      if (owner !== undefined)
-        this.ingests.set(s.ref, { pullId: owner, offset: s.offset, total: s.total });
+      if (owner !== undefined) this.ingests.set(s.ref, { pullId: owner, offset: s.offset, total: s.total });
     }
     // An ingest that left the store was committed (or abandoned): its blob counts as done.
     for (const [ref, s] of this.ingests) {
