@@ -205,12 +205,13 @@ export class PullProgressTracker implements PullObserver, PullsView {
       if (p) p.committedBytes += Math.max(s.total, s.offset);
       this.ingests.delete(ref);
     }
+    // Every few seconds at --v=2; every poll at --v=4.
     const now = this.opts.clock.now();
     for (const [id, p] of this.pulls) {
-      if (now - p.lastLoggedAt < this.logIntervalMs) continue;
-      p.lastLoggedAt = now;
+      const due = now - p.lastLoggedAt >= this.logIntervalMs;
+      if (due) p.lastLoggedAt = now;
       const { done, total } = this.bytesOf(id, p);
-      log.v(2, 'Pulling image', {
+      log.v(due ? 2 : 4, 'Image pull progress', {
         image: p.image,
         bytesDone: done,
         bytesTotal: total,
