@@ -180,7 +180,8 @@ export class TestRegistry {
  */
 export function tarWithOneFile(name: string, data: Buffer): Buffer {
   const header = Buffer.alloc(512);
-  const field = (offset: number, length: number, value: string) => header.write(value, offset, length, 'ascii');
+  const field = (offset: number, length: number, value: string) =>
+    header.write(value, offset, length, 'ascii');
   const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0');
   field(0, 100, name);
   field(100, 8, octal(0o644, 8));
