@@ -171,7 +171,7 @@ describe('disk pressure: node-level reclaim before eviction', () => {
 
     await waitFor('DiskPressure=True on the node', () => diskPressure()?.status === 'True', 20_000, 500);
     // The writer's emptyDir goes with it; the next passes see the space back and evict nothing more.
-    await new Promise((r) => setTimeout(r, 4000));
+    await new Promise((r) => setTimeout(r, 2500));
     assert.equal(apiPod('steady')?.status?.phase, 'Running', 'the neighbour runs on');
     assert.ok(
       (await cri.conn.images.imageStatus({ image: 'busybox' })) !== undefined,
