@@ -29,6 +29,7 @@ const ns = `it-evict-disk-${process.pid}`;
 const Mi = 1024 * 1024;
 const MARGIN_BYTES = 384 * Mi;
 const WRITE_MIB = 768;
+const WRITER_DELAY_S = 6;
 
 function apiPodSpec(name: string, nodeName: string, command: string, extra: Partial<Pod['spec']> = {}) {
   return {
@@ -107,16 +108,7 @@ describe('disk pressure: node-level reclaim before eviction', () => {
 
     server.store.create('pods', apiPodSpec('done', nodeName, 'exit 0'));
     server.store.create('pods', apiPodSpec('steady', nodeName, 'exec sleep 3600'));
-    await waitFor(
-      'done to succeed and steady to run',
-      () => apiPod('done')?.status?.phase === 'Succeeded' && apiPod('steady')?.status?.phase === 'Running',
-      40_000,
-      250,
-    );
-    const deadContainer = (await cri.podContainers(ns, 'done'))[0];
-    assert.ok(deadContainer, "done's exited container is there");
-    assert.equal(diskPressure()?.status, 'False', 'no pressure before the writer');
-
+    // Started beside the others, the writer waits a few seconds: done has exited before the disk fills.
     server.store.create(
       'pods',
       apiPodSpec('writer', nodeName, '', {
@@ -128,7 +120,7 @@ describe('disk pressure: node-level reclaim before eviction', () => {
             command: [
               'sh',
               '-c',
-              `dd if=/dev/zero of=/data/fill bs=1M count=${WRITE_MIB} && exec sleep 3600`,
+              `sleep ${WRITER_DELAY_S} && dd if=/dev/zero of=/data/fill bs=1M count=${WRITE_MIB} && exec sleep 3600`,
             ],
             volumeMounts: [{ name: 'data', mountPath: '/data' }],
           },
@@ -136,6 +128,16 @@ describe('disk pressure: node-level reclaim before eviction', () => {
         volumes: [{ name: 'data', emptyDir: {} }],
       }),
     );
+    await waitFor(
+      'done to succeed and steady to run',
+      () => apiPod('done')?.status?.phase === 'Succeeded' && apiPod('steady')?.status?.phase === 'Running',
+      40_000,
+      100,
+    );
+    const deadContainer = (await cri.podContainers(ns, 'done'))[0];
+    assert.ok(deadContainer, "done's exited container is there");
+    assert.notEqual(diskPressure()?.status, 'True', 'no pressure before the writer writes');
+
     const containerGone = async () =>
       !(await cri.conn.runtime.listContainers({})).some((c) => c.id === deadContainer.id);
     const imageGone = async () => (await cri.conn.images.imageStatus({ image: unusedImage })) === undefined;
