@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { IngestStatus } from '../../../src/cri/containerd-content/list-ingest-statuses.js';
 import { PullProgressTracker } from '../../../src/images/pull-progress.js';
 import { FakeClock } from '../../../src/lib/clock.js';
+import { setLogSink, setVerbosity } from '../../../src/lib/log.js';
 
 function ingest(ref: string, offset: number, total: number, startedAtMs: number): IngestStatus {
   return { ref, offset, total, expected: '', startedAtMs, updatedAtMs: startedAtMs + 1 };
@@ -115,4 +116,27 @@ test('a runtime without the content API (UNIMPLEMENTED) is asked once, and pulls
   p.finished({ ok: true, sizeBytes: 7 });
   assert.equal(tracker.recent()[0]?.bytes, 7);
   tracker.stop();
+});
+
+test('progress is logged at --v=2 every 5 s and at --v=4 every poll', async () => {
+  const lines: string[] = [];
+  setLogSink((l) => lines.push(l));
+  try {
+    for (const v of [2, 4]) {
+      setVerbosity(v);
+      lines.length = 0;
+      const { clock, tracker, setStore } = setUp();
+      setStore([ingest('layer-sha256:a', 10, 100, clock.now())]);
+      const pull = tracker.pullStarted('reg/a:v1');
+      await tick(clock, 0);
+      for (let i = 0; i < 6; i++) await tick(clock, 1000);
+      pull.finished({ ok: true, sizeBytes: 100 });
+      const progress = lines.filter((l) => l.includes('"Image pull progress"'));
+      assert.equal(progress.length, v === 2 ? 1 : 7, `--v=${v}: ${progress.join('\n')}`);
+      assert.match(progress[0] ?? '', /image="reg\/a:v1" bytesDone=10 bytesTotal=100/);
+    }
+  } finally {
+    setVerbosity(0);
+    setLogSink((l) => process.stderr.write(l + '\n'));
+  }
 });
