@@ -1,78 +1,31 @@
 /**
- * The core/v1 Node and coordination.k8s.io/v1 Lease, as far as the kubelet writes or reads them, with
- * the API's own field names. Like src/api/core-v1.ts these are open: fields the kubelet does not know
- * are kept on objects read from the server and sent back untouched.
+ * The core/v1 Node and coordination.k8s.io/v1 Lease, from the `kubernetes-types` package (see
+ * core-v1.ts for why and how they are wrapped): the metadata is required, a few enums are closed,
+ * and a ResourceList is quantity text, as the API serializes it.
  */
+import type * as coordination from 'kubernetes-types/coordination/v1.js';
+import type * as v1 from 'kubernetes-types/core/v1.js';
 import type { ConditionStatus, ObjectMeta, ObjectReference, Quantity } from './core-v1.js';
 
 export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
-
-export interface Taint {
-  key: string;
-  value?: string;
-  effect: TaintEffect;
-  timeAdded?: string;
-}
-
-export interface NodeSpec {
-  podCIDR?: string;
-  podCIDRs?: string[];
-  providerID?: string;
-  unschedulable?: boolean;
-  taints?: Taint[];
-  [field: string]: unknown;
-}
+export type Taint = Omit<v1.Taint, 'effect'> & { effect: TaintEffect };
+export type NodeSpec = Omit<v1.NodeSpec, 'taints'> & { taints?: Taint[] };
 
 export type NodeConditionType = 'Ready' | 'MemoryPressure' | 'DiskPressure' | 'PIDPressure' | string;
-
-export interface NodeCondition {
-  type: NodeConditionType;
-  status: ConditionStatus;
-  lastHeartbeatTime?: string;
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
+export type NodeCondition = Omit<v1.NodeCondition, 'status'> & { status: ConditionStatus };
 
 export type NodeAddressType = 'Hostname' | 'InternalIP' | 'ExternalIP' | 'InternalDNS' | 'ExternalDNS';
-
-export interface NodeAddress {
-  type: NodeAddressType;
-  address: string;
-}
-
-export interface NodeSystemInfo {
-  machineID: string;
-  systemUUID: string;
-  bootID: string;
-  kernelVersion: string;
-  osImage: string;
-  containerRuntimeVersion: string;
-  kubeletVersion: string;
-  kubeProxyVersion: string;
-  operatingSystem: string;
-  architecture: string;
-}
-
-export interface ContainerImage {
-  names?: string[];
-  sizeBytes?: number;
-}
+export type NodeAddress = Omit<v1.NodeAddress, 'type'> & { type: NodeAddressType };
+export type NodeSystemInfo = v1.NodeSystemInfo;
+export type ContainerImage = v1.ContainerImage;
 
 /** Resource name → quantity text, as the API serializes a ResourceList. */
 export type ResourceList = Record<string, string>;
 
-export interface NodeStatus {
-  capacity?: ResourceList;
-  allocatable?: ResourceList;
+export type NodeStatus = Omit<v1.NodeStatus, 'conditions' | 'addresses'> & {
   conditions?: NodeCondition[];
   addresses?: NodeAddress[];
-  daemonEndpoints?: { kubeletEndpoint?: { Port: number } };
-  nodeInfo?: NodeSystemInfo;
-  images?: ContainerImage[];
-  volumesInUse?: string[];
-  [field: string]: unknown;
-}
+};
 
 export interface Node {
   apiVersion?: string;
@@ -82,15 +35,7 @@ export interface Node {
   status?: NodeStatus;
 }
 
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  /** MicroTime: RFC 3339 with microseconds. */
-  renewTime?: string;
-  leaseTransitions?: number;
-  [field: string]: unknown;
-}
+export type LeaseSpec = coordination.LeaseSpec;
 
 export interface Lease {
   apiVersion?: string;

@@ -7,7 +7,8 @@ import { errorMessage, KubeletError } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { logger } from '../lib/log.js';
 import { mustSucceed } from '../k8s/api-status.js';
-import type { KubeObject, RestClient } from '../k8s/rest-client.js';
+import type * as certificates from 'kubernetes-types/certificates/v1.js';
+import type { RestClient } from '../k8s/rest-client.js';
 import { parseCsrPem } from './x509.js';
 
 const log = logger('certificate');
@@ -21,25 +22,13 @@ export const KUBELET_SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
 
 export type KeyUsage = 'digital signature' | 'key encipherment' | 'client auth' | 'server auth';
 
-export interface CsrCondition {
-  type: 'Approved' | 'Denied' | 'Failed' | string;
-  status?: string;
-  reason?: string;
-  message?: string;
-}
+export type CsrCondition = certificates.CertificateSigningRequestCondition;
 
-export interface CertificateSigningRequest extends KubeObject {
-  spec: {
-    request: string;
-    signerName: string;
-    usages?: KeyUsage[];
-    expirationSeconds?: number;
-    username?: string;
-    groups?: string[];
-    uid?: string;
-  };
-  status?: { conditions?: CsrCondition[]; certificate?: string };
-}
+/** The API's CSR, with the spec the kubelet sends required and its usages a closed set. */
+export type CertificateSigningRequest = Omit<certificates.CertificateSigningRequest, 'spec' | 'status'> & {
+  spec: Omit<certificates.CertificateSigningRequestSpec, 'usages'> & { usages?: KeyUsage[] };
+  status?: certificates.CertificateSigningRequestStatus;
+};
 
 export interface CertificateRequest {
   /** A fixed name (bootstrap's digested `node-csr-...`); '' for generateName `csr-`. */

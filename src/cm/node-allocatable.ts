@@ -10,7 +10,8 @@ import type { Quantity } from '../api/core-v1.js';
 import { addQuantity, milliValueOf, parseQuantity, valueOf, type ResourceQuantity } from '../api/quantity.js';
 import { milliCPUToShares } from '../kuberuntime/container-resources.js';
 import type { CgroupFs } from './cgroup-fs.js';
-import { hugePageLimits, type ResourceConfig, type ResourceSums } from './resource-config.js';
+import { hugePageLimits, type ResourceConfig } from './resource-config.js';
+import type { ResourceSums } from '../api/pod-resources.js';
 
 export const DEFAULT_HUGE_PAGES_DIR = '/sys/kernel/mm/hugepages';
 const PROC_PID_MAX = '/proc/sys/kernel/pid_max';

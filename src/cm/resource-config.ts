@@ -1,20 +1,20 @@
 /**
  * The resources a cgroup is given (upstream: cm.ResourceConfig) and the pod-level one the kubelet
- * computes from the pod's containers (helpers_linux.go ResourceConfigForPod, over
- * resource.PodRequests/PodLimits: the sum of the app containers and sidecars, or the largest init
- * container if that is more, plus the pod's overhead).
+ * computes from the pod's containers (helpers_linux.go ResourceConfigForPod, over the pod sums of
+ * api/pod-resources).
  */
-import type { Container, Pod, Quantity } from '../api/core-v1.js';
+import type { Pod } from '../api/core-v1.js';
 import { milliCPUToQuota, milliCPUToShares } from '../kuberuntime/container-resources.js';
 import { getPodQOS } from '../api/qos.js';
+import { parseQuantity } from '../api/quantity.js';
 import {
-  addQuantity,
-  compareQuantity,
-  milliValueOf,
-  parseQuantity,
-  valueOf,
-  type ResourceQuantity,
-} from '../api/quantity.js';
+  bigValue,
+  isZero,
+  milliValue,
+  podLimits,
+  podRequests,
+  type ResourceSums,
+} from '../api/pod-resources.js';
 
 /** Upstream's MinShares: the kernel's minimum, and what BestEffort pods and their QoS cgroup get. */
 export const MIN_SHARES = 2;
@@ -37,123 +37,6 @@ export interface ResourceConfig {
   pidsLimit?: number;
   /** Page size in bytes → limit in bytes. Sizes the machine has but the map lacks are limited to 0. */
   hugePageLimits?: Map<number, bigint>;
-}
-
-// ---- exact quantity arithmetic ---------------------------------------------------------------
-
-/** Resource name → exact amount, as a ResourceList sums Quantities. */
-export type ResourceSums = Map<string, ResourceQuantity>;
-
-function milliValue(q: ResourceQuantity | undefined): number {
-  return q === undefined ? 0 : Number(milliValueOf(q));
-}
-
-function bigValue(q: ResourceQuantity | undefined): bigint {
-  return q === undefined ? 0n : valueOf(q);
-}
-
-function isZero(q: ResourceQuantity | undefined): boolean {
-  return q === undefined || q.nano === 0n;
-}
-
-function toSums(list: Record<string, Quantity> | undefined): ResourceSums {
-  const out: ResourceSums = new Map();
-  for (const [name, q] of Object.entries(list ?? {})) out.set(name, parseQuantity(q));
-  return out;
-}
-
-function addInto(into: ResourceSums, list: ResourceSums): void {
-  for (const [name, v] of list) {
-    const have = into.get(name);
-    into.set(name, have ? addQuantity(have, v) : v);
-  }
-}
-
-function maxInto(into: ResourceSums, list: ResourceSums): void {
-  for (const [name, v] of list) {
-    const have = into.get(name);
-    if (!have || compareQuantity(v, have) > 0) into.set(name, v);
-  }
-}
-
-// ---- PodRequests / PodLimits -----------------------------------------------------------------
-
-function isSidecar(c: Container): boolean {
-  return c.restartPolicy === 'Always';
-}
-
-// The API server defaults a missing request to the limit; a pod that skipped defaulting must sum the same.
-function containerRequests(c: Container): ResourceSums {
-  const out = toSums(c.resources?.limits);
-  for (const [name, v] of toSums(c.resources?.requests)) out.set(name, v);
-  return out;
-}
-
-function podOverhead(pod: Pod): ResourceSums {
-  return toSums((pod.spec as { overhead?: Record<string, Quantity> }).overhead);
-}
-
-/**
- * What the pod needs: the app containers and sidecars summed, or, when more, the largest init
- * container counted with the sidecars started before it; then the overhead.
- */
-export function podRequests(pod: Pod): ResourceSums {
-  const reqs: ResourceSums = new Map();
-  for (const c of pod.spec.containers) addInto(reqs, containerRequests(c));
-  const sidecars: ResourceSums = new Map();
-  const initMax: ResourceSums = new Map();
-  for (const c of pod.spec.initContainers ?? []) {
-    const own = containerRequests(c);
-    let use: ResourceSums;
-    if (isSidecar(c)) {
-      addInto(reqs, own);
-      addInto(sidecars, own);
-      use = sidecars;
-    } else {
-      use = new Map(own);
-      addInto(use, sidecars);
-    }
-    maxInto(initMax, use);
-  }
-  maxInto(reqs, initMax);
-  addInto(reqs, podOverhead(pod));
-  return reqs;
-}
-
-/**
- * The pod's limits, summed as podRequests sums requests. onContainer sees each container's limits
- * as upstream's ContainerFn does: an init container's together with the sidecars before it.
- */
-export function podLimits(pod: Pod, onContainer?: (limits: ResourceSums) => void): ResourceSums {
-  const limits: ResourceSums = new Map();
-  for (const c of pod.spec.containers) {
-    const own = toSums(c.resources?.limits);
-    onContainer?.(own);
-    addInto(limits, own);
-  }
-  const sidecars: ResourceSums = new Map();
-  const initMax: ResourceSums = new Map();
-  for (const c of pod.spec.initContainers ?? []) {
-    const own = toSums(c.resources?.limits);
-    let use: ResourceSums;
-    if (isSidecar(c)) {
-      addInto(limits, own);
-      addInto(sidecars, own);
-      use = sidecars;
-    } else {
-      use = new Map(own);
-      addInto(use, sidecars);
-    }
-    onContainer?.(use);
-    maxInto(initMax, use);
-  }
-  maxInto(limits, initMax);
-  // Overhead raises only the limits the pod has: adding it to an absent one would invent a limit.
-  for (const [name, v] of podOverhead(pod)) {
-    const have = limits.get(name);
-    if (have) limits.set(name, addQuantity(have, v));
-  }
-  return limits;
 }
 
 /** The pod's cpu request in millicores, as the burstable QoS cgroup sums them. */

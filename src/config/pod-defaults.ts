@@ -3,7 +3,16 @@
  * pods that never pass through an API server: static pods from files and URLs. Only fields the
  * kubelet reads are defaulted; everything else is left as written.
  */
-import type { Container, HTTPGetAction, Pod, Probe, PullPolicy, Volume } from '../api/core-v1.js';
+import type {
+  Container,
+  HTTPGetAction,
+  Pod,
+  Probe,
+  PullPolicy,
+  Volume,
+  VolumeSourceKey,
+} from '../api/core-v1.js';
+import { VOLUME_SOURCES } from '../api/core-v1.js';
 
 /** 0644, the mode secret, configMap, downwardAPI and projected volumes default to. */
 const DEFAULT_VOLUME_MODE = 0o644;
@@ -61,43 +70,9 @@ function defaultHttpGet(h: HTTPGetAction): void {
   h.scheme ||= 'HTTP';
 }
 
-// Volume sources the API knows; a volume with none of them becomes an emptyDir.
-const VOLUME_SOURCE_KEYS = [
-  'hostPath',
-  'emptyDir',
-  'gcePersistentDisk',
-  'awsElasticBlockStore',
-  'gitRepo',
-  'secret',
-  'nfs',
-  'iscsi',
-  'glusterfs',
-  'persistentVolumeClaim',
-  'rbd',
-  'flexVolume',
-  'cinder',
-  'cephfs',
-  'flocker',
-  'downwardAPI',
-  'fc',
-  'azureFile',
-  'configMap',
-  'vsphereVolume',
-  'quobyte',
-  'azureDisk',
-  'photonPersistentDisk',
-  'projected',
-  'portworxVolume',
-  'scaleIO',
-  'storageos',
-  'csi',
-  'ephemeral',
-  'image',
-];
-
 function defaultVolume(v: Volume): void {
-  if (!VOLUME_SOURCE_KEYS.some((k) => v[k] !== undefined && v[k] !== null)) v.emptyDir = {};
-  const withMode = (key: string) => {
+  if (!VOLUME_SOURCES.some((k) => v[k] !== undefined && v[k] !== null)) v.emptyDir = {};
+  const withMode = (key: VolumeSourceKey) => {
     const source = v[key];
     if (source && typeof source === 'object')
       (source as { defaultMode?: number }).defaultMode ??= DEFAULT_VOLUME_MODE;

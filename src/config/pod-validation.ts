@@ -8,7 +8,8 @@
  * Beyond upstream: `metadata.uid` must be one plain path element, because the kubelet makes folders
  * named after it (upstream trusts it; a static pod's UID could climb out of --root-dir).
  */
-import type { Container, Pod, Probe, Quantity, Volume } from '../api/core-v1.js';
+import type { Container, Pod, Probe, Quantity, Volume, VolumeSourceKey } from '../api/core-v1.js';
+import { VOLUME_SOURCES } from '../api/core-v1.js';
 import { POD_UID_RULE, isSafePodUid } from '../api/pod-uid.js';
 import { compareQuantity, parseQuantity } from '../api/quantity.js';
 import { errorMessage } from '../lib/errors.js';
@@ -90,39 +91,6 @@ const CONTAINER_RESOURCE_FIELDS = [
   'requests.ephemeral-storage',
   'requests.memory',
 ];
-const VOLUME_SOURCES = [
-  'hostPath',
-  'emptyDir',
-  'gcePersistentDisk',
-  'awsElasticBlockStore',
-  'gitRepo',
-  'secret',
-  'nfs',
-  'iscsi',
-  'glusterfs',
-  'persistentVolumeClaim',
-  'rbd',
-  'flexVolume',
-  'cinder',
-  'cephfs',
-  'flocker',
-  'downwardAPI',
-  'fc',
-  'azureFile',
-  'configMap',
-  'vsphereVolume',
-  'quobyte',
-  'azureDisk',
-  'photonPersistentDisk',
-  'projected',
-  'portworxVolume',
-  'scaleIO',
-  'storageos',
-  'csi',
-  'ephemeral',
-  'image',
-];
-
 /** Field errors of a decoded and defaulted pod; empty when it is valid. */
 export function validatePodFields(pod: Pod): FieldError[] {
   return new PodValidator(pod).run();
@@ -159,7 +127,7 @@ function compareQuantities(a: Quantity, b: Quantity): number {
   return compareQuantity(parseQuantity(a), parseQuantity(b));
 }
 
-function hasSource(v: Volume, key: string): boolean {
+function hasSource(v: Volume, key: VolumeSourceKey): boolean {
   return v[key] !== undefined && v[key] !== null;
 }
 

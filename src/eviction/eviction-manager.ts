@@ -7,8 +7,7 @@
  * the first ranked pod: phase Failed, reason Evicted, an Evicted event. At most one pod per pass.
  */
 import type { Pod, PodCondition, PodStatus } from '../api/core-v1.js';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- pod resource sums live in cm until they move to api/
-import { podLimits } from '../cm/resource-config.js';
+import { podLimits } from '../api/pod-resources.js';
 import { isMirrorPod, isStaticPod } from '../api/pod-source.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { nodeRef } from '../api/node.js';

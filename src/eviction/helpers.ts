@@ -4,8 +4,7 @@
  * messages an evicted pod carries.
  */
 import type { Pod, Volume } from '../api/core-v1.js';
-// eslint-disable-next-line @typescript-eslint/no-restricted-imports -- pod resource sums live in cm until they move to api/
-import { podRequests } from '../cm/resource-config.js';
+import { podRequests } from '../api/pod-resources.js';
 import {
   approximateValue,
   formatQuantity,

@@ -22,7 +22,7 @@ import type {
   PodStatus,
   Toleration,
 } from '../api/core-v1.js';
-import { podRequests } from '../cm/resource-config.js';
+import { podRequests } from '../api/pod-resources.js';
 import { milliValueOf, parseQuantity, valueOf, type ResourceQuantity } from '../api/quantity.js';
 import { NodeStatusManager, type NodeStatusManagerOptions } from '../nodestatus/node-status-manager.js';
 import { RuntimeState } from '../nodestatus/runtime-state.js';

@@ -155,14 +155,14 @@ function omitDuplicates(values: string[]): string[] {
 }
 
 /** The pod's options override the base ones of the same name; order is kept (upstream's is a map's). */
-function mergeDNSOptions(base: string[], extra: { name: string; value?: string }[]): string[] {
+function mergeDNSOptions(base: string[], extra: { name?: string; value?: string }[]): string[] {
   const merged = new Map<string, string>();
   for (const op of base) {
     const i = op.indexOf(':');
     if (i >= 0) merged.set(op.slice(0, i), op.slice(i + 1));
     else merged.set(op, '');
   }
-  for (const op of extra) merged.set(op.name, op.value ?? '');
+  for (const op of extra) merged.set(op.name ?? '', op.value ?? '');
   return [...merged].map(([name, value]) => (value !== '' ? `${name}:${value}` : name));
 }
 

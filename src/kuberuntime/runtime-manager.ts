@@ -461,22 +461,22 @@ export class KubeGenericRuntimeManager implements Runtime {
    */
   private async getPullSecretsForPod(pod: Pod, signal: AbortSignal | undefined): Promise<PullSecret[]> {
     const source = this.opts.pullSecrets;
-    const refs = (pod.spec.imagePullSecrets ?? []).filter((r) => r.name !== '');
-    if (!source || refs.length === 0) return [];
+    const names = (pod.spec.imagePullSecrets ?? []).flatMap((r) => (r.name ? [r.name] : []));
+    if (!source || names.length === 0) return [];
     const secrets: PullSecret[] = [];
     const failed: string[] = [];
-    for (const ref of refs) {
+    for (const name of names) {
       try {
-        const secret = await source.getImagePullSecret(pod.metadata.namespace ?? '', ref.name, signal);
-        if (secret) secrets.push({ name: ref.name, ...secret });
-        else failed.push(ref.name);
+        const secret = await source.getImagePullSecret(pod.metadata.namespace ?? '', name, signal);
+        if (secret) secrets.push({ name, ...secret });
+        else failed.push(name);
       } catch (err) {
         log.info('Unable to retrieve pull secret, the image pull may not succeed.', {
           pod: formatPod(pod),
-          secret: ref.name,
+          secret: name,
           err: errorMessage(err),
         });
-        failed.push(ref.name);
+        failed.push(name);
       }
     }
     if (failed.length > 0) {

@@ -5,7 +5,7 @@
  * them: local ephemeral ones (disk emptyDir, configMap, downwardAPI, gitRepo) count towards the
  * pod's ephemeral storage, the rest are reported only.
  */
-import type { Pod, Volume } from '../api/core-v1.js';
+import type { Pod, Volume, VolumeSourceKey } from '../api/core-v1.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -18,7 +18,7 @@ const log = logger('stats');
 export const MIN_VOLUME_STATS_PERIOD_MS = 1000;
 
 /** The plugin folders (escaped, as on disk) of the volume sources this kubelet mounts. */
-const PLUGIN_DIRS: Record<string, string> = {
+const PLUGIN_DIRS: Partial<Record<VolumeSourceKey, string>> = {
   emptyDir: 'kubernetes.io~empty-dir',
   configMap: 'kubernetes.io~configmap',
   secret: 'kubernetes.io~secret',
@@ -109,7 +109,7 @@ export class FsResourceAnalyzer {
   private async measurePod(pod: Pod, uid: string): Promise<PodVolumeStats> {
     const out: PodVolumeStats = { ephemeral: [], persistent: [] };
     for (const v of pod.spec?.volumes ?? []) {
-      const source = Object.keys(PLUGIN_DIRS).find((k) => v[k] !== undefined);
+      const source = (Object.keys(PLUGIN_DIRS) as VolumeSourceKey[]).find((k) => v[k] !== undefined);
       if (!source) continue;
       const dir = `${this.opts.rootDir}/pods/${uid}/volumes/${PLUGIN_DIRS[source] ?? ''}/${v.name}`;
       const nowMs = this.opts.clock.now();

@@ -1,155 +1,49 @@
 /**
- * The core/v1 shapes the volume plugins read, with the API's field names: the volume sources of a
- * pod (core-v1's Volume keeps them open), and the objects behind them (ConfigMap, Secret,
- * PersistentVolumeClaim, PersistentVolume, TokenRequest).
+ * The API shapes the volume plugins read: the volume sources of a pod (typed in core-v1), and the
+ * objects behind them (ConfigMap, Secret, PersistentVolumeClaim, PersistentVolume, TokenRequest),
+ * from the `kubernetes-types` package.
  */
-import type {
-  ObjectFieldSelector,
-  NodeSelectorTerm,
-  ObjectMeta,
-  Quantity,
-  ResourceFieldSelector,
-  Volume,
+import type * as authentication from 'kubernetes-types/authentication/v1.js';
+import type * as v1 from 'kubernetes-types/core/v1.js';
+import type { NodeSelectorTerm, ObjectMeta, HostPathVolumeSource, Volume } from '../api/core-v1.js';
+
+export type {
+  ConfigMapVolumeSource,
+  DownwardAPIVolumeFile,
+  DownwardAPIVolumeSource,
+  EmptyDirVolumeSource,
+  HostPathType,
+  HostPathVolumeSource,
+  KeyToPath,
+  PersistentVolumeClaimVolumeSource,
+  ProjectedVolumeSource,
+  SecretVolumeSource,
+  ServiceAccountTokenProjection,
+  VolumeProjection,
 } from '../api/core-v1.js';
 
-export interface KeyToPath {
-  key: string;
-  path: string;
-  mode?: number;
-}
+/** The volume sources this node understands are typed on core-v1's Volume. */
+export type PodVolume = Volume;
 
-export interface EmptyDirVolumeSource {
-  medium?: '' | 'Memory' | 'HugePages' | `HugePages-${string}`;
-  sizeLimit?: Quantity;
-}
+/** An object the volume plugins read: as the API types it, with its metadata required. */
+type WithMeta<T extends { metadata?: unknown }> = Omit<T, 'metadata'> & { metadata: ObjectMeta };
 
-export type HostPathType =
-  '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
+/** binaryData is base64, as JSON carries bytes. */
+export type ConfigMap = WithMeta<v1.ConfigMap>;
+/** data is base64, as JSON carries bytes. */
+export type Secret = WithMeta<v1.Secret>;
 
-export interface HostPathVolumeSource {
-  path: string;
-  type?: HostPathType;
-}
-
-export interface ConfigMapVolumeSource {
-  name?: string;
-  items?: KeyToPath[];
-  defaultMode?: number;
-  optional?: boolean;
-}
-
-export interface SecretVolumeSource {
-  secretName?: string;
-  items?: KeyToPath[];
-  defaultMode?: number;
-  optional?: boolean;
-}
-
-export interface DownwardAPIVolumeFile {
-  path: string;
-  fieldRef?: ObjectFieldSelector;
-  resourceFieldRef?: ResourceFieldSelector;
-  mode?: number;
-}
-
-export interface DownwardAPIVolumeSource {
-  items?: DownwardAPIVolumeFile[];
-  defaultMode?: number;
-}
-
-export interface ServiceAccountTokenProjection {
-  audience?: string;
-  expirationSeconds?: number;
-  path: string;
-}
-
-export interface VolumeProjection {
-  secret?: { name?: string; items?: KeyToPath[]; optional?: boolean };
-  configMap?: { name?: string; items?: KeyToPath[]; optional?: boolean };
-  downwardAPI?: { items?: DownwardAPIVolumeFile[] };
-  serviceAccountToken?: ServiceAccountTokenProjection;
-  clusterTrustBundle?: unknown;
-}
-
-export interface ProjectedVolumeSource {
-  sources?: VolumeProjection[];
-  defaultMode?: number;
-}
-
-export interface PersistentVolumeClaimVolumeSource {
-  claimName: string;
-  readOnly?: boolean;
-}
-
-/** The sources this node understands, on top of core-v1's open Volume. */
-export interface PodVolume extends Volume {
-  emptyDir?: EmptyDirVolumeSource;
-  hostPath?: HostPathVolumeSource;
-  configMap?: ConfigMapVolumeSource;
-  secret?: SecretVolumeSource;
-  downwardAPI?: DownwardAPIVolumeSource;
-  projected?: ProjectedVolumeSource;
-  persistentVolumeClaim?: PersistentVolumeClaimVolumeSource;
-}
-
-export interface ConfigMap {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  data?: Record<string, string>;
-  /** base64, as JSON carries bytes. */
-  binaryData?: Record<string, string>;
-}
-
-export interface Secret {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  /** base64, as JSON carries bytes. */
-  data?: Record<string, string>;
-  type?: string;
-}
-
-export interface PersistentVolume {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  spec: {
+export type PersistentVolume = Omit<WithMeta<v1.PersistentVolume>, 'spec'> & {
+  spec: Omit<v1.PersistentVolumeSpec, 'hostPath' | 'nodeAffinity'> & {
     hostPath?: HostPathVolumeSource;
-    local?: { path: string; fsType?: string };
-    claimRef?: { namespace?: string; name?: string; uid?: string };
     nodeAffinity?: { required?: { nodeSelectorTerms: NodeSelectorTerm[] } };
-    volumeMode?: 'Filesystem' | 'Block';
-    [field: string]: unknown;
   };
-  status?: { phase?: string };
-}
+};
+export type PersistentVolumeClaim = Omit<WithMeta<v1.PersistentVolumeClaim>, 'spec'> & {
+  spec: v1.PersistentVolumeClaimSpec;
+};
 
-export interface PersistentVolumeClaim {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-  spec: { volumeName?: string; [field: string]: unknown };
-  status?: { phase?: string };
-}
-
-export interface BoundObjectReference {
-  apiVersion?: string;
-  kind?: string;
-  name?: string;
-  uid?: string;
-}
-
-export interface TokenRequestSpec {
-  audiences?: string[];
-  expirationSeconds?: number;
-  boundObjectRef?: BoundObjectReference;
-}
-
-export interface TokenRequest {
-  apiVersion?: string;
-  kind?: string;
-  metadata?: ObjectMeta;
-  spec: TokenRequestSpec;
-  status?: { token: string; expirationTimestamp: string };
-}
+export type BoundObjectReference = authentication.BoundObjectReference;
+/** No audiences (upstream sends null) means the API server's own. */
+export type TokenRequestSpec = Omit<authentication.TokenRequestSpec, 'audiences'> & { audiences?: string[] };
+export type TokenRequest = Omit<authentication.TokenRequest, 'spec'> & { spec: TokenRequestSpec };

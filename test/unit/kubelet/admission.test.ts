@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Container, Pod } from '../../../src/api/core-v1.js';
+import type { Container, NodeSelectorTerm, Pod } from '../../../src/api/core-v1.js';
 import { isCriticalPod, SYSTEM_CRITICAL_PRIORITY } from '../../../src/api/pod-source.js';
 import {
   canAdmitPod,
@@ -197,7 +197,7 @@ describe('node affinity and selector', () => {
     );
   });
 
-  const withTerms = (terms: unknown[]) =>
+  const withTerms = (terms: NodeSelectorTerm[]) =>
     pod('new', {
       extra: {
         affinity: {
@@ -205,7 +205,7 @@ describe('node affinity and selector', () => {
         },
       },
     });
-  const admits = (terms: unknown[]) => canAdmitPod(withTerms(terms), [], node()).admit;
+  const admits = (terms: unknown[]) => canAdmitPod(withTerms(terms as NodeSelectorTerm[]), [], node()).admit;
 
   test('required node affinity: terms are ORed, requirements ANDed', () => {
     const zone = (operator: string, values?: string[]) => ({
