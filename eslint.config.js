@@ -74,6 +74,7 @@ export default tseslint.config(
       'src/cri/containerd-events/generated/**',
       'src/cm/devicemanager/generated/**',
       'src/podresources/generated/**',
+      'src/cri/containerd-content/generated/**',
     ],
   },
   js.configs.recommended,

@@ -35,6 +35,8 @@ import { EventStore, fanOutRecorder, StoreEventRecorder } from '../events/event-
 import { EvictionManager } from '../eviction/eviction-manager.js';
 import { parseThresholdConfig } from '../eviction/threshold.js';
 import { ImageGCManager } from '../images/image-gc-manager.js';
+import { PullProgressTracker, type PullsView } from '../images/pull-progress.js';
+import { ContentStatusClient } from '../cri/containerd-content/list-ingest-statuses.js';
 import { mustSucceed } from '../k8s/api-status.js';
 import { ContainerLogManager } from '../logs/container-log-manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
@@ -65,7 +67,6 @@ import { getStableKey } from '../kuberuntime/compute-pod-actions.js';
 import { NodePageFeed } from '../nodepage/node-page-feed.js';
 import { nodePageHandler, type NodePageHandler } from '../nodepage/node-page-handler.js';
 import type { NodePageSource } from '../nodepage/node-page-model.js';
-import type { PullsView } from '../nodepage/pulls-view.js';
 import { podLogReader } from '../server/pod-log-reader.js';
 import type { ApiPoster } from '../server/delegated-auth.js';
 import type { HealthChecker } from '../server/healthz.js';
@@ -124,8 +125,6 @@ export interface BuildOptions {
   makeRootDirShared?: boolean;
   /** Cuts short a TLS bootstrap waiting for its certificate (the first signal). */
   signal?: AbortSignal;
-  /** Image pulls in flight and done, for the node page (the image puller's progress tracker). */
-  pullsView?: PullsView;
 }
 
 /** What is handed on from the bootstrap to the rest of the graph. */
@@ -158,6 +157,8 @@ export interface KubeletGraph {
   /** In start order; the runner stops them in reverse. */
   readonly components: Component[];
   readonly kubelet: Kubelet;
+  /** The image pulls running and recently finished (the node page reads it). */
+  readonly pulls: PullsView;
 }
 
 /** The node's IPs: --node-ip when given, else the first non-loopback IPv4 address (upstream picks the default route's). */
@@ -382,6 +383,12 @@ export async function buildKubelet(
     socketDir: path.join(flags.rootDirectory, DEVICE_PLUGINS_DIR_NAME),
     clock,
   });
+  // Pull progress from containerd's content store, on the runtime's own socket and namespace.
+  const contentStatuses = new ContentStatusClient(config.containerRuntimeEndpoint, K8S_NAMESPACE);
+  const pullProgress = new PullProgressTracker({
+    listStatuses: (o) => contentStatuses.listStatuses(o),
+    clock,
+  });
   const runtime = new KubeGenericRuntimeManager({
     runtimeService: criRuntime,
     imageService: criImages,
@@ -403,6 +410,7 @@ export async function buildKubelet(
     kubernetesVersion: KUBERNETES_VERSION,
     seccompDefault: config.seccompDefault,
     serializeImagePulls: config.serializeImagePulls,
+    pullObserver: pullProgress,
     maxParallelImagePulls: config.maxParallelImagePulls,
     registryPullQPS: config.registryPullQPS,
     registryBurst: config.registryBurst,
@@ -545,7 +553,10 @@ export async function buildKubelet(
     hasDedicatedImageFs: () => statsProvider.hasDedicatedImageFs(),
     activePods: () => kubelet.getActivePods(),
     killPod: (pod, grace, statusFn) => kubelet.killPodNow(pod, grace, statusFn),
-    podCleanedUp: (pod) => !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? ''),
+    // Upstream podResourcesAreReclaimed: no container may still run, and every volume is torn down.
+    podCleanedUp: (pod) =>
+      !kubelet.podCouldHaveRunningContainers(pod.metadata.uid ?? '') &&
+      !volumeManager.podHasMountedVolumes(pod.metadata.uid ?? ''),
     recorder,
     reclaimers: {
       deleteAllUnusedContainers: () => kubelet.deleteAllUnusedContainers(),
@@ -727,7 +738,7 @@ export async function buildKubelet(
     probe: (uid, name, kind) => prober.getWorker(uid, name, kind)?.status,
     backoffDelayMs: (pod, container) => kubelet.backoff.get(getStableKey(pod, container)),
     events: boot.eventStore,
-    ...(opts.pullsView ? { pulls: opts.pullsView } : {}),
+    pulls: pullProgress,
   };
   const nodePageFeed = new NodePageFeed(nodePageSource, { clock });
   late.nodePage = nodePageHandler({
@@ -831,6 +842,12 @@ export async function buildKubelet(
         start: () => imageGCManager.start(),
         stop: () => imageGCManager.stop(),
       }),
+    asComponent('pullprogress', {
+      stop: () => {
+        pullProgress.stop();
+        contentStatuses.close();
+      },
+    }),
     asComponent('evictionmanager', {
       start: () => evictionManager.start(),
       stop: () => evictionManager.stop(),
@@ -888,5 +905,5 @@ export async function buildKubelet(
         startKubeletReadOnlyServer(apiHost, { address: config.address, port: config.readOnlyPort, nodeName }),
       ),
   ];
-  return { components: components.filter((c): c is Component => !!c), kubelet };
+  return { components: components.filter((c): c is Component => !!c), kubelet, pulls: pullProgress };
 }

@@ -88,7 +88,10 @@ export interface EvictionManagerOptions {
     gracePeriodSeconds: number,
     statusFn: (status: PodStatus) => PodStatus,
   ) => Promise<void>;
-  /** Whether an evicted pod's resources are released (upstream podCleanedUpFunc); waits for the kill alone when absent. */
+  /**
+   * Whether an evicted pod's resources are released: its containers stopped and its volumes torn
+   * down (upstream podCleanedUpFunc, the kubelet's podResourcesAreReclaimed); waits for the kill alone when absent.
+   */
   podCleanedUp?: (pod: Pod) => boolean;
   recorder?: ObjectEventRecorder;
   reclaimers?: NodeReclaimers;

@@ -63,6 +63,8 @@ export class ImageGCManager {
   private timer: TimerHandle | undefined;
   private stopped = true;
   private prevGcFailed = false;
+  /** Whether one detection succeeded; the images the first finds date from an unknown past, as upstream. */
+  private initialized = false;
 
   constructor(private readonly opts: ImageGCManagerOptions) {}
 
@@ -134,9 +136,18 @@ export class ImageGCManager {
     }
     const sandbox = byRef.get(this.opts.sandboxImage) ?? byRef.get(normalize(this.opts.sandboxImage));
     const live = new Set<string>();
+    // Upstream's first detection marks what is already there as detected at the zero time, so that
+    // imageMinimumGCAge does not shield images the node had before the kubelet (re)started.
+    const detectedMs = this.initialized ? nowMs : 0;
+    this.initialized = true;
     for (const i of images) {
       live.add(i.id);
-      const r = this.records.get(i.id) ?? { firstDetectedMs: nowMs, lastUsedMs: 0, size: 0, pinned: false };
+      const r = this.records.get(i.id) ?? {
+        firstDetectedMs: detectedMs,
+        lastUsedMs: 0,
+        size: 0,
+        pinned: false,
+      };
       r.size = i.size;
       r.pinned = i.pinned || i.id === sandbox;
       if (inUse.has(i.id)) r.lastUsedMs = nowMs;

@@ -101,8 +101,20 @@ export function runtimeErrorMessage(err: unknown): string {
   return errorMessage(err);
 }
 
+/** What a pull observer is told when the pull it was told of ends. */
+export type PullOutcome = { ok: true; sizeBytes: number } | { ok: false };
+
+/**
+ * Told of each pull while it runs (after it waited for its turn), e.g. to follow its progress in
+ * the runtime's content store; `finished` is called once per `pullStarted`.
+ */
+export interface PullObserver {
+  pullStarted(image: string): { finished(outcome: PullOutcome): void };
+}
+
 export interface ImagePullerOptions {
   imageService: ImageService;
+  pullObserver?: PullObserver;
   /** Per pod and image: 10 s doubling to 300 s upstream. */
   backoff: Backoff;
   clock: Clock;
@@ -253,10 +265,12 @@ export class ImagePuller {
     emit('Normal', EventReason.PullingImage, `Pulling image "${requested}"`, 'info');
     const startMs = this.opts.clock.now();
     let pullMs = 0;
+    let observed: ReturnType<PullObserver['pullStarted']> | undefined;
     try {
       const secrets = pullSecrets ? await pullSecrets() : [];
       const release = await this.slots?.acquire(signal);
       const pullStartMs = this.opts.clock.now();
+      observed = this.opts.pullObserver?.pullStarted(image);
       try {
         imageRef = await this.pullWithCredentials(spec, secrets, sandboxConfig, signal);
       } finally {
@@ -264,6 +278,7 @@ export class ImagePuller {
         pullMs = this.opts.clock.now() - pullStartMs;
       }
     } catch (err) {
+      observed?.finished({ ok: false });
       const raw = runtimeErrorMessage(err);
       emit('Warning', EventReason.FailedToPullImage, `Failed to pull image "${requested}": ${raw}`, 'warn');
       this.opts.backoff.next(key);
@@ -280,6 +295,7 @@ export class ImagePuller {
     } catch {
       // The size is only for the event.
     }
+    observed?.finished({ ok: true, sizeBytes: size });
     emit(
       'Normal',
       EventReason.PulledImage,

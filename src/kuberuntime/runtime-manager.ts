@@ -41,7 +41,7 @@ import {
 import { containerFieldPath, discardEvents, EventReason, type EventRecorder } from './event-recorder.js';
 import { formatPod } from './format.js';
 import type { PullSecret } from './docker-keyring.js';
-import { ImagePuller } from './image-puller.js';
+import { ImagePuller, type PullObserver } from './image-puller.js';
 import {
   getContainerInfoFromAnnotations,
   getContainerInfoFromLabels,
@@ -122,6 +122,8 @@ export interface KubeGenericRuntimeManagerOptions {
   pullSecrets?: PullSecretSource;
   /** serializeImagePulls (default true), maxParallelImagePulls, registryPullQPS (default 0 here: no limit) and registryBurst. */
   serializeImagePulls?: boolean;
+  /** Told of each image pull while it runs (the node's pull progress tracker). */
+  pullObserver?: PullObserver;
   maxParallelImagePulls?: number;
   registryPullQPS?: number;
   registryBurst?: number;
@@ -206,6 +208,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       recorder: this.recorder,
       runtimeHandler: this.runtimeHandler,
       serializeImagePulls: opts.serializeImagePulls,
+      pullObserver: opts.pullObserver,
       maxParallelImagePulls: opts.maxParallelImagePulls,
       registryPullQPS: opts.registryPullQPS,
       registryBurst: opts.registryBurst,

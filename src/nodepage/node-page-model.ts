@@ -11,7 +11,7 @@ import { CONFIG_SOURCE_ANNOTATION } from '../api/pod-source.js';
 import type { CoreEvent } from '../events/event-types.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Summary } from '../stats/summary-types.js';
-import type { PullsView } from './pulls-view.js';
+import type { PullsView } from '../images/pull-progress.js';
 
 export type ProbeKind = 'liveness' | 'readiness' | 'startup';
 

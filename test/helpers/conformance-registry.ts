@@ -91,6 +91,7 @@ export class TestRegistry {
     repo: string,
     tag: string,
     overrides?: ImageConfigOverrides,
+    extraLayers: Buffer[] = [],
   ): Promise<PushResult> {
     const layoutDir = path.join(stackImagesDir(), layout);
     const index = JSON.parse(await readFile(path.join(layoutDir, 'index.json'), 'utf8')) as {
@@ -102,11 +103,23 @@ export class TestRegistry {
     const manifest = JSON.parse((await blob(entry.digest)).toString('utf8')) as OciManifest;
 
     for (const layer of manifest.layers) await this.putBlob(repo, await blob(layer.digest));
+    // Uncompressed tar layers: the digest is also the diff ID the config must list.
+    const added: Descriptor[] = [];
+    for (const tar of extraLayers) {
+      const digest = await this.putBlob(repo, tar);
+      added.push({ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest, size: tar.length });
+    }
     // Always a config of its own: an image with the stack's image ID would be one image to the
     // runtime, and removing the test's copy (CRI RemoveImage works by ID) would remove the stack's.
     const parsed = JSON.parse((await blob(manifest.config.digest)).toString('utf8')) as {
       config?: Record<string, unknown> & { Labels?: Record<string, string> };
+      rootfs?: { type: string; diff_ids: string[] };
     };
+    if (added.length > 0)
+      parsed.rootfs = {
+        type: 'layers',
+        diff_ids: [...(parsed.rootfs?.diff_ids ?? []), ...added.map((d) => d.digest)],
+      };
     const labels = { ...(parsed.config?.Labels ?? {}), 'io.tskubelet.test.image': `${repo}:${tag}` };
     const extraLabels = (overrides?.Labels ?? {}) as Record<string, string>;
     parsed.config = { ...(parsed.config ?? {}), ...(overrides ?? {}), Labels: { ...labels, ...extraLabels } };
@@ -115,6 +128,7 @@ export class TestRegistry {
     const out: OciManifest = {
       ...manifest,
       config: { ...manifest.config, digest: configDigest, size: config.length },
+      layers: [...manifest.layers, ...added],
     };
     const body = Buffer.from(JSON.stringify(out));
     const res = await this.request('PUT', `/v2/${repo}/manifests/${tag}`, body, {
@@ -160,6 +174,32 @@ export class TestRegistry {
   }
 }
 
+/**
+ * A tar archive (ustar) holding one regular file, for an image layer of a chosen size: random
+ * contents do not compress, so a pull moves every byte.
+ */
+export function tarWithOneFile(name: string, data: Buffer): Buffer {
+  const header = Buffer.alloc(512);
+  const field = (offset: number, length: number, value: string) =>
+    header.write(value, offset, length, 'ascii');
+  const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0');
+  field(0, 100, name);
+  field(100, 8, octal(0o644, 8));
+  field(108, 8, octal(0, 8));
+  field(116, 8, octal(0, 8));
+  field(124, 12, octal(data.length, 12));
+  field(136, 12, octal(0, 12));
+  field(148, 8, '        '); // blanks while the checksum is summed
+  field(156, 1, '0');
+  field(257, 6, 'ustar');
+  field(263, 2, '00');
+  let sum = 0;
+  for (const b of header) sum += b;
+  field(148, 8, `${sum.toString(8).padStart(6, '0')}\0 `);
+  const padding = Buffer.alloc((512 - (data.length % 512)) % 512);
+  return Buffer.concat([header, data, padding, Buffer.alloc(1024)]);
+}
+
 function sha256(data: Buffer): string {
   return `sha256:${createHash('sha256').update(data).digest('hex')}`;
 }
@@ -191,7 +231,8 @@ export class PullRecorder {
     return `127.0.0.1:${this.port}`;
   }
 
-  static async start(target: TestRegistry, delayMs: number): Promise<PullRecorder> {
+  /** bytesPerSecond: blob downloads are slowed to about this rate, so a large pull takes seconds. */
+  static async start(target: TestRegistry, delayMs: number, bytesPerSecond = 0): Promise<PullRecorder> {
     const requests: RecordedRequest[] = [];
     const server = http.createServer((req, res) => {
       const startMs = Date.now();
@@ -202,7 +243,8 @@ export class PullRecorder {
           { host: '127.0.0.1', port: target.port, method: req.method, path: url, headers: req.headers },
           (up) => {
             res.writeHead(up.statusCode ?? 502, up.headers);
-            up.pipe(res);
+            if (bytesPerSecond > 0 && m?.[2] === 'blobs') throttle(up, res, bytesPerSecond);
+            else up.pipe(res);
             up.on('end', () =>
               requests.push({
                 method: req.method ?? '',
@@ -255,4 +297,22 @@ export class PullRecorder {
     this.server.closeAllConnections();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
+}
+
+/** Copies from into to, pausing from whenever more than bytesPerSecond has gone out since the start. */
+function throttle(from: http.IncomingMessage, to: http.ServerResponse, bytesPerSecond: number): void {
+  const startMs = Date.now();
+  let sent = 0;
+  from.on('data', (chunk: Buffer) => {
+    sent += chunk.length;
+    to.write(chunk);
+    const aheadMs = (sent / bytesPerSecond) * 1000 - (Date.now() - startMs);
+    if (aheadMs > 5) {
+      from.pause();
+      setTimeout(() => from.resume(), aheadMs);
+    }
+  });
+  from.on('end', () => to.end());
+  from.on('error', () => to.destroy());
+  to.on('close', () => from.destroy());
 }

@@ -43,7 +43,7 @@ export class KubeletProcess {
   healthzPort = 0;
   readOnlyPort = 0;
 
-  constructor(private readonly opts: KubeletOptions = {}) {
+  constructor(private opts: KubeletOptions = {}) {
     this.dir = mkdtempSync(path.join(os.tmpdir(), 'tskubelet-it-'));
     this.manifestDir = path.join(this.dir, 'manifests');
     this.rootDir = path.join(this.dir, 'root');
@@ -119,6 +119,11 @@ export class KubeletProcess {
     clearTimeout(timer);
     this.child = undefined;
     return code ?? null;
+  }
+
+  /** Replaces the extra config lines the next start() writes (a restart with other settings). */
+  setExtraConfig(lines: string[]): void {
+    this.opts = { ...this.opts, extraConfig: lines };
   }
 
   /** Sends a signal and returns at once (see stop to wait for the exit). */

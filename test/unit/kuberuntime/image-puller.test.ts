@@ -315,3 +315,27 @@ test('registryPullQPS: a pull over the rate fails at once as upstream says', asy
   const over = await puller.ensureImageExists(pod(c), c, undefined);
   assert.deepEqual(over, { ok: false, reason: 'ErrImagePull', message: 'pull QPS exceeded' });
 });
+
+test('the pull observer is told of each pull that runs: its size when it worked, a failure when not, nothing when the image is present', async () => {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  const seen: string[] = [];
+  const puller = new ImagePuller({
+    imageService: fake,
+    backoff: new Backoff(clock, 10_000, 300_000),
+    clock,
+    pullObserver: {
+      pullStarted: (image) => {
+        seen.push(`start ${image}`);
+        return { finished: (o) => seen.push(o.ok ? `ok ${image} ${o.sizeBytes > 0}` : `failed ${image}`) };
+      },
+    },
+  });
+  const c: Container = { name: 'app', image: 'busybox:1', imagePullPolicy: 'IfNotPresent' };
+  assert.equal((await puller.ensureImageExists(pod(c), c, undefined)).ok, true);
+  assert.equal((await puller.ensureImageExists(pod(c), c, undefined)).ok, true);
+  fake.pullsSucceed = false;
+  const missing: Container = { name: 'app', image: 'nosuch:1', imagePullPolicy: 'IfNotPresent' };
+  assert.equal((await puller.ensureImageExists(pod(missing), missing, undefined)).ok, false);
+  assert.deepEqual(seen, ['start busybox:1', 'ok busybox:1 true', 'start nosuch:1', 'failed nosuch:1']);
+});
