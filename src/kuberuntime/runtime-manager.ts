@@ -614,7 +614,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       fieldPath,
       'Normal',
       EventReason.CreatedContainer,
-      `Created container: ${container.name}`,
+      `Created container ${container.name}`,
     );
 
     try {

@@ -5,7 +5,11 @@
  * Deletion scenarios delete their pod once it reaches the given state and time its departure.
  */
 import * as grpc from '@grpc/grpc-js';
+import { copyFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { Pod } from '../../src/api/core-v1.js';
+import type { CoreEvent } from '../../src/events/event-types.js';
 import {
   healthServiceDefinition,
   servingStatusNumber,
@@ -27,6 +31,9 @@ import { hookAndDeletionScenarios } from './scenarios/hooks-deletion.js';
 import { initContainerScenarios } from './scenarios/init-containers.js';
 import { lifecycleScenarios } from './scenarios/lifecycle.js';
 import { probeScenarios } from './scenarios/probes.js';
+
+/** Where the kubelet's log is kept when a scenario differs. */
+export const KEPT_LOG = path.join(os.tmpdir(), 'tskubelet-differential-kubelet.log');
 
 export interface ScenarioResult {
   scenario: Scenario;
@@ -93,12 +100,12 @@ function contextOf(pod: Pod): ScenarioContext {
 }
 
 /** One look at a scenario: its differences now (empty: it matches). */
-function check(node: ClusterNode, r: Running, nowMs: number): string[] {
+function check(node: ClusterNode, r: Running, nowMs: number, allEvents: CoreEvent[]): string[] {
   const s = r.scenario;
   const pod = node.server.store.tryGet('pods', s.name, node.namespace) as unknown as Pod | undefined;
   if (pod) r.ctx = contextOf(pod);
   if (!r.ctx) return ['the pod is not in the API'];
-  const events = eventViews(node.events(), { metadata: { name: s.name } } as Pod);
+  const events = eventViews(allEvents, { metadata: { name: s.name } } as Pod);
   const eventDiff = diffEvents(s.events(r.ctx), events);
   if (s.deletion) {
     if (r.deletedAtMs === undefined) {
@@ -135,7 +142,7 @@ export async function runScenarios(
   scenarios: Scenario[],
   opts: { pollMs?: number } = {},
 ): Promise<ScenarioResult[]> {
-  const pollMs = opts.pollMs ?? 400;
+  const pollMs = opts.pollMs ?? 500;
   const start = Date.now();
   const running: Running[] = [];
   for (const scenario of scenarios) {
@@ -149,11 +156,13 @@ export async function runScenarios(
   }
   for (;;) {
     const now = Date.now();
+    // One list per round: the API server runs in this process, and a list per scenario would starve it.
+    const allEvents = node.events();
     for (const r of running) {
       if (r.done) continue;
       let diff: string[];
       try {
-        diff = check(node, r, now);
+        diff = check(node, r, now, allEvents);
       } catch (err) {
         diff = [`the check threw: ${(err as Error).message}`];
       }
@@ -190,6 +199,7 @@ export function formatReport(results: ScenarioResult[]): string {
   const passed = results.filter((r) => r.passed).length;
   const known = results.filter((r) => !r.passed && r.scenario.knownDifferent);
   lines.push(`${passed}/${results.length} scenarios match upstream; ${known.length} known different`);
+  if (passed < results.length) lines.push(`the kubelet's log: ${KEPT_LOG}`);
   for (const k of known) lines.push(`  known different: ${k.scenario.name}: ${k.scenario.knownDifferent}`);
   return lines.join('\n');
 }
@@ -201,12 +211,22 @@ export async function runDifferential(select: (s: Scenario) => boolean): Promise
   const registry = await TestRegistry.start(await freePort());
   let node: ClusterNode | undefined;
   try {
-    node = await ClusterNode.start(namespace);
+    // A cluster DNS address, as every real cluster has: without one each pod gets MissingClusterDNS.
+    node = await ClusterNode.start(namespace, ['--cluster-dns=10.96.0.10', '--cluster-domain=cluster.local']);
     for (const { resource, obj } of configObjects(namespace)) node.create(resource, obj);
     const scenarios = allScenarios({ namespace, grpcPort: health.port, registryHost: registry.host }).filter(
       select,
     );
-    return await runScenarios(node, scenarios);
+    const results = await runScenarios(node, scenarios);
+    if (process.env.DIFFERENTIAL_DEBUG) {
+      const counts = new Map<string, number>();
+      for (const r of node.server.requests)
+        if (r.resource === 'events')
+          counts.set(`${r.verb} ${r.code}`, (counts.get(`${r.verb} ${r.code}`) ?? 0) + 1);
+      console.log('event requests:', Object.fromEntries(counts), 'events stored:', node.events().length);
+    }
+    if (results.some((r) => !r.passed)) await copyFile(node.kubelet.logFile, KEPT_LOG).catch(() => undefined);
+    return results;
   } finally {
     await node?.dispose();
     await registry.stop();

@@ -262,7 +262,10 @@ export function podStatus(parts: {
   containerStatuses: Record<string, unknown>[];
   initContainerStatuses?: Record<string, unknown>[];
   qosClass?: QosClass;
-  /** Has the pod an IP (its sandbox ran)? */
+  /**
+   * Has the pod an IP? Only while its sandbox is ready: upstream's GetPodStatus reads IPs from a ready
+   * sandbox only, and a pod in a terminal phase had its sandbox stopped (SyncTerminatingPod).
+   */
   podIP?: boolean;
   reason?: string;
   message?: string;
@@ -276,7 +279,7 @@ export function podStatus(parts: {
     qosClass: parts.qosClass ?? 'BestEffort',
     containerStatuses: parts.containerStatuses,
   };
-  if (parts.podIP ?? true) {
+  if (parts.podIP ?? (parts.phase !== 'Succeeded' && parts.phase !== 'Failed')) {
     out.podIP = IP;
     out.podIPs = [{ ip: IP }];
   }

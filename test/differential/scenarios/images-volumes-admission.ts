@@ -335,8 +335,12 @@ export function admissionScenarios(): Scenario[] {
       'admit-node-selector',
       { nodeSelector: { 'tsk.example/disk': 'ssd' } },
       'NodeAffinity',
-      'Predicate NodeAffinity failed',
-      [PREDICATE, 'pkg/kubelet/kubelet_test.go TestHandleNodeSelector'],
+      "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      [
+        PREDICATE,
+        'pkg/kubelet/lifecycle/predicate.go PredicateFailureError.Error ("Predicate %s failed: %s")',
+        'pkg/kubelet/kubelet_test.go TestHandleNodeSelector',
+      ],
       true,
     ),
     rejected(
@@ -353,12 +357,23 @@ export function admissionScenarios(): Scenario[] {
       "Failed to admit pod as the OS field doesn't match node OS",
       [PREDICATE, 'pkg/kubelet/lifecycle/predicate_test.go TestRejectPodAdmissionBasedOnOSField'],
     ),
+    {
+      // The OS check reads the pod's own kubernetes.io/os label (rejectPodAdmissionBasedOnOSSelector).
+      ...rejected(
+        'admit-os-label',
+        {},
+        'PodOSSelectorNodeLabelDoesNotMatch',
+        "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
+        [PREDICATE, 'pkg/kubelet/lifecycle/predicate_test.go TestRejectPodAdmissionBasedOnOSSelector'],
+      ),
+      metadata: { labels: { 'kubernetes.io/os': 'windows' } },
+    },
     rejected(
-      'admit-os-selector',
+      'admit-os-node-selector',
       { nodeSelector: { 'kubernetes.io/os': 'windows' } },
-      'PodOSSelectorNodeLabelDoesNotMatch',
-      "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label",
-      [PREDICATE, 'pkg/kubelet/lifecycle/predicate_test.go TestRejectPodAdmissionBasedOnOSSelector'],
+      'NodeAffinity',
+      "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      [PREDICATE, 'pkg/kubelet/lifecycle/predicate.go generalFilter (a nodeSelector on the OS label is node affinity)'],
     ),
     rejected(
       'admit-unsafe-sysctl',

@@ -255,7 +255,7 @@ export function lifecycleScenarios(): Scenario[] {
         }),
       events: () => [
         ...startedEvents('c'),
-        { type: 'Warning', reason: 'DeadlineExceeded', fieldPath: '', message: deadlineMessage },
+        { type: 'Normal', reason: 'DeadlineExceeded', fieldPath: '', message: deadlineMessage },
         killingEvent('c'),
       ],
     },

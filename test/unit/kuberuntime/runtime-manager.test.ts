@@ -111,7 +111,7 @@ describe('syncPod', () => {
     assert.equal(c?.config.annotations['io.kubernetes.container.restartCount'], '0');
     assert.equal(c?.config.logPath, 'app/0.log');
     assert.deepEqual(c?.config.command, ['sleep', '3600']);
-    assert.ok(events.includes('spec.containers{app} Normal Created: Created container: app'));
+    assert.ok(events.includes('spec.containers{app} Normal Created: Created container app'));
     assert.ok(events.includes('spec.containers{app} Normal Started: Started container app'));
 
     const hosts = c?.config.mounts.find((x) => x.containerPath === '/etc/hosts');
