@@ -40,6 +40,21 @@ class RangeMatcher extends Matcher {
   }
 }
 
+class OneOfMatcher extends Matcher {
+  constructor(private readonly alternatives: unknown[]) {
+    super();
+  }
+  test(actual: unknown): boolean {
+    return this.alternatives.some((a) => diffValues(a, actual).length === 0);
+  }
+  describe(): string {
+    return `one of ${this.alternatives.map((a) => show(a)).join(' | ')}`;
+  }
+}
+
+/** Any of these values (each compared as a whole): where upstream's own value depends on timing. */
+export const oneOf = (...alternatives: unknown[]): Matcher => new OneOfMatcher(alternatives);
+
 /** A string matching the pattern. */
 export const re = (pattern: RegExp): Matcher => new PatternMatcher(pattern);
 /** A number between min and max, both included. */

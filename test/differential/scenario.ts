@@ -176,7 +176,7 @@ interface StatusOptions {
   ready?: boolean;
   started?: boolean;
   restartCount?: number | Matcher;
-  lastState?: Record<string, unknown>;
+  lastState?: Record<string, unknown> | Matcher;
   image?: string;
 }
 
@@ -263,8 +263,9 @@ export function podStatus(parts: {
   initContainerStatuses?: Record<string, unknown>[];
   qosClass?: QosClass;
   /**
-   * Has the pod an IP? Only while its sandbox is ready: upstream's GetPodStatus reads IPs from a ready
-   * sandbox only, and a pod in a terminal phase had its sandbox stopped (SyncTerminatingPod).
+   * Has the pod an IP (its sandbox ran)? A terminal pod keeps the one it had: its sandbox is stopped,
+   * but the PLEG keeps the last IPs of a pod whose sandboxes all exited (generic.go getPodIPs), and
+   * SyncTerminatedPod writes the final status from that cache.
    */
   podIP?: boolean;
   reason?: string;
@@ -279,7 +280,7 @@ export function podStatus(parts: {
     qosClass: parts.qosClass ?? 'BestEffort',
     containerStatuses: parts.containerStatuses,
   };
-  if (parts.podIP ?? (parts.phase !== 'Succeeded' && parts.phase !== 'Failed')) {
+  if (parts.podIP ?? true) {
     out.podIP = IP;
     out.podIPs = [{ ip: IP }];
   }

@@ -373,7 +373,10 @@ export function admissionScenarios(): Scenario[] {
       { nodeSelector: { 'kubernetes.io/os': 'windows' } },
       'NodeAffinity',
       "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
-      [PREDICATE, 'pkg/kubelet/lifecycle/predicate.go generalFilter (a nodeSelector on the OS label is node affinity)'],
+      [
+        PREDICATE,
+        'pkg/kubelet/lifecycle/predicate.go generalFilter (a nodeSelector on the OS label is node affinity)',
+      ],
     ),
     rejected(
       'admit-unsafe-sysctl',
