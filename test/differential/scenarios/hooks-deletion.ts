@@ -57,7 +57,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
           }),
         ],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({ phase: 'Running', conditions: readyConditions(), containerStatuses: [running('c')] }),
       events: () => startedEvents('c'),
@@ -72,7 +72,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
           sleeper('c', { lifecycle: { postStart: { exec: { command: ['sh', '-c', 'exit 1'] } } } }),
         ],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -93,7 +93,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
         restartPolicy: 'Never',
         containers: [sleeper('c', { lifecycle: { postStart: { httpGet: { path: '/start', port: 9999 } } } })],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Failed',
@@ -111,7 +111,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
         containers: [sleeper('c', { lifecycle: { preStop: { exec: { command: ['sh', '-c', 'exit 1'] } } } })],
       },
       deletion: { when: isRunning, goneAfterMs: { min: 1_500, max: 25_000 } },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       events: (ctx: ScenarioContext) => [
         ...startedEvents('c'),
@@ -137,7 +137,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
         containers: [polite('c', { lifecycle: { preStop: { exec: { command: ['sleep', '3'] } } } })],
       },
       deletion: { when: isRunning, goneAfterMs: { min: 3_000, max: 25_000 } },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       events: () => [...startedEvents('c'), killingEvent('c')],
     },
     {
@@ -149,7 +149,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
       ],
       spec: { terminationGracePeriodSeconds: 3, containers: [sleeper('c')] },
       deletion: { when: isRunning, goneAfterMs: { min: 2_500, max: 25_000 } },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       events: () => [...startedEvents('c'), killingEvent('c')],
     },
     {
@@ -158,7 +158,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
       sources: [DELETION],
       spec: { terminationGracePeriodSeconds: 30, containers: [polite('c')] },
       deletion: { when: isRunning, goneAfterMs: { min: 0, max: 20_000 } },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       events: () => [...startedEvents('c'), killingEvent('c')],
     },
     {
@@ -170,7 +170,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
       ],
       spec: { terminationGracePeriodSeconds: 60, containers: [sleeper('c')] },
       deletion: { when: isRunning, gracePeriodSeconds: 1, goneAfterMs: { min: 500, max: 25_000 } },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       events: () => [...startedEvents('c'), killingEvent('c')],
     },
     {
@@ -182,7 +182,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
         when: (p) => p.status?.phase === 'Succeeded',
         goneAfterMs: { min: 0, max: 20_000 },
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       events: () => startedEvents('c'),
     },
     {
@@ -191,7 +191,7 @@ export function hookAndDeletionScenarios(): Scenario[] {
       sources: [DELETION, 'pkg/kubelet/kuberuntime/kuberuntime_manager.go killContainersWithSyncResult'],
       spec: { terminationGracePeriodSeconds: 2, containers: [sleeper('a'), polite('b')] },
       deletion: { when: isRunning, goneAfterMs: { min: 1_500, max: 25_000 } },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       events: () => [...startedEvents('a'), ...startedEvents('b'), killingEvent('a'), killingEvent('b')],
     },
   ];

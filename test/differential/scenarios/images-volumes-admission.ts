@@ -44,7 +44,7 @@ function imageErrorScenario(
     area: 'images',
     sources,
     spec: { containers: [{ ...sleeper('c'), image, imagePullPolicy: 'Never' }] },
-    timeoutMs: 60_000,
+    timeoutMs: 90_000,
     short,
     status: () =>
       podStatus({
@@ -106,7 +106,7 @@ export function imageScenarios(registryHost: string): Scenario[] {
       area: 'images',
       sources: [IMAGE_MANAGER, `${RUNTIME_E2E} (image present: "already present on machine")`],
       spec: { containers: [{ ...sleeper('c'), imagePullPolicy: 'Never' }] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({ phase: 'Running', conditions: readyConditions(), containerStatuses: [running('c')] }),
       events: () => startedEvents('c'),
@@ -121,7 +121,7 @@ export function imageScenarios(registryHost: string): Scenario[] {
         'pkg/kubelet/images/image_manager.go evalCRIPullErr, "Back-off pulling image %q"',
       ],
       spec: { containers: [{ ...sleeper('c'), image: missing, imagePullPolicy: 'Always' }] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -178,7 +178,7 @@ function mountFailure(name: string, volume: Record<string, unknown>, message: st
       volumes: [{ name: 'vol', ...volume }] as never,
       containers: [sleeper('c', { volumeMounts: [{ name: 'vol', mountPath: '/vol' }] })],
     },
-    timeoutMs: 40_000,
+    timeoutMs: 60_000,
     short: name.includes('configmap'),
     status: () =>
       podStatus({
@@ -204,7 +204,7 @@ function configError(name: string, env: Record<string, unknown>, message: string
     area: 'volumes',
     sources: ENV_SOURCES,
     spec: { containers: [sleeper('c', env)] },
-    timeoutMs: 40_000,
+    timeoutMs: 60_000,
     short,
     status: () =>
       podStatus({
@@ -238,7 +238,7 @@ export function volumeScenarios(namespace: string): Scenario[] {
         volumes: [{ name: 'vol', configMap: { name: 'missing', optional: true } }] as never,
         containers: [sleeper('c', { volumeMounts: [{ name: 'vol', mountPath: '/vol' }] })],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({ phase: 'Running', conditions: readyConditions(), containerStatuses: [running('c')] }),
       events: () => startedEvents('c'),
@@ -280,7 +280,7 @@ export function volumeScenarios(namespace: string): Scenario[] {
           }),
         ],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({ phase: 'Running', conditions: readyConditions(), containerStatuses: [running('c')] }),
       events: () => startedEvents('c'),
@@ -306,7 +306,7 @@ function rejected(
     area: 'admission',
     sources: [REJECT, ...sources],
     spec: { containers: [sleeper('c')], ...spec },
-    timeoutMs: 30_000,
+    timeoutMs: 45_000,
     short,
     status: () => ({
       phase: 'Failed',

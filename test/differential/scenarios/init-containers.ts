@@ -50,7 +50,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [busybox('init1', 'true'), busybox('init2', 'true')],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -77,7 +77,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [busybox('init1', 'true')],
         containers: [busybox('c', 'true')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Succeeded',
@@ -99,7 +99,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [busybox('init1', 'exit 1'), busybox('init2', 'true')],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -123,7 +123,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [busybox('init1', 'true'), busybox('init2', 'exit 2')],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Failed',
@@ -148,7 +148,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [busybox('init1', 'exit 1')],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: (ctx) =>
         podStatus({
           phase: 'Pending',
@@ -172,7 +172,7 @@ export function initContainerScenarios(): Scenario[] {
         READY_INIT,
       ],
       spec: { restartPolicy: 'Always', initContainers: [sidecar('sidecar')], containers: [sleeper('c')] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -196,7 +196,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [sidecar('sidecar'), busybox('init2', 'true')],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Running',
@@ -222,7 +222,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [sidecar('sidecar')],
         containers: [busybox('c', 'sleep 1')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Succeeded',
@@ -250,7 +250,7 @@ export function initContainerScenarios(): Scenario[] {
         initContainers: [{ ...busybox('sidecar', 'sleep 4; exit 1'), restartPolicy: 'Always' }],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Running',
@@ -285,7 +285,7 @@ export function initContainerScenarios(): Scenario[] {
         ],
         containers: [sleeper('c')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Pending',

@@ -34,7 +34,7 @@ function restartScenario(policy: 'Always' | 'OnFailure' | 'Never', exitCode: 0 |
     area: 'restart policy',
     sources: PHASE_SOURCES,
     spec: { restartPolicy: policy, containers: [busybox('c', `exit ${exitCode}`)] },
-    timeoutMs: 60_000,
+    timeoutMs: 90_000,
     short: policy !== 'OnFailure',
     status: (ctx) =>
       restarts
@@ -67,7 +67,7 @@ export function lifecycleScenarios(): Scenario[] {
         'pkg/kubelet/kubelet_pods_test.go TestPodPhaseWithRestartNever ("mixed state #1 with restart never": one running, one failed → Running)',
       ],
       spec: { restartPolicy: 'Never', containers: [sleeper('a'), busybox('b', 'exit 3')] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Running',
@@ -83,7 +83,7 @@ export function lifecycleScenarios(): Scenario[] {
         'pkg/kubelet/kubelet_pods_test.go TestPodPhaseWithRestartOnFailure ("all succeeded" → Succeeded)',
       ],
       spec: { restartPolicy: 'OnFailure', containers: [busybox('a', 'exit 0'), busybox('b', 'sleep 1')] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Succeeded',
@@ -100,7 +100,7 @@ export function lifecycleScenarios(): Scenario[] {
         'test/e2e/common/node/runtime.go "should run with the expected status"',
       ],
       spec: { restartPolicy: 'Never', containers: [busybox('c', 'exit 42')] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Failed',
@@ -126,7 +126,7 @@ export function lifecycleScenarios(): Scenario[] {
           }),
         ],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -150,7 +150,7 @@ export function lifecycleScenarios(): Scenario[] {
           busybox('c', 'printf DONE; exit 1', { terminationMessagePolicy: 'FallbackToLogsOnError' }),
         ],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Failed',
@@ -171,7 +171,7 @@ export function lifecycleScenarios(): Scenario[] {
         restartPolicy: 'Never',
         containers: [busybox('c', 'printf OK', { terminationMessagePolicy: 'FallbackToLogsOnError' })],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Succeeded',
@@ -196,7 +196,7 @@ export function lifecycleScenarios(): Scenario[] {
           }),
         ],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Succeeded',
@@ -218,7 +218,7 @@ export function lifecycleScenarios(): Scenario[] {
       restartPolicy: 'Never',
       containers: [busybox('c', 'exec tail /dev/zero', { resources: { limits: { memory: '20Mi' } } })],
     },
-    timeoutMs: 60_000,
+    timeoutMs: 90_000,
     short: true,
     status: () =>
       podStatus({
@@ -243,7 +243,7 @@ export function lifecycleScenarios(): Scenario[] {
       area: 'deadline',
       sources: deadlineSources,
       spec: { restartPolicy: 'Always', activeDeadlineSeconds: 4, containers: [sleeper('c')] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       short: true,
       status: () =>
         podStatus({
@@ -264,7 +264,7 @@ export function lifecycleScenarios(): Scenario[] {
       area: 'deadline',
       sources: deadlineSources,
       spec: { restartPolicy: 'Never', activeDeadlineSeconds: 600, containers: [busybox('c', 'sleep 1')] },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Succeeded',
@@ -288,7 +288,7 @@ export function lifecycleScenarios(): Scenario[] {
       spec: {
         containers: [sleeper('c', { resources: { limits: { cpu: '100m', memory: '64Mi' } } })],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Running',
@@ -305,7 +305,7 @@ export function lifecycleScenarios(): Scenario[] {
       spec: {
         containers: [sleeper('a', { resources: { requests: { cpu: '50m' } } }), sleeper('b')],
       },
-      timeoutMs: 60_000,
+      timeoutMs: 90_000,
       status: () =>
         podStatus({
           phase: 'Running',

@@ -108,7 +108,7 @@ function probeScenario(kind: Kind, type: ProbeType, passing: boolean, grpcPort: 
     area: 'probes',
     sources: [KIND_SOURCES[kind], TYPE_SOURCES[type], ...PROBER_SOURCES],
     spec: { restartPolicy: 'Always', hostNetwork: kind === 'grpc' ? true : undefined, containers: [c] },
-    timeoutMs: 60_000,
+    timeoutMs: 90_000,
     short: kind === 'exec' || (kind === 'http' && !passing),
     status: (ctx: ScenarioContext) => {
       if (passing)
