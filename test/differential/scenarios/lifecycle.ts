@@ -285,6 +285,7 @@ export function lifecycleScenarios(): Scenario[] {
       name: 'qos-guaranteed',
       area: 'qos',
       sources: qosSources,
+      short: true,
       spec: {
         containers: [sleeper('c', { resources: { limits: { cpu: '100m', memory: '64Mi' } } })],
       },
