@@ -142,6 +142,8 @@ function unexpectedAdmissionError(err: unknown): ReturnType<typeof canAdmitPod> 
     message: `Unexpected error while attempting to admit the pod: ${errorMessage(err)}`,
   };
 }
+/** How long after a pod's containers stopped the PLEG is asked to relist (see syncTerminatingPod). */
+const RELIST_AFTER_TERMINATION_MS = 50;
 
 export class Kubelet implements ServerHost {
   readonly podManager = new PodManager();
@@ -759,6 +761,11 @@ export class Kubelet implements ServerHost {
       );
     }
     this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, stopped, true));
+    // The terminated sync waits for a PLEG reading newer than this one, whose cache keeps the pod's
+    // IP (the fresh read above has none once the sandbox stopped). Upstream's generic PLEG brings it
+    // within its 1 s relist; with task events, nothing else would until the 10 s safety relist. A
+    // moment later, so that the relist starts after this sync has ended (the worker's lastSyncTime).
+    this.clock.setTimeout(() => this.opts.pleg.requestRelist?.(), RELIST_AFTER_TERMINATION_MS);
     log.v(2, 'Pod termination stopped all running containers', { pod: podRef(pod) });
   }
 

@@ -47,8 +47,31 @@ interface ParsedImageName {
   digest: string;
 }
 
+/**
+ * The repository path the reference library checks for case before anything else (its
+ * splitDockerDomain): the first component is a registry only if it has a dot or a port, is
+ * `localhost`, or has capitals; Docker Hub's one-component names get `library/`.
+ */
+function remoteName(image: string): string {
+  const slash = image.indexOf('/');
+  const first = slash === -1 ? '' : image.slice(0, slash);
+  const isDomain =
+    slash !== -1 && (/[.:]/.test(first) || first === 'localhost' || first.toLowerCase() !== first);
+  let remainder = isDomain ? image.slice(slash + 1) : image;
+  const domain = isDomain ? first : 'docker.io';
+  if ((domain === 'docker.io' || domain === 'index.docker.io') && !remainder.includes('/'))
+    remainder = `library/${remainder}`;
+  const tagSep = remainder.indexOf(':');
+  return tagSep === -1 ? remainder : remainder.slice(0, tagSep);
+}
+
 /** The tag and digest of an image reference; throws on a malformed one, in the reference library's words. */
 export function parseImageName(image: string): ParsedImageName {
+  const remote = remoteName(image);
+  if (remote.toLowerCase() !== remote)
+    throw new Error(
+      `couldn't parse image name "${image}": invalid reference format: repository name (${remote}) must be lowercase`,
+    );
   if (!REFERENCE.test(image)) {
     const lower = image.toLowerCase();
     const onlyCase = lower !== image && REFERENCE.test(lower);

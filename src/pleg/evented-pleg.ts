@@ -112,6 +112,10 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     await this.generic.stop();
   }
 
+  requestRelist(): void {
+    this.generic.requestRelist();
+  }
+
   healthy(): PlegHealth {
     return this.generic.healthy();
   }

@@ -54,6 +54,8 @@ export interface PodLifecycleEventGenerator {
   readonly events: BoundedChannel<PodLifecycleEvent>;
   healthy(): PlegHealth;
   metrics(): PlegMetrics;
+  /** Asks for a relist soon, for a change the kubelet made itself (a pod's containers and sandbox stopped). */
+  requestRelist?(): void;
 }
 
 export const DEFAULT_RELIST_PERIOD_MS = 1000;

@@ -181,7 +181,15 @@ export class LocalStatusManager implements StatusManager {
     const restartPolicy = pod.spec.restartPolicy ?? 'Always';
     const illegal =
       illegalTransition(oldStatus.containerStatuses, status.containerStatuses, restartPolicy) ??
-      illegalTransition(oldStatus.initContainerStatuses, status.initContainerStatuses, restartPolicy);
+      // A sidecar (restartPolicy Always) is restarted whatever the pod's policy (upstream:
+      // checkContainerStateTransition skips restartable init containers).
+      illegalTransition(
+        oldStatus.initContainerStatuses,
+        status.initContainerStatuses,
+        restartPolicy,
+        (name) =>
+          (pod.spec.initContainers ?? []).some((c) => c.name === name && c.restartPolicy === 'Always'),
+      );
     if (illegal) {
       log.error('Status update on pod aborted', {
         pod: `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`,
@@ -268,9 +276,11 @@ function illegalTransition(
   oldStatuses: ContainerStatus[] | undefined,
   newStatuses: ContainerStatus[] | undefined,
   restartPolicy: string,
+  mayRestart: (name: string) => boolean = () => false,
 ): string | undefined {
   if (restartPolicy === 'Always') return undefined;
   for (const old of oldStatuses ?? []) {
+    if (mayRestart(old.name)) continue;
     const terminated = old.state?.terminated;
     if (!terminated) continue;
     if (terminated.exitCode !== 0 && restartPolicy === 'OnFailure') continue;

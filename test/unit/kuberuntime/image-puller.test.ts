@@ -42,8 +42,18 @@ test('default tag and pull policy', () => {
   assert.equal(applyDefaultImageTag(digest), digest);
   assert.throws(
     () => applyDefaultImageTag('BusyBox'),
-    /invalid reference format: repository name must be lowercase/,
+    /^Error: couldn't parse image name "BusyBox": invalid reference format: repository name \(library\/BusyBox\) must be lowercase$/,
   );
+  // The case check comes first and names the path without the registry and tag (upstream's splitDockerDomain).
+  assert.throws(
+    () => applyDefaultImageTag('team/App:v1'),
+    /repository name \(team\/App\) must be lowercase$/,
+  );
+  assert.throws(
+    () => applyDefaultImageTag('localhost:5000/Team/app'),
+    /repository name \(Team\/app\) must be lowercase$/,
+  );
+  assert.equal(applyDefaultImageTag('Registry.Example.com/app'), 'Registry.Example.com/app:latest');
   assert.throws(() => applyDefaultImageTag(''), /invalid reference format/);
   assert.equal(defaultPullPolicy('busybox'), 'Always');
   assert.equal(defaultPullPolicy('busybox:latest'), 'Always');

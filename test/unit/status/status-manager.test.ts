@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { PodStatus } from '../../../src/api/core-v1.js';
+import type { ContainerStatus, PodStatus } from '../../../src/api/core-v1.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { generateAPIPodStatus } from '../../../src/status/generate-api-pod-status.js';
@@ -106,6 +106,29 @@ describe('LocalStatusManager', () => {
     assert.equal(manager.getPodStatus(UID)?.phase, 'Succeeded');
     assert.equal(updates.length, 1);
     assert.ok(logLines.some((l) => l.includes('attempted illegal transition to non-terminated state')));
+  });
+
+  it('lets a sidecar (restartable init container) of a Never pod run again after it exited', () => {
+    const { manager, updates } = setup();
+    const p = pod({ restartPolicy: 'Never' });
+    p.spec.initContainers = [{ name: 'side', image: 'b', restartPolicy: 'Always' }];
+    const side = (state: ContainerStatus['state'], restartCount: number): ContainerStatus => ({
+      name: 'side',
+      state,
+      ready: false,
+      restartCount,
+      image: 'b',
+      imageID: '',
+    });
+    manager.setPodStatus(p, {
+      phase: 'Running',
+      initContainerStatuses: [side({ terminated: { exitCode: 1 } }, 0)],
+    });
+    logLines.length = 0;
+    manager.setPodStatus(p, { phase: 'Running', initContainerStatuses: [side({ running: {} }, 1)] });
+    assert.equal(updates.length, 2);
+    assert.ok(manager.getPodStatus(UID)?.initContainerStatuses?.[0]?.state?.running);
+    assert.ok(!logLines.some((l) => l.includes('illegal transition')));
   });
 
   it('updates readiness and the Ready conditions when a probe result changes', () => {
