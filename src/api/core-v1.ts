@@ -156,6 +156,12 @@ export interface SeccompProfile {
   localhostProfile?: string;
 }
 
+/** The v1.30 appArmorProfile field (pod and container security context). */
+export interface AppArmorProfile {
+  type: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostProfile?: string;
+}
+
 export interface SecurityContext {
   capabilities?: Capabilities;
   privileged?: boolean;
@@ -166,6 +172,7 @@ export interface SecurityContext {
   allowPrivilegeEscalation?: boolean;
   procMount?: 'Default' | 'Unmasked';
   seccompProfile?: SeccompProfile;
+  appArmorProfile?: AppArmorProfile;
 }
 
 export interface Container {
@@ -193,6 +200,15 @@ export interface Container {
   tty?: boolean;
 }
 
+/**
+ * A debugging container added to a running pod through the `ephemeralcontainers` subresource: a
+ * Container whose ports, probes, resources and lifecycle the API refuses, never restarted.
+ */
+export interface EphemeralContainer extends Container {
+  /** The container whose process namespace it joins (when the pod does not share one). */
+  targetContainerName?: string;
+}
+
 export interface Toleration {
   key?: string;
   operator?: 'Exists' | 'Equal';
@@ -210,6 +226,7 @@ export interface PodSecurityContext {
   fsGroupChangePolicy?: 'OnRootMismatch' | 'Always';
   sysctls?: { name: string; value: string }[];
   seccompProfile?: SeccompProfile;
+  appArmorProfile?: AppArmorProfile;
 }
 
 export interface PodDNSConfig {
@@ -233,7 +250,7 @@ export interface PodSpec {
   volumes?: Volume[];
   initContainers?: Container[];
   containers: Container[];
-  ephemeralContainers?: unknown[];
+  ephemeralContainers?: EphemeralContainer[];
   restartPolicy?: RestartPolicy;
   terminationGracePeriodSeconds?: number;
   activeDeadlineSeconds?: number;

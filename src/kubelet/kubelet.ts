@@ -44,6 +44,7 @@ import {
 } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
+import { AppArmorValidator } from './apparmor-validator.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 import { checkedPodUid } from '../api/pod-uid.js';
 
@@ -83,6 +84,8 @@ export interface KubeletOptions {
   recorder?: EventRecorder;
   /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
   sysctlAllowlist?: SysctlAllowlist;
+  /** Whether pods' AppArmor profiles can be enforced here; default: checks this host. */
+  appArmorValidator?: AppArmorValidator;
   /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
   clock: Clock;
   runtime: Runtime;
@@ -118,6 +121,7 @@ export class Kubelet implements ServerHost {
   private readonly clock: Clock;
   private readonly runtime: Runtime;
   private readonly sysctlAllowlist: SysctlAllowlist;
+  private readonly appArmorValidator: AppArmorValidator;
   /** spec.activeDeadlineSeconds: a sync loop handler and a pod sync handler (upstream activeDeadlineHandler). */
   private readonly activeDeadline: ActiveDeadlineHandler;
   private podWorkers!: PodWorkers;
@@ -160,6 +164,7 @@ export class Kubelet implements ServerHost {
       ],
     );
     this.sysctlAllowlist = opts.sysctlAllowlist ?? SysctlAllowlist.forNode([]);
+    this.appArmorValidator = opts.appArmorValidator ?? AppArmorValidator.forHost();
     this.activeDeadline = new ActiveDeadlineHandler(
       opts.clock,
       (uid) => opts.statusManager.getPodStatus(uid),
@@ -358,11 +363,14 @@ export class Kubelet implements ServerHost {
     const uid = pod.metadata.uid ?? '';
     try {
       const active = this.getActivePods().filter((p) => p.metadata.uid !== uid);
-      // Upstream's eviction handler comes first, then the sysctl allowlist, then the predicates.
+      // Upstream's eviction handler comes first, then the sysctl allowlist, AppArmor, then the predicates.
       const eviction = this.opts.evictionAdmit?.(pod);
       if (eviction && !eviction.admit) return eviction;
       const sysctls = this.sysctlAllowlist.admit(pod);
-      return sysctls.admit ? canAdmitPod(pod, active, this.opts.getNode()) : sysctls;
+      if (!sysctls.admit) return sysctls;
+      const appArmor = this.appArmorValidator.admit(pod);
+      if (!appArmor.admit) return appArmor;
+      return canAdmitPod(pod, active, this.opts.getNode());
     } catch (err) {
       return {
         admit: false,
