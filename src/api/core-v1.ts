@@ -347,6 +347,7 @@ export interface PodStatus {
   startTime?: string;
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
+  ephemeralContainerStatuses?: ContainerStatus[];
   qosClass?: 'Guaranteed' | 'Burstable' | 'BestEffort';
 }
 

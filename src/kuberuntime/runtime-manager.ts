@@ -254,6 +254,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       attempt: changes.attempt,
       initContainersToStart: changes.initContainersToStart,
       containersToStart: changes.containersToStart,
+      ephemeralContainersToStart: changes.ephemeralContainersToStart,
       containersToKill: [...changes.containersToKill.values()].map((k) => k.name),
     });
     if (changes.createSandbox && changes.sandboxId !== '') {
@@ -302,7 +303,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     if (
       !changes.createSandbox &&
       changes.initContainersToStart.length === 0 &&
-      changes.containersToStart.length === 0
+      changes.containersToStart.length === 0 &&
+      changes.ephemeralContainersToStart.length === 0
     ) {
       return done();
     }
@@ -391,7 +393,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     const getPullSecrets = (): Promise<PullSecret[]> =>
       (pullSecrets ??= this.getPullSecretsForPod(pod, signal));
 
-    const start = async (container: Container): Promise<boolean> => {
+    const start = async (container: Container, targetContainerName?: string): Promise<boolean> => {
       const r: SyncResult = { action: 'StartContainer', target: container.name };
       results.push(r);
       const wait = doBackOff(pod, container, podStatus, backoff);
@@ -409,6 +411,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         return false;
       }
       const failure = await this.startContainer(
+        targetContainerName,
         podSandboxId,
         sandboxConfig,
         container,
@@ -435,6 +438,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       return true;
     };
 
+    // Ephemeral containers first, so that a pod whose init container fails to start can be debugged.
+    for (const idx of changes.ephemeralContainersToStart) {
+      const ec = pod.spec.ephemeralContainers?.[idx];
+      if (ec) await start(ec, ec.targetContainerName ?? '');
+    }
     for (const idx of changes.initContainersToStart) {
       const init = pod.spec.initContainers?.[idx];
       if (!init) continue;
@@ -542,6 +550,8 @@ export class KubeGenericRuntimeManager implements Runtime {
 
   /** Pull, create, start, postStart hook. Returns the failure, or undefined when the container started. */
   private async startContainer(
+    /** An ephemeral container's targetContainerName ('' for none); undefined for other containers. */
+    targetContainerName: string | undefined,
     podSandboxId: string,
     sandboxConfig: PodSandboxConfig,
     rawContainer: Container,
@@ -556,6 +566,18 @@ export class KubeGenericRuntimeManager implements Runtime {
     const fieldPath = containerFieldPath(pod, container.name);
     const warn = (message: string): void =>
       this.recorder.event(pod, fieldPath, 'Warning', EventReason.FailedToCreateContainer, message);
+
+    // An ephemeral container's target must exist before anything is pulled (upstream getTargetID).
+    let targetContainerId: string | undefined;
+    if (targetContainerName) {
+      const target = findContainerStatusByName(podStatus, targetContainerName);
+      if (!target) {
+        const message = `unable to find target container ${targetContainerName}`;
+        warn(`Error: ${message}`);
+        return { reason: 'CreateContainerConfigError', message };
+      }
+      targetContainerId = target.id;
+    }
 
     const pulled = await this.imagePuller.ensureImageExists(
       pod,
@@ -578,7 +600,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     try {
       const image = await this.imageService.imageStatus({ image: pulled.imageRef }, false, { signal });
       config = await generateContainerConfig(
-        { pod, container, restartCount, imageRef: pulled.imageRef, image, podIP, podIPs },
+        { pod, container, restartCount, imageRef: pulled.imageRef, image, podIP, podIPs, targetContainerId },
         {
           podLogsDir: this.podLogsDir,
           rootDir: this.rootDir,
@@ -834,9 +856,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     let targetPod: Pod;
     if (pod) {
       targetPod = pod;
-      spec = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find(
-        (c) => c.name === containerName,
-      );
+      spec = [
+        ...pod.spec.containers,
+        ...(pod.spec.initContainers ?? []),
+        ...(pod.spec.ephemeralContainers ?? []),
+      ].find((c) => c.name === containerName);
       if (!spec) {
         throw new Error(
           `failed to get containerSpec "${containerName}" (id="${this.type}://${containerId}") in pod "${formatPod(pod)}" when killing container for reason "${message}"`,

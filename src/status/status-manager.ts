@@ -181,7 +181,9 @@ export class LocalStatusManager implements StatusManager {
     const restartPolicy = pod.spec.restartPolicy ?? 'Always';
     const illegal =
       illegalTransition(oldStatus.containerStatuses, status.containerStatuses, restartPolicy) ??
-      illegalTransition(oldStatus.initContainerStatuses, status.initContainerStatuses, restartPolicy);
+      illegalTransition(oldStatus.initContainerStatuses, status.initContainerStatuses, restartPolicy) ??
+      // Ephemeral containers are never restarted.
+      illegalTransition(oldStatus.ephemeralContainerStatuses, status.ephemeralContainerStatuses, 'Never');
     if (illegal) {
       log.error('Status update on pod aborted', {
         pod: `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`,
@@ -299,7 +301,11 @@ function normalizeStatus(pod: Pod, status: PodStatus): void {
   };
   status.containerStatuses?.forEach(truncate);
   status.initContainerStatuses?.forEach(truncate);
-  status.containerStatuses?.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  status.ephemeralContainerStatuses?.forEach(truncate);
+  const byName = (a: { name: string }, b: { name: string }): number =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  status.containerStatuses?.sort(byName);
+  status.ephemeralContainerStatuses?.sort(byName);
   if (status.initContainerStatuses) {
     const order = new Map((pod.spec.initContainers ?? []).map((c, i) => [c.name, i]));
     status.initContainerStatuses.sort(
