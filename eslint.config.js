@@ -20,6 +20,7 @@ const managers = [
   'server',
   'events',
   'certificate',
+  'runtimeclass',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.

@@ -87,6 +87,11 @@ export interface KubeGenericRuntimeManagerOptions {
   rootDir?: string;
   /** The RuntimeClass handler for RunPodSandbox ('' is the runtime's default). */
   runtimeHandler?: string;
+  /**
+   * Resolves pods' runtimeClassName to a handler (cluster mode). Without it, as upstream without an
+   * API client, runtimeClassName is not looked up and every sandbox gets runtimeHandler.
+   */
+  runtimeClassManager?: RuntimeClassLookup;
   /** --resolv-conf; '' for none. Default /etc/resolv.conf. */
   resolvConf?: string;
   clusterDNS?: string[];
@@ -144,6 +149,12 @@ export interface KubeGenericRuntimeManagerOptions {
 type StartFailure = { reason: string; message: string };
 
 /** The node's allocatable resources, as its Node status shows them. */
+
+/** The RuntimeClass handler a pod's sandbox runs with (upstream runtimeclass.Manager). */
+export interface RuntimeClassLookup {
+  /** '' for no class; throws when the class is not known. */
+  lookupRuntimeHandler(runtimeClassName: string | undefined): string;
+}
 
 /** Where a pod's image pull secrets come from: the secret's type and decoded data, undefined when it does not exist. */
 export interface PullSecretSource {
@@ -534,8 +545,22 @@ export class KubeGenericRuntimeManager implements Runtime {
         error: errorMessage(err),
       };
     }
+    let runtimeHandler = this.runtimeHandler;
+    if (this.opts.runtimeClassManager) {
+      try {
+        runtimeHandler = this.opts.runtimeClassManager.lookupRuntimeHandler(pod.spec.runtimeClassName);
+      } catch (err) {
+        return {
+          ok: false,
+          message: `Failed to create sandbox for pod "${formatPod(pod)}": ${errorMessage(err)}`,
+          error: errorMessage(err),
+        };
+      }
+      if (runtimeHandler !== '')
+        log.v(2, 'Running pod with runtime handler', { pod: formatPod(pod), runtimeHandler });
+    }
     try {
-      const id = await this.runtimeService.runPodSandbox(config, this.runtimeHandler, { signal });
+      const id = await this.runtimeService.runPodSandbox(config, runtimeHandler, { signal });
       log.v(4, 'Created PodSandbox for pod', { podSandboxID: id, pod: formatPod(pod) });
       return { ok: true, id };
     } catch (err) {
