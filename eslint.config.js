@@ -24,6 +24,7 @@ const managers = [
   'nodepage',
   'nodeshutdown',
   'podresources',
+  'runtimeclass',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
 // What each folder of src/ may import from, besides itself.

@@ -159,6 +159,13 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         SystemdCgroup = false
         # runc's state under ours instead of /run/containerd/runc.
         Root = "$CD_STATE/runc"
+    # A second handler, runc again under another name, so that a RuntimeClass test can see its
+    # handler reach RunPodSandbox (the runtimeclass integration test's 'test-handler').
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler.options]
+        SystemdCgroup = false
+        Root = "$CD_STATE/runc"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "$CNI_BIN_DIR"
     conf_dir = "$CNI_CONF_DIR"

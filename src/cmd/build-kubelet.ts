@@ -14,6 +14,7 @@
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
  */
+import { RuntimeClassManager } from '../runtimeclass/runtime-class-manager.js';
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import {
@@ -389,7 +390,10 @@ export async function buildKubelet(
     listStatuses: (o) => contentStatuses.listStatuses(o),
     clock,
   });
+  // Upstream makes one only with an API client: standalone pods' runtimeClassName is not looked up.
+  const runtimeClassManager = cluster ? new RuntimeClassManager(cluster.kubeClient, clock) : undefined;
   const runtime = new KubeGenericRuntimeManager({
+    runtimeClassManager,
     runtimeService: criRuntime,
     imageService: criImages,
     runtimeName,
@@ -778,6 +782,10 @@ export async function buildKubelet(
       asComponent('statusmanager', {
         start: () => cluster.statusSink.start(),
         stop: () => cluster.statusSink.stop(),
+      }),
+    runtimeClassManager &&
+      loopComponent('runtimeclassmanager', (s) => runtimeClassManager.run(s), {
+        detail: () => ({ ...runtimeClassManager.status() }),
       }),
     cluster &&
       loopComponent('nodeinformer', (s) => cluster.nodeReflector.run(s), {

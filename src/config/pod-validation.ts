@@ -12,6 +12,7 @@ import type { Container, Pod, Probe, Quantity, Volume, VolumeSourceKey } from '.
 import { VOLUME_SOURCES } from '../api/core-v1.js';
 import { POD_UID_RULE, isSafePodUid } from '../api/pod-uid.js';
 import { compareQuantity, parseQuantity } from '../api/quantity.js';
+import { isDeepStrictEqual } from 'node:util';
 import { errorMessage } from '../lib/errors.js';
 import { FieldErrors, fieldErrorText, type FieldError } from './field-errors.js';
 import {
@@ -131,12 +132,82 @@ function hasSource(v: Volume, key: VolumeSourceKey): boolean {
   return v[key] !== undefined && v[key] !== null;
 }
 
+/**
+ * The `ephemeralcontainers` subresource's checks (upstream ValidatePodEphemeralContainersUpdate):
+ * the new list is valid beside the pod's other containers, and the ones already there are neither
+ * changed nor removed.
+ */
+export function validateEphemeralContainersUpdate(newPod: Pod, oldPod: Pod): FieldError[] {
+  const v = new PodValidator(newPod);
+  const errs = new FieldErrors();
+  const added = newPod.spec.ephemeralContainers ?? [];
+  for (const old of oldPod.spec.ephemeralContainers ?? []) {
+    const now = added.find((c) => c.name === old.name);
+    if (!now)
+      errs.forbidden(
+        'spec.ephemeralContainers',
+        `existing ephemeral containers "${old.name}" may not be removed`,
+      );
+    else if (!isDeepStrictEqual(now, old))
+      errs.forbidden(
+        'spec.ephemeralContainers',
+        `existing ephemeral containers "${old.name}" may not be changed`,
+      );
+  }
+  return [...v.ephemeralContainerErrors(), ...errs.list];
+}
+
+/** What an ephemeral container may not have: it joins a running pod and is never restarted. */
+const EPHEMERAL_FORBIDDEN_FIELDS = [
+  'ports',
+  'resources',
+  'resizePolicy',
+  'restartPolicy',
+  'livenessProbe',
+  'readinessProbe',
+  'startupProbe',
+  'lifecycle',
+] as const;
+
 class PodValidator {
   private readonly errs = new FieldErrors();
   private readonly volumeNames = new Set<string>();
   private readonly volumes = new Map<string, Volume>();
 
   constructor(private readonly pod: Pod) {}
+
+  /** Upstream validateEphemeralContainers, on a pod the API already holds. */
+  ephemeralContainerErrors(): FieldError[] {
+    const spec = this.pod.spec;
+    (spec.volumes ?? []).forEach((v) => {
+      this.volumeNames.add(v.name);
+      this.volumes.set(v.name, v);
+    });
+    const names = new Set<string>();
+    for (const c of [...(spec.initContainers ?? []), ...spec.containers]) names.add(c.name);
+    const others = new Set(names);
+    const e = this.errs;
+    (spec.ephemeralContainers ?? []).forEach((c, i) => {
+      const at = `spec.ephemeralContainers[${i}]`;
+      const raw = c as unknown as Record<string, unknown>;
+      for (const f of EPHEMERAL_FORBIDDEN_FIELDS) {
+        if (raw[f] !== undefined) e.forbidden(`${at}.${f}`, 'cannot be set for an Ephemeral Container');
+      }
+      (c.volumeMounts ?? []).forEach((m, j) => {
+        if (m.subPath)
+          e.forbidden(`${at}.volumeMounts[${j}].subPath`, 'cannot be set for an Ephemeral Container');
+        if (m.subPathExpr)
+          e.forbidden(`${at}.volumeMounts[${j}].subPathExpr`, 'cannot be set for an Ephemeral Container');
+      });
+      // Its own checks with the forbidden fields left out, so each is reported once.
+      const common: Record<string, unknown> = { ...raw };
+      for (const f of [...EPHEMERAL_FORBIDDEN_FIELDS, 'targetContainerName']) delete common[f];
+      this.validateContainer(common as unknown as Container, at, false, names, new Set());
+      if (c.targetContainerName && !others.has(c.targetContainerName))
+        e.notFound(`${at}.targetContainerName`, c.targetContainerName);
+    });
+    return this.errs.list;
+  }
 
   run(): FieldError[] {
     this.validateMeta();

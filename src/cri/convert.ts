@@ -196,6 +196,8 @@ function linuxContainerSecurityContextFromCri(
     maskedPaths: m.maskedPaths,
     readonlyPaths: m.readonlyPaths,
     seccomp: optional(m.seccomp, securityProfileFromCri),
+    apparmor: optional(m.apparmor, securityProfileFromCri),
+    apparmorProfile: m.apparmorProfile === '' ? undefined : m.apparmorProfile,
   });
 }
 

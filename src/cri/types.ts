@@ -189,6 +189,9 @@ export interface LinuxContainerSecurityContext {
   maskedPaths: string[];
   readonlyPaths: string[];
   seccomp?: SecurityProfile;
+  /** v1.30 sends both: the profile and the older string form (`runtime/default`, `localhost/<name>`). */
+  apparmor?: SecurityProfile;
+  apparmorProfile?: string;
 }
 
 export interface LinuxContainerConfig {

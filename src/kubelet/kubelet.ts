@@ -46,6 +46,7 @@ import {
 } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
+import { AppArmorValidator } from './apparmor-validator.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 import { checkedPodUid } from '../api/pod-uid.js';
 
@@ -98,6 +99,8 @@ export interface KubeletOptions {
   networkErrors?: () => string[];
   /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
   sysctlAllowlist?: SysctlAllowlist;
+  /** Whether pods' AppArmor profiles can be enforced here; default: checks this host. */
+  appArmorValidator?: AppArmorValidator;
   /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
   clock: Clock;
   runtime: Runtime;
@@ -153,6 +156,7 @@ export class Kubelet implements ServerHost {
   private readonly clock: Clock;
   private readonly runtime: Runtime;
   private readonly sysctlAllowlist: SysctlAllowlist;
+  private readonly appArmorValidator: AppArmorValidator;
   /** spec.activeDeadlineSeconds: a sync loop handler and a pod sync handler (upstream activeDeadlineHandler). */
   private readonly activeDeadline: ActiveDeadlineHandler;
   private podWorkers!: PodWorkers;
@@ -202,6 +206,7 @@ export class Kubelet implements ServerHost {
       ],
     );
     this.sysctlAllowlist = opts.sysctlAllowlist ?? SysctlAllowlist.forNode([]);
+    this.appArmorValidator = opts.appArmorValidator ?? AppArmorValidator.forHost();
     this.activeDeadline = new ActiveDeadlineHandler(
       opts.clock,
       (uid) => opts.statusManager.getPodStatus(uid),
@@ -408,12 +413,14 @@ export class Kubelet implements ServerHost {
     }
   }
 
-  /** Upstream's eviction handler comes first, then the sysctl allowlist; undefined when both admit. */
+  /** Upstream's eviction handler comes first, then the sysctl allowlist, then AppArmor; undefined when all admit. */
   private admitBeforeDevices(pod: Pod): ReturnType<typeof canAdmitPod> | undefined {
     const eviction = this.opts.evictionAdmit?.(pod);
     if (eviction && !eviction.admit) return eviction;
     const sysctls = this.sysctlAllowlist.admit(pod);
-    return sysctls.admit ? undefined : sysctls;
+    if (!sysctls.admit) return sysctls;
+    const appArmor = this.appArmorValidator.admit(pod);
+    return appArmor.admit ? undefined : appArmor;
   }
 
   /** The predicates, against a node whose allocatable covers the devices already held (upstream: UpdatePluginResources). */

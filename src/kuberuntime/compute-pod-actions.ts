@@ -39,6 +39,8 @@ export interface PodActions {
   initContainersToStart: number[];
   /** Indices into pod.spec.containers. */
   containersToStart: number[];
+  /** Indices into pod.spec.ephemeralContainers: those never started (they are never restarted). */
+  ephemeralContainersToStart: number[];
   /** Keyed by runtime container ID. */
   containersToKill: Map<string, ContainerToKill>;
 }
@@ -170,6 +172,7 @@ export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: P
     attempt: sandbox.attempt,
     initContainersToStart: [],
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: new Map(),
   };
 
@@ -196,6 +199,12 @@ export function computePodActions(pod: Pod, podStatus: KubePodStatus, probes?: P
     changes.containersToStart = toStart;
     return changes;
   }
+
+  // Ephemeral containers may start before initialization completes: debugging a stuck init
+  // container is what they are for. One that has a status, whatever it is, has had its one run.
+  (pod.spec.ephemeralContainers ?? []).forEach((c, idx) => {
+    if (!findContainerStatusByName(podStatus, c.name)) changes.ephemeralContainersToStart.push(idx);
+  });
 
   const hasInitialized = computeInitContainerActions(pod, podStatus, changes, probes);
   // Initialization failed or is under way: app containers wait.

@@ -62,6 +62,8 @@ export interface ContainerStartInput {
   image: Image | undefined;
   podIP: string;
   podIPs: string[];
+  /** An ephemeral container's target container (the runtime's ID), for its process namespace. */
+  targetContainerId?: string;
 }
 
 /** `<name>/<restartCount>.log`, relative to the pod's log folder. */
@@ -134,6 +136,7 @@ export async function generateContainerConfig(
         image: input.image,
         seccompDefault: opts.seccompDefault,
         seccompProfileRoot: path.join(opts.rootDir, 'seccomp'),
+        pidNamespaceTargetId: input.targetContainerId,
       }),
     },
     ...(dev && dev.devices.length > 0 ? { devices: dev.devices } : {}),

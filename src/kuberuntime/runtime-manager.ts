@@ -87,6 +87,11 @@ export interface KubeGenericRuntimeManagerOptions {
   rootDir?: string;
   /** The RuntimeClass handler for RunPodSandbox ('' is the runtime's default). */
   runtimeHandler?: string;
+  /**
+   * Resolves pods' runtimeClassName to a handler (cluster mode). Without it, as upstream without an
+   * API client, runtimeClassName is not looked up and every sandbox gets runtimeHandler.
+   */
+  runtimeClassManager?: RuntimeClassLookup;
   /** --resolv-conf; '' for none. Default /etc/resolv.conf. */
   resolvConf?: string;
   clusterDNS?: string[];
@@ -148,6 +153,12 @@ export interface KubeGenericRuntimeManagerOptions {
 type StartFailure = { reason: string; message: string };
 
 /** The node's allocatable resources, as its Node status shows them. */
+
+/** The RuntimeClass handler a pod's sandbox runs with (upstream runtimeclass.Manager). */
+export interface RuntimeClassLookup {
+  /** '' for no class; throws when the class is not known. */
+  lookupRuntimeHandler(runtimeClassName: string | undefined): string;
+}
 
 /** Where a pod's image pull secrets come from: the secret's type and decoded data, undefined when it does not exist. */
 export interface PullSecretSource {
@@ -259,6 +270,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       attempt: changes.attempt,
       initContainersToStart: changes.initContainersToStart,
       containersToStart: changes.containersToStart,
+      ephemeralContainersToStart: changes.ephemeralContainersToStart,
       containersToKill: [...changes.containersToKill.values()].map((k) => k.name),
     });
     if (changes.createSandbox && changes.sandboxId !== '') {
@@ -307,7 +319,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     if (
       !changes.createSandbox &&
       changes.initContainersToStart.length === 0 &&
-      changes.containersToStart.length === 0
+      changes.containersToStart.length === 0 &&
+      changes.ephemeralContainersToStart.length === 0
     ) {
       return done();
     }
@@ -396,7 +409,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     const getPullSecrets = (): Promise<PullSecret[]> =>
       (pullSecrets ??= this.getPullSecretsForPod(pod, signal));
 
-    const start = async (container: Container): Promise<boolean> => {
+    const start = async (container: Container, targetContainerName?: string): Promise<boolean> => {
       const r: SyncResult = { action: 'StartContainer', target: container.name };
       results.push(r);
       const wait = doBackOff(pod, container, podStatus, backoff);
@@ -414,6 +427,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         return false;
       }
       const failure = await this.startContainer(
+        targetContainerName,
         podSandboxId,
         sandboxConfig,
         container,
@@ -440,6 +454,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       return true;
     };
 
+    // Ephemeral containers first, so that a pod whose init container fails to start can be debugged.
+    for (const idx of changes.ephemeralContainersToStart) {
+      const ec = pod.spec.ephemeralContainers?.[idx];
+      if (ec) await start(ec, ec.targetContainerName ?? '');
+    }
     for (const idx of changes.initContainersToStart) {
       const init = pod.spec.initContainers?.[idx];
       if (!init) continue;
@@ -531,8 +550,22 @@ export class KubeGenericRuntimeManager implements Runtime {
         error: errorMessage(err),
       };
     }
+    let runtimeHandler = this.runtimeHandler;
+    if (this.opts.runtimeClassManager) {
+      try {
+        runtimeHandler = this.opts.runtimeClassManager.lookupRuntimeHandler(pod.spec.runtimeClassName);
+      } catch (err) {
+        return {
+          ok: false,
+          message: `Failed to create sandbox for pod "${formatPod(pod)}": ${errorMessage(err)}`,
+          error: errorMessage(err),
+        };
+      }
+      if (runtimeHandler !== '')
+        log.v(2, 'Running pod with runtime handler', { pod: formatPod(pod), runtimeHandler });
+    }
     try {
-      const id = await this.runtimeService.runPodSandbox(config, this.runtimeHandler, { signal });
+      const id = await this.runtimeService.runPodSandbox(config, runtimeHandler, { signal });
       log.v(4, 'Created PodSandbox for pod', { podSandboxID: id, pod: formatPod(pod) });
       return { ok: true, id };
     } catch (err) {
@@ -547,6 +580,8 @@ export class KubeGenericRuntimeManager implements Runtime {
 
   /** Pull, create, start, postStart hook. Returns the failure, or undefined when the container started. */
   private async startContainer(
+    /** An ephemeral container's targetContainerName ('' for none); undefined for other containers. */
+    targetContainerName: string | undefined,
     podSandboxId: string,
     sandboxConfig: PodSandboxConfig,
     rawContainer: Container,
@@ -561,6 +596,18 @@ export class KubeGenericRuntimeManager implements Runtime {
     const fieldPath = containerFieldPath(pod, container.name);
     const warn = (message: string): void =>
       this.recorder.event(pod, fieldPath, 'Warning', EventReason.FailedToCreateContainer, message);
+
+    // An ephemeral container's target must exist before anything is pulled (upstream getTargetID).
+    let targetContainerId: string | undefined;
+    if (targetContainerName) {
+      const target = findContainerStatusByName(podStatus, targetContainerName);
+      if (!target) {
+        const message = `unable to find target container ${targetContainerName}`;
+        warn(`Error: ${message}`);
+        return { reason: 'CreateContainerConfigError', message };
+      }
+      targetContainerId = target.id;
+    }
 
     const pulled = await this.imagePuller.ensureImageExists(
       pod,
@@ -583,7 +630,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     try {
       const image = await this.imageService.imageStatus({ image: pulled.imageRef }, false, { signal });
       config = await generateContainerConfig(
-        { pod, container, restartCount, imageRef: pulled.imageRef, image, podIP, podIPs },
+        { pod, container, restartCount, imageRef: pulled.imageRef, image, podIP, podIPs, targetContainerId },
         {
           podLogsDir: this.podLogsDir,
           rootDir: this.rootDir,
@@ -841,9 +888,11 @@ export class KubeGenericRuntimeManager implements Runtime {
     let targetPod: Pod;
     if (pod) {
       targetPod = pod;
-      spec = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find(
-        (c) => c.name === containerName,
-      );
+      spec = [
+        ...pod.spec.containers,
+        ...(pod.spec.initContainers ?? []),
+        ...(pod.spec.ephemeralContainers ?? []),
+      ].find((c) => c.name === containerName);
       if (!spec) {
         throw new Error(
           `failed to get containerSpec "${containerName}" (id="${this.type}://${containerId}") in pod "${formatPod(pod)}" when killing container for reason "${message}"`,

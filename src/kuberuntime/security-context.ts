@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Container, Pod, SeccompProfile, SecurityContext } from '../api/core-v1.js';
 import type { Image, LinuxContainerSecurityContext, SecurityProfile } from '../cri/types.js';
 import { KubeletError } from '../lib/errors.js';
+import { appArmorSecurityProfile, getAppArmorProfile } from './apparmor.js';
 import { formatPod } from './format.js';
 import { namespacesForPod } from './sandbox-config.js';
 
@@ -55,6 +56,11 @@ export interface SecurityContextOptions {
   seccompDefault: boolean;
   /** Where Localhost seccomp profiles live: `<root-dir>/seccomp`. */
   seccompProfileRoot: string;
+  /**
+   * An ephemeral container's target (the runtime's ID): it joins that container's process namespace
+   * when the pod's containers each have their own.
+   */
+  pidNamespaceTargetId?: string;
 }
 
 export function generateLinuxContainerSecurityContext(
@@ -66,6 +72,11 @@ export function generateLinuxContainerSecurityContext(
   const podSc = pod.spec.securityContext;
   const privileged = sc.privileged === true;
   const unmasked = sc.procMount === 'Unmasked' || privileged;
+  const namespaces = namespacesForPod(pod);
+  if (opts.pidNamespaceTargetId !== undefined && namespaces.pid === 'CONTAINER') {
+    namespaces.pid = 'TARGET';
+    namespaces.targetId = opts.pidNamespaceTargetId;
+  }
   const result: LinuxContainerSecurityContext = {
     privileged,
     runAsUsername: '',
@@ -74,9 +85,14 @@ export function generateLinuxContainerSecurityContext(
     noNewPrivs: sc.allowPrivilegeEscalation === false,
     maskedPaths: unmasked ? [] : [...DEFAULT_MASKED_PATHS],
     readonlyPaths: unmasked ? [] : [...DEFAULT_READONLY_PATHS],
-    namespaceOptions: namespacesForPod(pod),
+    namespaceOptions: namespaces,
     seccomp: seccompProfile(sc.seccompProfile, opts),
   };
+  const apparmor = appArmorSecurityProfile(getAppArmorProfile(pod, container));
+  if (apparmor) {
+    result.apparmor = apparmor.apparmor;
+    result.apparmorProfile = apparmor.apparmorProfile;
+  }
   if (sc.capabilities) {
     result.capabilities = {
       addCapabilities: [...(sc.capabilities.add ?? [])],

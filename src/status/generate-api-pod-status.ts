@@ -100,6 +100,16 @@ export function generateAPIPodStatus(input: GenerateAPIPodStatusInput): PodStatu
     input.waitingReasons,
   );
 
+  // Reported beside the others, but they count for neither the phase nor readiness.
+  const ephemeralContainerStatuses = convertToAPIContainerStatuses(
+    pod,
+    podStatus,
+    oldStatus.ephemeralContainerStatuses ?? [],
+    pod.spec.ephemeralContainers ?? [],
+    hasInitContainers,
+    false,
+    input.waitingReasons,
+  );
   let phase = getPhase(pod, [...containerStatuses, ...initContainerStatuses], podIsTerminal);
   // A phase that was terminal, in our last report or in the API, stays terminal.
   if (phase !== 'Failed' && phase !== 'Succeeded') {
@@ -163,6 +173,7 @@ export function generateAPIPodStatus(input: GenerateAPIPodStatusInput): PodStatu
   status.startTime = oldStatus.startTime || rfc3339Seconds(nowMs);
   if (initContainerStatuses.length > 0) status.initContainerStatuses = initContainerStatuses;
   if (containerStatuses.length > 0) status.containerStatuses = containerStatuses;
+  if (ephemeralContainerStatuses.length > 0) status.ephemeralContainerStatuses = ephemeralContainerStatuses;
   status.qosClass = getPodQOS(pod);
 
   updateLastTransitionTimes(status, oldStatus, rfc3339Seconds(nowMs));

@@ -189,7 +189,9 @@ export class LocalStatusManager implements StatusManager {
         restartPolicy,
         (name) =>
           (pod.spec.initContainers ?? []).some((c) => c.name === name && c.restartPolicy === 'Always'),
-      );
+      ) ??
+      // Ephemeral containers are never restarted.
+      illegalTransition(oldStatus.ephemeralContainerStatuses, status.ephemeralContainerStatuses, 'Never');
     if (illegal) {
       log.error('Status update on pod aborted', {
         pod: `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`,
@@ -309,7 +311,11 @@ function normalizeStatus(pod: Pod, status: PodStatus): void {
   };
   status.containerStatuses?.forEach(truncate);
   status.initContainerStatuses?.forEach(truncate);
-  status.containerStatuses?.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  status.ephemeralContainerStatuses?.forEach(truncate);
+  const byName = (a: { name: string }, b: { name: string }): number =>
+    a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  status.containerStatuses?.sort(byName);
+  status.ephemeralContainerStatuses?.sort(byName);
   if (status.initContainerStatuses) {
     const order = new Map((pod.spec.initContainers ?? []).map((c, i) => [c.name, i]));
     status.initContainerStatuses.sort(

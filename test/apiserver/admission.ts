@@ -13,6 +13,7 @@ type Obj = Record<string, unknown>;
 /** What admission may look up in the store. */
 export interface AdmissionLookups {
   getServiceAccount(namespace: string, name: string): KubeObject | undefined;
+  getRuntimeClass(name: string): KubeObject | undefined;
   nextClusterIp(): string;
 }
 
@@ -203,6 +204,7 @@ function preparePod(pod: KubeObject, lookups: AdmissionLookups): void {
   for (const c of [...list(spec.initContainers), ...list(spec.containers)]) defaultContainer(c, hostNetwork);
   defaultVolumes(spec);
   admitServiceAccount(pod, spec, lookups);
+  admitRuntimeClass(pod.metadata.name ?? '', spec, lookups);
   // The v1 API still serves the deprecated serviceAccount field as a copy of serviceAccountName.
   if (spec.serviceAccountName) spec.serviceAccount = spec.serviceAccountName;
   addDefaultTolerations(spec);
@@ -219,6 +221,41 @@ function preparePod(pod: KubeObject, lookups: AdmissionLookups): void {
   pod.metadata.generation = 1;
   // podStrategy.PrepareForCreate: whatever status the client sent is dropped.
   pod.status = { phase: 'Pending', qosClass: qosClass(spec) };
+}
+
+/**
+ * The RuntimeClass admission plugin: a pod naming a class that does not exist is refused, and the
+ * class's overhead.podFixed becomes the pod's spec.overhead (a different one sent is refused).
+ */
+function admitRuntimeClass(podName: string, spec: Obj, lookups: AdmissionLookups): void {
+  const name = spec.runtimeClassName;
+  if (typeof name !== 'string' || name === '') return;
+  const rc = lookups.getRuntimeClass(name);
+  if (!rc)
+    throw forbidden(
+      { group: '', resource: 'pods' },
+      podName,
+      `pod rejected: RuntimeClass ${JSON.stringify(name)} not found`,
+    );
+  const podFixed = obj(obj(rc.overhead)?.podFixed);
+  if (!podFixed) return;
+  if (spec.overhead !== undefined && JSON.stringify(spec.overhead) !== JSON.stringify(podFixed))
+    throw forbidden(
+      { group: '', resource: 'pods' },
+      podName,
+      "pod rejected: Pod's Overhead doesn't match RuntimeClass's defined Overhead",
+    );
+  spec.overhead = structuredClone(podFixed);
+}
+
+/** The defaults the ephemeralcontainers update gives each ephemeral container (SetDefaults_Container). */
+export function defaultEphemeralContainers(pod: KubeObject): void {
+  const spec = (obj(pod.spec) ?? {}) as Obj;
+  for (const c of list(spec.ephemeralContainers)) {
+    c.terminationMessagePath ??= '/dev/termination-log';
+    c.terminationMessagePolicy ??= 'File';
+    c.imagePullPolicy ??= defaultPullPolicy(c.image);
+  }
 }
 
 function prepareService(svc: KubeObject, lookups: AdmissionLookups): void {

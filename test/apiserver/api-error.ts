@@ -108,7 +108,13 @@ export const OPTIMISTIC_LOCK_MESSAGE =
   'the object has been modified; please apply your changes to the latest version and try again';
 
 export interface FieldError {
-  type: 'FieldValueInvalid' | 'FieldValueRequired' | 'FieldValueForbidden' | 'FieldValueNotSupported';
+  type:
+    | 'FieldValueInvalid'
+    | 'FieldValueRequired'
+    | 'FieldValueForbidden'
+    | 'FieldValueNotSupported'
+    | 'FieldValueNotFound'
+    | 'FieldValueDuplicate';
   field: string;
   /** What follows the field in the message, e.g. `Invalid value: "x": field is immutable`. */
   body: string;

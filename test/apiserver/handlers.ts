@@ -302,7 +302,12 @@ async function serve(
     case 'HEAD': {
       const table = tableRequest(req.headers.accept, def.resource, query.get('includeObject'));
       if (info.name) {
-        if (info.subresource && info.subresource !== 'status' && info.subresource !== 'approval')
+        if (
+          info.subresource &&
+          info.subresource !== 'status' &&
+          info.subresource !== 'approval' &&
+          info.subresource !== 'ephemeralcontainers'
+        )
           throw methodNotSupported(def, 'get');
         const o = store.get(def.resource, info.name, namespace);
         if (table) {
@@ -589,9 +594,13 @@ function serveWatch(
   return 200;
 }
 
-/** PUT and PATCH on `status` or `approval` change only that part of the object. */
-function subresourceOption(subresource: string): { subresource?: 'status' | 'approval' } {
-  return subresource === 'status' || subresource === 'approval' ? { subresource } : {};
+/** PUT and PATCH on `status`, `approval` or `ephemeralcontainers` change only that part of the object. */
+function subresourceOption(subresource: string): {
+  subresource?: 'status' | 'approval' | 'ephemeralcontainers';
+} {
+  return subresource === 'status' || subresource === 'approval' || subresource === 'ephemeralcontainers'
+    ? { subresource }
+    : {};
 }
 
 /** The CSR strategy's PrepareForCreate: the requester is recorded, any status sent is dropped. */

@@ -165,7 +165,7 @@ export const RESOURCES: readonly ResourceDef[] = [
     kind: 'Pod',
     namespaced: true,
     shortNames: ['po'],
-    subresources: ['status', 'binding'],
+    subresources: ['status', 'binding', 'ephemeralcontainers'],
     returnDeletedObject: true,
     fields: [
       'spec.nodeName',
@@ -259,6 +259,12 @@ export const RESOURCES: readonly ResourceDef[] = [
     shortNames: ['pvc'],
     subresources: ['status'],
     patchSchema: schema({ status: { fields: conditionsOnly } }),
+  }),
+  def({
+    group: 'node.k8s.io',
+    resource: 'runtimeclasses',
+    kind: 'RuntimeClass',
+    namespaced: false,
   }),
   def({
     group: 'coordination.k8s.io',

@@ -17,8 +17,11 @@ import {
   notFound,
   OPTIMISTIC_LOCK_MESSAGE,
   resourceExpired,
+  type FieldError,
 } from './api-error.js';
-import { prepareForCreate, randomSuffix } from './admission.js';
+import { defaultEphemeralContainers, prepareForCreate, randomSuffix } from './admission.js';
+import type { Pod } from '../../src/api/core-v1.js';
+import { validateEphemeralContainersUpdate } from '../../src/config/pod-validation.js';
 import { applyPatch, deepEqual, type Json, type JsonObject, type PatchType } from './patch.js';
 import { apiVersionOf, resourceByName, type KubeObject, type ResourceDef } from './resources.js';
 import { parseFieldSelector, parseLabelSelector, type FieldSelector } from './selectors.js';
@@ -54,7 +57,7 @@ export interface DeleteResult {
 
 export interface UpdateOptions {
   /** `approval`: only status.conditions change (CertificateSigningRequests). */
-  subresource?: 'status' | 'approval';
+  subresource?: 'status' | 'approval' | 'ephemeralcontainers';
 }
 
 export interface StoreOptions {
@@ -301,6 +304,7 @@ export class ObjectStore {
     delete meta.generation;
     prepareForCreate(def.resource, o, {
       getServiceAccount: (ns, name) => this.tryGet('serviceaccounts', name, ns),
+      getRuntimeClass: (name) => this.tryGet('runtimeclasses', name),
       nextClusterIp: () => `10.96.0.${this.clusterIpCounter++}`,
     });
     if (this.table(def).has(keyOf(def, meta.namespace, meta.name))) throw alreadyExists(def, meta.name);
@@ -416,6 +420,8 @@ export class ObjectStore {
       if (conditions === undefined) delete status.conditions;
       else status.conditions = conditions;
       next.status = status;
+    } else if (opts.subresource === 'ephemeralcontainers') {
+      next = ephemeralContainersUpdate(existing, o);
     } else if (opts.subresource === 'status') {
       // Status strategies: everything but status and metadata comes from the stored object.
       next = { ...clone(existing), metadata: meta, status: o.status };
@@ -681,4 +687,37 @@ function decodeContinue(token: string): { rv: number; start: string } {
       'continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)',
     );
   }
+}
+
+/**
+ * The ephemeralcontainers strategy: the stored pod with only spec.ephemeralContainers (defaulted)
+ * taken from the request, checked as ValidatePodEphemeralContainersUpdate does.
+ */
+function ephemeralContainersUpdate(existing: KubeObject, o: KubeObject): KubeObject {
+  const next = clone(existing);
+  next.metadata.resourceVersion = o.metadata.resourceVersion;
+  const spec = next.spec as Record<string, unknown>;
+  const requested = (o.spec as { ephemeralContainers?: unknown } | undefined)?.ephemeralContainers;
+  if (requested === undefined) delete spec.ephemeralContainers;
+  else spec.ephemeralContainers = requested;
+  defaultEphemeralContainers(next);
+  const errs = validateEphemeralContainersUpdate(next as unknown as Pod, existing as unknown as Pod);
+  if (errs.length > 0) {
+    throw invalid(
+      { group: '', kind: 'Pod' },
+      existing.metadata.name ?? '',
+      errs.map((e) => ({ type: fieldErrorType(e.detail), field: e.field, body: e.detail })),
+    );
+  }
+  return next;
+}
+
+/** The StatusReason cause type of a field error, from the words its detail starts with. */
+function fieldErrorType(detail: string): FieldError['type'] {
+  if (detail.startsWith('Forbidden')) return 'FieldValueForbidden';
+  if (detail.startsWith('Not found')) return 'FieldValueNotFound';
+  if (detail.startsWith('Duplicate')) return 'FieldValueDuplicate';
+  if (detail.startsWith('Required')) return 'FieldValueRequired';
+  if (detail.startsWith('Unsupported')) return 'FieldValueNotSupported';
+  return 'FieldValueInvalid';
 }

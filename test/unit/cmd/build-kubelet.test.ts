@@ -146,7 +146,7 @@ describe('buildBootstrap and buildKubelet', () => {
     assert.deepEqual(all.slice(-4), ['filesource', 'httpsource', 'kubeletserver', 'readonlyserver']);
   });
 
-  test('cluster mode adds the API clients, events, status manager, node informer, node status, Lease and API source', async () => {
+  test('cluster mode adds the API clients, events, status manager, RuntimeClass manager, node informer, node status, Lease and API source', async () => {
     assert.deepEqual(await names(await load(`--kubeconfig=${kubeconfig}`)), [
       'apiclients',
       'events',
@@ -157,6 +157,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'devicemanager',
       'podresources',
       'statusmanager',
+      'runtimeclassmanager',
       'nodeinformer',
       'nodestatus',
       'nodelease',

@@ -464,3 +464,41 @@ describe('crash-loop back-off', () => {
     assert.deepEqual(doBackOff(pod([app]), app, status([], []), backoff), { inBackOff: false });
   });
 });
+
+describe('computePodActions: ephemeral containers', () => {
+  const debug = { name: 'debug', image: 'busybox:1', targetContainerName: 'app' };
+  const withDebug = (): Pod => {
+    const p = pod([app]);
+    p.spec.ephemeralContainers = [debug];
+    return p;
+  };
+
+  test('one not yet started is started beside a running pod, which is left alone', () => {
+    const a = computePodActions(withDebug(), status([sandbox('s1')], [cs(app, 'running')]));
+    assert.deepEqual(a.ephemeralContainersToStart, [0]);
+    assert.equal(a.killPod, false);
+    assert.deepEqual(a.containersToStart, []);
+  });
+
+  test('one that ran is never started again, whatever its exit code and the restart policy', () => {
+    for (const exitCode of [0, 1]) {
+      const s = status([sandbox('s1')], [cs(app, 'running'), cs(debug, 'exited', { exitCode })]);
+      const a = computePodActions(withDebug(), s);
+      assert.deepEqual(a.ephemeralContainersToStart, []);
+      assert.equal(a.killPod, false);
+    }
+  });
+
+  test('it may start while an init container still runs', () => {
+    const p = pod([app], { init: [init1] });
+    p.spec.ephemeralContainers = [debug];
+    const a = computePodActions(p, status([sandbox('s1')], [cs(init1, 'running')]));
+    assert.deepEqual(a.ephemeralContainersToStart, [0]);
+  });
+
+  test('a new sandbox starts none: they belonged to the old one', () => {
+    const a = computePodActions(withDebug(), status([], []));
+    assert.equal(a.createSandbox, true);
+    assert.deepEqual(a.ephemeralContainersToStart, []);
+  });
+});

@@ -562,3 +562,69 @@ describe('image pull secrets', () => {
     assert.deepEqual(asked, []);
   });
 });
+
+describe('syncPod: RuntimeClass and ephemeral containers', () => {
+  const classes = {
+    lookupRuntimeHandler(name: string | undefined): string {
+      if (!name) return '';
+      if (name === 'kata') return 'kata-handler';
+      throw new Error(`runtimeclass.node.k8s.io "${name}" not found`);
+    },
+  };
+
+  test("the class's handler goes to RunPodSandbox; an unknown class fails the sandbox with upstream's event", async () => {
+    const m = manager({ runtimeClassManager: classes });
+    const known = await sync(m, pod([app], { runtimeClassName: 'kata' }));
+    assert.deepEqual(failures(known), []);
+    assert.equal(fake.callsOf('runPodSandbox')[0]?.[1], 'kata-handler');
+
+    events.length = 0;
+    const unknown = await sync(m, pod([app], { runtimeClassName: 'gone' }, 'uid-2'));
+    assert.deepEqual(failures(unknown), [
+      'CreatePodSandbox web_prod(uid-2): CreatePodSandboxError: Failed to create sandbox for pod "web_prod(uid-2)": runtimeclass.node.k8s.io "gone" not found',
+    ]);
+    assert.deepEqual(events, [
+      ' Warning FailedCreatePodSandBox: Failed to create pod sandbox: runtimeclass.node.k8s.io "gone" not found',
+    ]);
+    assert.equal(fake.callsOf('runPodSandbox').length, 1);
+  });
+
+  test('without a RuntimeClass manager (standalone, no API client) runtimeClassName is not looked up', async () => {
+    const r = await sync(manager(), pod([app], { runtimeClassName: 'whatever' }));
+    assert.deepEqual(failures(r), []);
+    assert.equal(fake.callsOf('runPodSandbox')[0]?.[1], '');
+  });
+
+  test("an ephemeral container starts once in the pod's sandbox, in its target's PID namespace", async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    const target = [...fake.containers.values()].find((c) => c.config.metadata.name === 'app');
+    assert.ok(target);
+    p.spec.ephemeralContainers = [{ name: 'debug', image: 'busybox:1.36', targetContainerName: 'app' }];
+    assert.deepEqual(failures(await sync(m, p)), []);
+    const debug = [...fake.containers.values()].find((c) => c.config.metadata.name === 'debug');
+    assert.ok(debug);
+    assert.equal(debug.podSandboxId, target.podSandboxId);
+    assert.deepEqual(debug.config.linux?.securityContext?.namespaceOptions, {
+      network: 'POD',
+      pid: 'TARGET',
+      ipc: 'POD',
+      targetId: target.id,
+    });
+    // Once it has run it is not started again.
+    const creates = fake.callsOf('createContainer').length;
+    await sync(m, p);
+    assert.equal(fake.callsOf('createContainer').length, creates);
+  });
+
+  test('an unknown target is a CreateContainerConfigError', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    p.spec.ephemeralContainers = [{ name: 'debug', image: 'busybox:1.36', targetContainerName: 'nope' }];
+    assert.deepEqual(failures(await sync(m, p)), [
+      'StartContainer debug: CreateContainerConfigError: unable to find target container nope',
+    ]);
+  });
+});
