@@ -66,8 +66,10 @@ take_lock() {
 # docker-registry serves the image pull tests (scripts/registry.sh runs it by hand; its own service stays off).
 # chromium drives the node page's browser test (test/integration/node-page-browser.test.ts, puppeteer-core);
 # dbus-daemon runs the private bus the node shutdown test puts its stand-in for logind on.
-PACKAGES=(containerd runc containernetworking-plugins busybox-static gcc libc6-dev iptables iproute2
-  util-linux mount tar gzip docker-registry chromium dbus-daemon)
+# g++, make and python3 build usocket (node-gyp), which dbus-next needs to receive logind's lock fd:
+# .ci/run installs these packages before npm ci for that reason.
+PACKAGES=(containerd runc containernetworking-plugins busybox-static gcc g++ make python3 libc6-dev
+  iptables iproute2 util-linux mount tar gzip docker-registry chromium dbus-daemon)
 
 cmd_install() {
   local missing=() p
