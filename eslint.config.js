@@ -20,6 +20,7 @@ const managers = [
   'server',
   'events',
   'certificate',
+  'pluginmanager',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cmd'];
 // What each folder of src/ may import from, besides itself.
@@ -66,6 +67,8 @@ export default tseslint.config(
       '.stack/**',
       'src/cri/generated/**',
       'src/cri/containerd-events/generated/**',
+      'src/pluginmanager/generated/**',
+      'src/volume/csi/generated/**',
     ],
   },
   js.configs.recommended,
