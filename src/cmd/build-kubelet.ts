@@ -8,7 +8,7 @@
  *
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
- *   containermanager, volumemanager, statusmanager, nodeinformer, nodestatus, nodelease,
+ *   containermanager, volumemanager, pluginmanager, statusmanager, nodeinformer, nodestatus, nodelease,
  *   prober, podworkers, pleg, syncloop, podconfig, sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
@@ -70,6 +70,11 @@ import { FsResourceAnalyzer } from '../stats/fs-resource-analyzer.js';
 import { StatsProvider } from '../stats/stats-provider.js';
 import { LocalStatusManager } from '../status/status-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
+import { CsiDriversStore } from '../volume/csi/csi-drivers-store.js';
+import { CsiRegistrationHandler } from '../volume/csi/csi-registration-handler.js';
+import { ApiNodeInfoManager, standaloneNodeInfoManager } from '../volume/csi/node-info-manager.js';
+import { PluginType } from '../pluginmanager/cache/types.js';
+import { PluginManager, pluginsRegistryDir } from '../pluginmanager/plugin-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
 import {
@@ -317,8 +322,20 @@ export async function buildKubelet(
   const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
   // The node admission reads, set below; no container starts before it is.
   let nodeAnyWayForDownwardAPI: () => Node | undefined = () => undefined;
+  // CSI drivers join through the plugin watcher (<root-dir>/plugins_registry); the CSI volume plugin
+  // dials the ones registered. Device plugins register through the device manager's own socket.
+  const csiDrivers = new CsiDriversStore();
+  const pluginManager = new PluginManager({ socketDir: pluginsRegistryDir(flags.rootDirectory), clock });
+  pluginManager.addHandler(
+    PluginType.CSIPlugin,
+    new CsiRegistrationHandler(
+      csiDrivers,
+      cluster ? new ApiNodeInfoManager(cluster.kubeClient, nodeName) : standaloneNodeInfoManager,
+    ),
+  );
   // Volumes set up by an earlier run are read back from disk (at its start) before any pod syncs.
   const volumeManager = new VolumeManagerImpl({
+    csiDrivers,
     rootDir: flags.rootDirectory,
     nodeName,
     clock,
@@ -619,6 +636,11 @@ export async function buildKubelet(
       detail: () => ({ ...containerManager.status() }),
     }),
     asComponent('volumemanager', { start: () => volumeManager.start(), stop: () => volumeManager.stop() }),
+    asComponent('pluginmanager', {
+      start: () => pluginManager.start(),
+      stop: () => pluginManager.stop(),
+      detail: () => pluginManager.status(),
+    }),
     cluster &&
       asComponent('statusmanager', {
         start: () => cluster.statusSink.start(),

@@ -23,6 +23,7 @@ const log = logger('pluginmanager');
 export const PLUGINS_REGISTRY_DIR_NAME = 'plugins_registry';
 /** upstream: the reconciler's loopSleepDuration. */
 export const RECONCILER_LOOP_PERIOD_MS = 1_000;
+const STOP_WAIT_MS = 1_000;
 
 export interface PluginManagerOptions {
   /** The folder watched: `<root-dir>/plugins_registry`. */
@@ -82,12 +83,21 @@ export class PluginManager {
     this.reconciler.reconcile();
   }
 
-  /** Stops watching and reconciling; waits for the operations under way. Plugins stay registered. */
+  /**
+   * Stops watching and reconciling. Plugins stay registered. An operation under way (a driver's
+   * NodeGetInfo may take up to 2 min) is waited for at most STOP_WAIT_MS: the kubelet's one
+   * shutdown deadline is shorter, and the process ending ends it anyway.
+   */
   async stop(): Promise<void> {
     this.state = 'STOPPED';
     if (this.timer) this.clock.clearTimeout(this.timer);
     this.watcher.stop();
-    await this.executor.wait();
+    const ac = new AbortController();
+    await Promise.race([
+      this.executor.wait(),
+      this.clock.sleep(STOP_WAIT_MS, ac.signal).catch(() => undefined),
+    ]);
+    ac.abort();
   }
 
   /** Waits for what the watcher has seen and the operations under way (tests). */

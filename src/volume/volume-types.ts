@@ -81,6 +81,26 @@ export interface PersistentVolumeClaimVolumeSource {
   readOnly?: boolean;
 }
 
+/** A CSI inline (ephemeral) volume of a pod. */
+export interface CSIVolumeSource {
+  driver: string;
+  readOnly?: boolean;
+  fsType?: string;
+  volumeAttributes?: Record<string, string>;
+  nodePublishSecretRef?: { name?: string };
+}
+
+/** A PersistentVolume's CSI source. */
+export interface CSIPersistentVolumeSource {
+  driver: string;
+  volumeHandle: string;
+  readOnly?: boolean;
+  fsType?: string;
+  volumeAttributes?: Record<string, string>;
+  nodeStageSecretRef?: { name?: string; namespace?: string };
+  nodePublishSecretRef?: { name?: string; namespace?: string };
+}
+
 /** The sources this node understands, on top of core-v1's open Volume. */
 export interface PodVolume extends Volume {
   emptyDir?: EmptyDirVolumeSource;
@@ -90,6 +110,7 @@ export interface PodVolume extends Volume {
   downwardAPI?: DownwardAPIVolumeSource;
   projected?: ProjectedVolumeSource;
   persistentVolumeClaim?: PersistentVolumeClaimVolumeSource;
+  csi?: CSIVolumeSource;
 }
 
 export interface ConfigMap {
@@ -117,6 +138,9 @@ export interface PersistentVolume {
   spec: {
     hostPath?: HostPathVolumeSource;
     local?: { path: string; fsType?: string };
+    csi?: CSIPersistentVolumeSource;
+    accessModes?: string[];
+    mountOptions?: string[];
     claimRef?: { namespace?: string; name?: string; uid?: string };
     nodeAffinity?: { required?: { nodeSelectorTerms: NodeSelectorTerm[] } };
     volumeMode?: 'Filesystem' | 'Block';
