@@ -5,6 +5,7 @@
  * (`rpc error: code = Internal desc = …`), so events and logs match upstream's.
  */
 import * as grpc from '@grpc/grpc-js';
+import { KubeletError } from '../../lib/errors.js';
 import { goRpcErrorText } from '../../lib/grpc-status-text.js';
 import {
   NodeClient,
@@ -22,12 +23,12 @@ import {
 export { VolumeCapability_AccessMode_Mode as CsiAccessMode };
 
 /** An error the driver answered (or the transport gave), with its gRPC code. */
-export class CsiRpcError extends Error {
+export class CsiRpcError extends KubeletError {
   constructor(
-    readonly code: grpc.status,
+    readonly grpcCode: grpc.status,
     details: string,
   ) {
-    super(goRpcErrorText(code, details));
+    super('CSI_RPC_FAILED', goRpcErrorText(grpcCode, details));
     this.name = 'CsiRpcError';
   }
 }
@@ -44,7 +45,7 @@ export function isFinalError(err: unknown): boolean {
     grpc.status.UNAVAILABLE,
     grpc.status.RESOURCE_EXHAUSTED,
     grpc.status.ABORTED,
-  ].includes(err.code);
+  ].includes(err.grpcCode);
 }
 
 export interface NodeInfo {
