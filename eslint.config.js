@@ -25,6 +25,7 @@ const managers = [
   'nodeshutdown',
   'podresources',
   'runtimeclass',
+  'pluginmanager',
 ];
 const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
 // What each folder of src/ may import from, besides itself.
@@ -76,6 +77,8 @@ export default tseslint.config(
       'src/cm/devicemanager/generated/**',
       'src/podresources/generated/**',
       'src/cri/containerd-content/generated/**',
+      'src/pluginmanager/generated/**',
+      'src/volume/csi/generated/**',
     ],
   },
   js.configs.recommended,

@@ -2,41 +2,36 @@
 # Regenerates the TypeScript of the protos (npm run gen:cri): CRI runtime.v1 into src/cri/generated,
 # containerd's events API into src/cri/containerd-events/generated, the one call of containerd's
 # content API that pull progress reads into src/cri/containerd-content/generated, the device plugin
-# API into src/cm/devicemanager/generated and the pod resources API into src/podresources/generated.
-# Uses buf and
+# API into src/cm/devicemanager/generated, the pod resources API into src/podresources/generated,
+# the plugin registration API into src/pluginmanager/generated and the CSI calls into
+# src/volume/csi/generated. Uses buf and
 # ts-proto from node_modules (no protoc). With --check, regenerates into a scratch copy and fails
 # when the committed output differs (CI runs this from npm run lint).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 targets=(src/cri/generated src/cri/containerd-events/generated src/cri/containerd-content/generated
-  src/cm/devicemanager/generated src/podresources/generated)
+  src/cm/devicemanager/generated src/podresources/generated src/pluginmanager/generated
+  src/volume/csi/generated)
+# Each target's proto folder (with its buf.gen.yaml), in the same order.
+protos=(src/cri/proto src/cri/containerd-events/proto src/cri/containerd-content/proto
+  src/cm/devicemanager/proto src/podresources/proto src/pluginmanager/proto src/volume/csi/proto)
 
 generate() {
-  local root=$1
-  rm -rf "$root/src/cri/generated" "$root/src/cri/containerd-events/generated" \
-    "$root/src/cri/containerd-content/generated" "$root/src/cm/devicemanager/generated" \
-    "$root/src/podresources/generated"
-  (cd "$root" && npx --no-install buf generate src/cri/proto --template src/cri/proto/buf.gen.yaml)
-  (cd "$root" && npx --no-install buf generate src/cri/containerd-events/proto \
-    --template src/cri/containerd-events/proto/buf.gen.yaml)
-  (cd "$root" && npx --no-install buf generate src/cri/containerd-content/proto \
-    --template src/cri/containerd-content/proto/buf.gen.yaml)
-  (cd "$root" && npx --no-install buf generate src/cm/devicemanager/proto \
-    --template src/cm/devicemanager/proto/buf.gen.yaml)
-  (cd "$root" && npx --no-install buf generate src/podresources/proto --template src/podresources/proto/buf.gen.yaml)
+  local root=$1 i
+  for i in "${!targets[@]}"; do
+    rm -rf "${root:?}/${targets[$i]}"
+    (cd "$root" && npx --no-install buf generate "${protos[$i]}" --template "${protos[$i]}/buf.gen.yaml")
+  done
 }
 
 if [[ ${1:-} == --check ]]; then
   scratch=$(mktemp -d -t tskubelet-gen-XXXXXX)
   trap 'rm -rf "$scratch"' EXIT
-  mkdir -p "$scratch/src/cri" "$scratch/src/cri/containerd-events" "$scratch/src/cri/containerd-content" \
-    "$scratch/src/cm/devicemanager" "$scratch/src/podresources"
-  cp -r src/cri/proto "$scratch/src/cri/proto"
-  cp -r src/cri/containerd-events/proto "$scratch/src/cri/containerd-events/proto"
-  cp -r src/cri/containerd-content/proto "$scratch/src/cri/containerd-content/proto"
-  cp -r src/cm/devicemanager/proto "$scratch/src/cm/devicemanager/proto"
-  cp -r src/podresources/proto "$scratch/src/podresources/proto"
+  for p in "${protos[@]}"; do
+    mkdir -p "$scratch/$(dirname "$p")"
+    cp -r "$p" "$scratch/$p"
+  done
   ln -s "$PWD/node_modules" "$scratch/node_modules"
   generate "$scratch"
   status=0

@@ -8,9 +8,9 @@
  *
  * Start order (written here once; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
- *   containermanager, volumemanager, devicemanager, podresources, statusmanager, nodeinformer, nodestatus,
- *   nodelease, prober, podworkers, pleg, syncloop, nodeshutdownmanager, podconfig, nodepage,
- *   sources (api, file, http),
+ *   containermanager, volumemanager, devicemanager, podresources, pluginmanager, statusmanager,
+ *   nodeinformer, nodestatus, nodelease, prober, podworkers, pleg, syncloop, nodeshutdownmanager,
+ *   podconfig, nodepage, sources (api, file, http),
  *   kubeletserver, readonlyserver.
  * To add a part, add one entry to the list in buildKubelet where it belongs in that order.
  */
@@ -88,6 +88,11 @@ import path from 'node:path';
 import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
 import { withDevicePluginResources } from '../nodestatus/setters.js';
 import { POD_RESOURCES_DIR_NAME, PodResourcesServer } from '../podresources/server.js';
+import { CsiDriversStore } from '../volume/csi/csi-drivers-store.js';
+import { CsiRegistrationHandler } from '../volume/csi/csi-registration-handler.js';
+import { ApiNodeInfoManager, standaloneNodeInfoManager } from '../volume/csi/node-info-manager.js';
+import { PluginType } from '../pluginmanager/cache/types.js';
+import { PluginManager, pluginsRegistryDir } from '../pluginmanager/plugin-manager.js';
 import { apiEnvSources } from './api-env-sources.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
 import {
@@ -366,8 +371,21 @@ export async function buildKubelet(
   const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
   // The node admission reads, set below; no container starts before it is.
   let nodeAnyWayForDownwardAPI: () => Node | undefined = () => undefined;
+  // CSI drivers join through the plugin watcher (<root-dir>/plugins_registry); the CSI volume plugin
+  // dials the ones registered. Device plugins register through the device manager's own socket
+  // (or the watcher, below).
+  const csiDrivers = new CsiDriversStore();
+  const pluginManager = new PluginManager({ socketDir: pluginsRegistryDir(flags.rootDirectory), clock });
+  pluginManager.addHandler(
+    PluginType.CSIPlugin,
+    new CsiRegistrationHandler(
+      csiDrivers,
+      cluster ? new ApiNodeInfoManager(cluster.kubeClient, nodeName) : standaloneNodeInfoManager,
+    ),
+  );
   // Volumes set up by an earlier run are read back from disk (at its start) before any pod syncs.
   const volumeManager = new VolumeManagerImpl({
+    csiDrivers,
     rootDir: flags.rootDirectory,
     nodeName,
     clock,
@@ -384,6 +402,8 @@ export async function buildKubelet(
     socketDir: path.join(flags.rootDirectory, DEVICE_PLUGINS_DIR_NAME),
     clock,
   });
+  // A device plugin may also join through plugins_registry, as upstream's watcher allows.
+  pluginManager.addHandler(PluginType.DevicePlugin, deviceManager.pluginWatcherHandler());
   // Pull progress from containerd's content store, on the runtime's own socket and namespace.
   const contentStatuses = new ContentStatusClient(config.containerRuntimeEndpoint, K8S_NAMESPACE);
   const pullProgress = new PullProgressTracker({
@@ -777,6 +797,11 @@ export async function buildKubelet(
     asComponent('podresources', {
       start: () => podResourcesServer.start(),
       stop: () => podResourcesServer.stop(),
+    }),
+    asComponent('pluginmanager', {
+      start: () => pluginManager.start(),
+      stop: () => pluginManager.stop(),
+      detail: () => pluginManager.status(),
     }),
     cluster &&
       asComponent('statusmanager', {

@@ -514,6 +514,7 @@ class PodValidator {
       downwardAPI?: { defaultMode?: number; items?: DownwardFile[] };
       projected?: { defaultMode?: number; sources?: Projection[] };
       persistentVolumeClaim?: { claimName?: string };
+      csi?: { driver?: string; nodePublishSecretRef?: { name?: string } };
     };
     if (src.hostPath) {
       const p = src.hostPath.path;
@@ -550,6 +551,24 @@ class PodValidator {
     if (src.projected) this.validateProjected(`${at}.projected`, src.projected);
     if (src.persistentVolumeClaim && !src.persistentVolumeClaim.claimName)
       e.required(`${at}.persistentVolumeClaim.claimName`);
+    if (src.csi) this.validateCSIVolumeSource(`${at}.csi`, src.csi);
+  }
+
+  /** upstream: validateCSIVolumeSource and ValidateCSIDriverName. */
+  private validateCSIVolumeSource(
+    at: string,
+    csi: { driver?: string; nodePublishSecretRef?: { name?: string } },
+  ): void {
+    const e = this.errs;
+    const driver = csi.driver;
+    if (!driver) e.required(`${at}.driver`);
+    else {
+      if (driver.length > 63) e.tooLong(`${at}.driver`, 63);
+      for (const problem of dns1123SubdomainProblems(driver.toLowerCase()))
+        e.invalid(`${at}.driver`, driver, problem);
+    }
+    if (csi.nodePublishSecretRef && !csi.nodePublishSecretRef.name)
+      e.required(`${at}.nodePublishSecretRef.name`);
   }
 
   private fileMode(field: string, mode: number | undefined): void {

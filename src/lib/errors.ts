@@ -3,6 +3,7 @@ export type KubeletErrorCode =
   | 'CRI_UNAVAILABLE'
   | 'CRI_DEADLINE_EXCEEDED'
   | 'CRI_ERROR'
+  | 'CSI_RPC_FAILED'
   | 'CRI_NOT_FOUND'
   | 'CGROUP_ERROR'
   | 'VOLUME_MOUNT_FAILED'

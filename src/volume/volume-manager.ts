@@ -29,6 +29,9 @@ import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { ConfigMapPlugin } from './configmap.js';
+import { CsiDriversStore } from './csi/csi-drivers-store.js';
+import { ApiCsiObjectSource, type CsiObjectSource } from './csi/csi-objects.js';
+import { CsiPlugin } from './csi/csi-plugin.js';
 import { DownwardAPIPlugin } from './downward-api.js';
 import { EmptyDirPlugin } from './empty-dir.js';
 import { HostPathPlugin, validatePathNoBacksteps } from './host-path.js';
@@ -129,6 +132,10 @@ export interface VolumeManagerOptions {
   tokenManager?: TokenManager;
   /** Make --root-dir a shared mount at start, for mount propagation (default true, as upstream). */
   makeRootDirShared?: boolean;
+  /** The CSI drivers the plugin watcher registered (shared with the CSI registration handler). */
+  csiDrivers?: CsiDriversStore;
+  /** Instead of client, for CSIDriver and VolumeAttachment objects (tests). */
+  csiObjects?: CsiObjectSource;
 }
 
 interface DesiredVolume {
@@ -261,6 +268,10 @@ export class VolumeManagerImpl implements VolumeManager {
       new DownwardAPIPlugin(this.host),
       new ProjectedPlugin(this.host),
       new LocalVolumePlugin(this.host),
+      new CsiPlugin(this.host, {
+        drivers: opts.csiDrivers ?? new CsiDriversStore(),
+        objects: opts.csiObjects ?? (opts.client ? new ApiCsiObjectSource(opts.client) : undefined),
+      }),
     ];
   }
 

@@ -22,6 +22,10 @@ export type {
   VolumeProjection,
 } from '../api/core-v1.js';
 
+/** A CSI inline (ephemeral) volume of a pod, and a PersistentVolume's CSI source. */
+export type CSIVolumeSource = v1.CSIVolumeSource;
+export type CSIPersistentVolumeSource = v1.CSIPersistentVolumeSource;
+
 /** The volume sources this node understands are typed on core-v1's Volume. */
 export type PodVolume = Volume;
 

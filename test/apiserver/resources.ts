@@ -260,6 +260,16 @@ export const RESOURCES: readonly ResourceDef[] = [
     subresources: ['status'],
     patchSchema: schema({ status: { fields: conditionsOnly } }),
   }),
+  // What the kubelet's CSI plugin reads (CSIDriver, VolumeAttachment) and writes (CSINode).
+  def({ group: 'storage.k8s.io', resource: 'csidrivers', kind: 'CSIDriver', namespaced: false }),
+  def({ group: 'storage.k8s.io', resource: 'csinodes', kind: 'CSINode', namespaced: false }),
+  def({
+    group: 'storage.k8s.io',
+    resource: 'volumeattachments',
+    kind: 'VolumeAttachment',
+    namespaced: false,
+    subresources: ['status'],
+  }),
   def({
     group: 'node.k8s.io',
     resource: 'runtimeclasses',
