@@ -39,6 +39,7 @@ import {
   sendText,
   type RequestContext,
 } from './request-context.js';
+import { cadvisorMetricsText, type CadvisorMetricsSource } from './cadvisor-metrics.js';
 import { resourceMetricsText } from './resource-metrics.js';
 import type { SummaryProvider } from '../stats/stats-provider.js';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the summary's wire encoding belongs with its types
@@ -70,6 +71,8 @@ export interface KubeletServerHost {
   configz?(): unknown;
   /** /stats/summary and /metrics/resource, when a stats provider exists (404 otherwise). */
   statsProvider?: SummaryProvider;
+  /** /metrics/cadvisor: the stats provider's summary with the runtime's ids and cgroups (404 when absent). */
+  cadvisor?: CadvisorMetricsSource;
 }
 
 /** The fields of the kubelet configuration the server reads; ResolvedKubeletConfig fits it as is. */
@@ -620,8 +623,11 @@ async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<vo
       if (!state.host.statsProvider) return notFound(res);
       text = await resourceMetricsText(state.host.statsProvider, ctx.signal);
       break;
+    case '/metrics/cadvisor':
+      if (!state.host.cadvisor) return notFound(res);
+      text = await cadvisorMetricsText(state.host.cadvisor, ctx.signal);
+      break;
     default:
-      // /metrics/cadvisor needs cAdvisor, which this kubelet does not embed.
       return notFound(res);
   }
   res.writeHead(200, {
