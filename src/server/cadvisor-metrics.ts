@@ -22,6 +22,9 @@ import type { Summary } from '../stats/summary-types.js';
 
 const log = logger('server');
 
+/** containerd's namespace for CRI containers; its default cgroup is /<namespace>/<id>. */
+const CONTAINERD_K8S_NAMESPACE = 'k8s.io';
+
 export interface MachineInfo {
   cpuCores: number;
   memoryBytes: number;
@@ -134,9 +137,11 @@ export async function cadvisorMetricsText(
       const { name: podName, namespace, uid } = pod.podRef;
       const podCgroup = source.podCgroupPath(uid);
       const sandbox = sandboxByUid.get(uid);
-      // Without a pod cgroup there is no cgroup name to give; the sandbox id stands in for it.
+      // Without a pod cgroup (cgroupsPerQOS off) containerd files the container under its namespace.
       const cgroupOf = (id: string) =>
-        podCgroup ? containerCgroupPath(podCgroup, id, source.cgroupDriver) : `/${id}`;
+        podCgroup
+          ? containerCgroupPath(podCgroup, id, source.cgroupDriver)
+          : `/${CONTAINERD_K8S_NAMESPACE}/${id}`;
       for (const cs of pod.containers) {
         const c = sandbox && byKey.get(`${sandbox.id}/${cs.name}`);
         if (!c) continue;

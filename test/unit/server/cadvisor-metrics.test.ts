@@ -151,7 +151,7 @@ test('without per-pod cgroups there is no pod series; a zero CPU total is left o
   ); // prettier-ignore
   assert.doesNotMatch(text, /container_cpu_usage_seconds_total/);
   assert.doesNotMatch(text, /container="",id="\/kubepods/);
-  assert.match(text, /container_memory_working_set_bytes\{container="app",id="\/c1",/);
+  assert.match(text, /container_memory_working_set_bytes\{container="app",id="\/k8s\.io\/c1",/);
 });
 
 test('container cgroups follow containerd’s layout for each driver', () => {
