@@ -77,6 +77,7 @@ import {
   type KubeletServer,
   type KubeletServerHost,
 } from '../server/kubelet-server.js';
+import { readMachineInfo } from '../server/cadvisor-metrics.js';
 import { startLocalServer, type LocalServer, type ServerHost } from '../server/local-server.js';
 import { addRuntimeStateMetrics } from '../server/runtime-state-metrics.js';
 import { CgroupStatsReader } from '../stats/cgroup-stats.js';
@@ -727,6 +728,7 @@ export async function buildKubelet(
     ];
   });
   addRuntimeStateMetrics(kubeletMetrics, criRuntime, config.runtimeRequestTimeoutMs);
+  const machineInfo = await readMachineInfo();
   const apiHost: KubeletServerHost = {
     ...boot.host,
     runtime: criRuntime,
@@ -734,6 +736,21 @@ export async function buildKubelet(
     probeMetrics,
     configz: () => config,
     statsProvider,
+    cadvisor: {
+      stats: statsProvider,
+      listContainers: (signal) =>
+        criRuntime.listContainers({}, { timeoutMs: config.runtimeRequestTimeoutMs, signal }),
+      listPodSandbox: (signal) =>
+        criRuntime.listPodSandbox({}, { timeoutMs: config.runtimeRequestTimeoutMs, signal }),
+      podCgroupPath: (uid) => {
+        if (!containerManager.status().cgroupsPerQOS) return undefined;
+        const pod = kubelet.getActivePods().find((p) => p.metadata.uid === uid);
+        return pod && containerManager.podCgroupParent(pod);
+      },
+      cgroupDriver: containerManager.status().cgroupDriver,
+      machine: () => machineInfo,
+      nowMs: () => clock.now(),
+    },
   };
   const apiPoster: ApiPoster | undefined = cluster && {
     post: async (path, body, s) =>

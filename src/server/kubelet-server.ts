@@ -39,6 +39,7 @@ import {
   sendText,
   type RequestContext,
 } from './request-context.js';
+import { cadvisorMetricsText, type CadvisorMetricsSource } from './cadvisor-metrics.js';
 import { resourceMetricsText } from './resource-metrics.js';
 import type { SummaryProvider } from '../stats/stats-provider.js';
 import type { NodePageHandler } from '../nodepage/node-page-handler.js';
@@ -73,6 +74,8 @@ export interface KubeletServerHost {
   statsProvider?: SummaryProvider;
   /** The node page under /node/ (nodes/proxy, as other debugging paths), not on the read-only port. */
   nodePage?: NodePageHandler;
+  /** /metrics/cadvisor: the stats provider's summary with the runtime's ids and cgroups (404 when absent). */
+  cadvisor?: CadvisorMetricsSource;
 }
 
 /** The fields of the kubelet configuration the server reads; ResolvedKubeletConfig fits it as is. */
@@ -625,8 +628,11 @@ async function serveMetrics(state: ServerState, ctx: RequestContext): Promise<vo
       if (!state.host.statsProvider) return notFound(res);
       text = await resourceMetricsText(state.host.statsProvider, ctx.signal);
       break;
+    case '/metrics/cadvisor':
+      if (!state.host.cadvisor) return notFound(res);
+      text = await cadvisorMetricsText(state.host.cadvisor, ctx.signal);
+      break;
     default:
-      // /metrics/cadvisor needs cAdvisor, which this kubelet does not embed.
       return notFound(res);
   }
   res.writeHead(200, {
