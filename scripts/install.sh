@@ -31,7 +31,8 @@ if ! command -v node >/dev/null || [ "$(node -p 'process.versions.node.split("."
 fi
 if [ -z "$DESTDIR" ]; then
   missing=()
-  for pkg in containerd runc containernetworking-plugins; do
+  # g++, make and python3 build usocket (node-gyp), which the node shutdown manager's D-Bus client needs.
+  for pkg in containerd runc containernetworking-plugins g++ make python3; do
     dpkg -s "$pkg" >/dev/null 2>&1 || missing+=("$pkg")
   done
   if [ "${#missing[@]}" -gt 0 ]; then

@@ -23,6 +23,7 @@ import { TestRegistry } from '../helpers/conformance-registry.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { freePort } from '../helpers/ports.js';
+import { restoreStackImages } from '../helpers/stack-images.js';
 import { waitFor } from '../helpers/wait.js';
 
 const ns = `it-evict-disk-${process.pid}`;
@@ -68,6 +69,8 @@ describe('disk pressure: node-level reclaim before eviction', () => {
     cri.close();
     await registry?.stop();
     await rm(configDir, { recursive: true, force: true });
+    // Image GC removes every unused image, the stack's busybox tags among them.
+    await restoreStackImages();
   });
 
   test('dead containers and unused images are removed before a pod is evicted; the neighbour runs on', async () => {

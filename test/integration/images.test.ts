@@ -18,6 +18,7 @@ import { PullRecorder, tarWithOneFile, TestRegistry } from '../helpers/conforman
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { freePort } from '../helpers/ports.js';
+import { restoreStackImages } from '../helpers/stack-images.js';
 import { waitFor } from '../helpers/wait.js';
 
 const ns = `it-images-${process.pid}`;
@@ -86,6 +87,8 @@ describe('images: pull progress and image garbage collection', () => {
     cri.close();
     await proxy?.close();
     await registry?.stop();
+    // Image GC removes every unused image, the stack's busybox tags among them.
+    await restoreStackImages();
   });
 
   test('a large pull reports growing bytes before it ends; Pulled says its size and duration', async () => {

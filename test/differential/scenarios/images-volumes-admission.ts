@@ -335,10 +335,11 @@ export function admissionScenarios(): Scenario[] {
       'admit-node-selector',
       { nodeSelector: { 'tsk.example/disk': 'ssd' } },
       'NodeAffinity',
-      "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      // v1.30's Error() is "Predicate %s failed"; the description was added in v1.31 (kubernetes#125498).
+      'Predicate NodeAffinity failed',
       [
         PREDICATE,
-        'pkg/kubelet/lifecycle/predicate.go PredicateFailureError.Error ("Predicate %s failed: %s")',
+        'pkg/kubelet/lifecycle/predicate.go PredicateFailureError.Error ("Predicate %s failed", v1.30)',
         'pkg/kubelet/kubelet_test.go TestHandleNodeSelector',
       ],
       true,
@@ -372,7 +373,7 @@ export function admissionScenarios(): Scenario[] {
       'admit-os-node-selector',
       { nodeSelector: { 'kubernetes.io/os': 'windows' } },
       'NodeAffinity',
-      "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      'Predicate NodeAffinity failed',
       [
         PREDICATE,
         'pkg/kubelet/lifecycle/predicate.go generalFilter (a nodeSelector on the OS label is node affinity)',
