@@ -66,6 +66,60 @@ export function podReference(pod: Pod, fieldPath = ''): ObjectReference {
   return ref;
 }
 
+/** Who records an event, what it is called and when: the parts makeEvent does not take from the event. */
+export interface EventOrigin {
+  name: string;
+  /** firstTimestamp and lastTimestamp (RFC 3339 seconds). */
+  time: string;
+  component: string;
+  host: string;
+}
+
+/** A new event about ref, as upstream's recorder makes one (tools/record makeEvent, generateEvent). */
+export function makeEvent(
+  ref: ObjectReference,
+  type: EventType,
+  reason: string,
+  message: string,
+  origin: EventOrigin,
+): CoreEvent {
+  return {
+    metadata: { name: origin.name, namespace: ref.namespace || 'default' },
+    // Go leaves empty fields out of an ObjectReference (omitempty).
+    involvedObject: Object.fromEntries(
+      Object.entries(ref).filter(([, v]) => v !== undefined && v !== ''),
+    ) as ObjectReference,
+    reason,
+    message,
+    source: { component: origin.component, host: origin.host },
+    firstTimestamp: origin.time,
+    lastTimestamp: origin.time,
+    count: 1,
+    type,
+    eventTime: null,
+    reportingComponent: origin.component,
+    reportingInstance: origin.host,
+  };
+}
+
+/** The key-values of upstream's "Event occurred" line (StartStructuredLogging). */
+export function eventLogFields(
+  ref: ObjectReference,
+  type: EventType,
+  reason: string,
+  message: string,
+): Record<string, string | undefined> {
+  return {
+    object: `${ref.namespace ? `${ref.namespace}/` : ''}${ref.name ?? ''}`,
+    fieldPath: ref.fieldPath,
+    kind: ref.kind,
+    apiVersion: ref.apiVersion,
+    type,
+    reason,
+    message,
+  };
+}
+
 /** The kubelet's reference to its node: the node name stands in for the UID, as upstream's nodeRef. */
 
 export class ApiEventRecorder implements ObjectEventRecorder {
@@ -102,35 +156,13 @@ export class ApiEventRecorder implements ObjectEventRecorder {
   eventFor(ref: ObjectReference, type: EventType, reason: string, message: string): void {
     if (this.stopped) return;
     const now = eventTime(this.clock.now());
-    const event: CoreEvent = {
-      metadata: {
-        name: this.correlator.eventName(ref.name ?? ''),
-        namespace: ref.namespace || 'default',
-      },
-      // Go leaves empty fields out of an ObjectReference (omitempty).
-      involvedObject: Object.fromEntries(
-        Object.entries(ref).filter(([, v]) => v !== undefined && v !== ''),
-      ) as ObjectReference,
-      reason,
-      message,
-      source: { component: this.component, host: this.opts.nodeName },
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-      type,
-      eventTime: null,
-      reportingComponent: this.component,
-      reportingInstance: this.opts.nodeName,
-    };
-    this.log.v(3, 'Event occurred', {
-      object: `${ref.namespace ? `${ref.namespace}/` : ''}${ref.name ?? ''}`,
-      fieldPath: ref.fieldPath,
-      kind: ref.kind,
-      apiVersion: ref.apiVersion,
-      type,
-      reason,
-      message,
+    const event = makeEvent(ref, type, reason, message, {
+      name: this.correlator.eventName(ref.name ?? ''),
+      time: now,
+      component: this.component,
+      host: this.opts.nodeName,
     });
+    this.log.v(3, 'Event occurred', eventLogFields(ref, type, reason, message));
     if (this.queue.length >= (this.opts.maxQueuedEvents ?? MAX_QUEUED_EVENTS)) {
       if (!this.dropping) {
         this.dropping = true;

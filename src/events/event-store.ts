@@ -13,7 +13,7 @@ import { nodeRef } from '../api/node.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { logger, type Logger } from '../lib/log.js';
 import { eventTime } from './event-correlator.js';
-import { podReference, type ObjectEventRecorder } from './event-recorder.js';
+import { eventLogFields, makeEvent, podReference, type ObjectEventRecorder } from './event-recorder.js';
 import type { CoreEvent } from './event-types.js';
 
 export const DEFAULT_EVENT_STORE_CAPACITY = 500;
@@ -155,38 +155,17 @@ export class StoreEventRecorder implements ObjectEventRecorder {
   eventFor(ref: ObjectReference, type: EventType, reason: string, message: string): void {
     const nowMs = this.clock.now();
     const now = eventTime(nowMs);
-    const involvedObject = Object.fromEntries(
-      Object.entries(ref).filter(([, v]) => v !== undefined && v !== ''),
-    ) as ObjectReference;
-    this.opts.store.add({
-      metadata: {
-        // Upstream's name shape: <object>.<hex time>; a serial keeps two in one instant apart.
-        name: `${ref.name ?? ''}.${(nowMs * 1000 + (this.nameSerial++ % 1000)).toString(16)}`,
-        namespace: ref.namespace || 'default',
-      },
-      involvedObject,
-      reason,
-      message,
-      source: { component: this.component, host: this.opts.nodeName },
-      firstTimestamp: now,
-      lastTimestamp: now,
-      count: 1,
-      type,
-      eventTime: null,
-      reportingComponent: this.component,
-      reportingInstance: this.opts.nodeName,
+    const event = makeEvent(ref, type, reason, message, {
+      // Upstream's name shape: <object>.<hex time>; a serial keeps two in one instant apart.
+      name: `${ref.name ?? ''}.${(nowMs * 1000 + (this.nameSerial++ % 1000)).toString(16)}`,
+      time: now,
+      component: this.component,
+      host: this.opts.nodeName,
     });
+    this.opts.store.add(event);
     const level = this.opts.logVerbosity;
     if (level === undefined) return;
-    const kv = {
-      object: `${ref.namespace ? `${ref.namespace}/` : ''}${ref.name ?? ''}`,
-      fieldPath: ref.fieldPath,
-      kind: ref.kind,
-      apiVersion: ref.apiVersion,
-      type,
-      reason,
-      message,
-    };
+    const kv = eventLogFields(ref, type, reason, message);
     if (level <= 0) this.log.info('Event occurred', kv);
     else this.log.v(level, 'Event occurred', kv);
   }

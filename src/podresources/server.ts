@@ -16,6 +16,7 @@ import type { Container, Pod } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
+import { shutdownGrpcServer } from '../lib/grpc-shutdown.js';
 import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
 import type { ResourceDeviceInstances } from '../cm/devicemanager/manager.js';
 import {
@@ -182,16 +183,7 @@ export class PodResourcesServer {
     const server = this.server;
     this.server = undefined;
     if (!server) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        server.forceShutdown();
-        resolve();
-      }, 1000);
-      server.tryShutdown(() => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    await shutdownGrpcServer(server);
     await rm(this.socketPath, { force: true });
   }
 }

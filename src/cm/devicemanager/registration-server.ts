@@ -12,6 +12,7 @@ import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../lib/errors.js';
 import { logger } from '../../lib/log.js';
+import { shutdownGrpcServer } from '../../lib/grpc-shutdown.js';
 import { DEVICE_MANAGER_CHECKPOINT } from './checkpoint.js';
 import {
   Empty,
@@ -157,18 +158,7 @@ export class RegistrationServer {
   async stop(): Promise<void> {
     const server = this.server;
     this.server = undefined;
-    if (server) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          server.forceShutdown();
-          resolve();
-        }, 1000);
-        server.tryShutdown(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
+    if (server) await shutdownGrpcServer(server);
     await rm(this.socketPath, { force: true });
   }
 }
