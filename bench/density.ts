@@ -25,7 +25,8 @@
  * steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
  * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 8), BENCH_QUICK=1 (windows of 5 s,
  * 3 rounds), BENCH_KUBELET_ARGS (extra kubelet flags, space-separated, e.g.
- * `--feature-gates=EventedPLEG=false` to measure without containerd's task events).
+ * `--feature-gates=EventedPLEG=false` to measure without containerd's task events), BENCH_NODE_ARGS
+ * (flags for node itself, space-separated, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -182,8 +183,10 @@ async function waitForQuietRuntime(
 /** Kubelets of others seen on our runtime while a size was measured: its figures are then suspect. */
 const intruders = new Set<number>();
 
-function lookForIntruders(endpoint: string): void {
+function lookForIntruders(endpoint: string, ownKubelet?: number): void {
   for (const pid of otherKubelets(endpoint)) {
+    // The bench's own kubelet matches the same command line: it is no intruder.
+    if (pid === ownKubelet) continue;
     if (!intruders.has(pid))
       say(`density: another kubelet (pid ${pid}) uses the runtime: figures may be disturbed`);
     intruders.add(pid);
@@ -571,6 +574,7 @@ async function kubeletRun(
       `--cgroup-root=${cgroupRoot.name}`,
       ...(process.env.BENCH_KUBELET_ARGS?.split(' ').filter(Boolean) ?? []),
     ],
+    nodeArgs: process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean),
   });
   let failed = true;
   let restarts = 0;
@@ -592,7 +596,7 @@ async function kubeletRun(
       // wait the same share of a relist period, and their spread would say nothing.
       if (rounds > 1) await sleep(Math.random() * 1000);
       starts.push(await startRound(conn, kubelet, names, s.pollMs));
-      lookForIntruders(s.endpoint);
+      lookForIntruders(s.endpoint, pid);
       if (r === rounds - 1) {
         phase(`n=${n}: steady window`);
         await sleep(s.settleMs);
@@ -601,7 +605,7 @@ async function kubeletRun(
         restarts = sum(
           pods.flatMap((p) => (p.status?.containerStatuses ?? []).map((c) => c.restartCount ?? 0)),
         );
-        lookForIntruders(s.endpoint);
+        lookForIntruders(s.endpoint, pid);
         pollCpuS = await pollCost(kubelet);
       }
       phase(`n=${n}: deleting the manifests`);
