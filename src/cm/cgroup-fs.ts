@@ -33,35 +33,68 @@ export function errnoCode(err: unknown): string | undefined {
     : undefined;
 }
 
-/** Rejects after timeoutMs; the call itself runs on (fs calls cannot be cancelled), but nobody waits for it. */
-function bounded<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      const err = new Error(`${what}: no answer within ${timeoutMs} ms`) as NodeJS.ErrnoException;
+interface PendingCall {
+  deadlineMs: number;
+  what: string;
+  timeoutMs: number;
+  reject: (err: Error) => void;
+}
+
+/**
+ * Bounds calls with one interval timer for all of them rather than a timer (or an AbortSignal.timeout)
+ * per call: a pod start makes dozens of cgroupfs calls, and arming and clearing a timer for each was a
+ * visible share of the kubelet's CPU. A call that overruns is rejected within a tick of its deadline;
+ * the call itself runs on (fs calls cannot be cancelled), but nobody waits for it.
+ */
+export class CallWatchdog {
+  private readonly pending = new Set<PendingCall>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly tickMs: number) {}
+
+  bounded<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const call: PendingCall = { deadlineMs: Date.now() + timeoutMs, what, timeoutMs, reject };
+      this.pending.add(call);
+      this.timer ??= setInterval(() => this.expire(), this.tickMs).unref();
+      p.then(
+        (v) => {
+          if (this.pending.delete(call)) resolve(v);
+        },
+        (e: unknown) => {
+          if (this.pending.delete(call)) reject(e instanceof Error ? e : new Error(String(e)));
+        },
+      );
+    });
+  }
+
+  private expire(): void {
+    const now = Date.now();
+    for (const call of this.pending) {
+      if (now < call.deadlineMs) continue;
+      this.pending.delete(call);
+      const err = new Error(`${call.what}: no answer within ${call.timeoutMs} ms`) as NodeJS.ErrnoException;
       err.code = 'ETIMEDOUT';
-      reject(err);
-    }, timeoutMs);
-    p.then(
-      (v) => {
-        clearTimeout(timer);
-        resolve(v);
-      },
-      (e: unknown) => {
-        clearTimeout(timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
-      },
-    );
-  });
+      call.reject(err);
+    }
+    // Stopped when idle, so that an idle kubelet has no cgroupfs timer at all.
+    if (this.pending.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
 }
 
 // O_TRUNC is a no-op on cgroupfs but makes a plain folder (the tests') hold exactly what was written.
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_TRUNC;
 
 export function realCgroupFs(timeoutMs = DEFAULT_CGROUP_FS_TIMEOUT_MS): CgroupFs {
+  const watchdog = new CallWatchdog(Math.max(10, Math.min(1000, timeoutMs / 4)));
+  const bounded = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => watchdog.bounded(p, ms, what);
   return {
-    readFile: (file) => readFile(file, { encoding: 'utf8', signal: AbortSignal.timeout(timeoutMs) }),
+    readFile: (file) => bounded(readFile(file, 'utf8'), timeoutMs, `read ${file}`),
     writeFile: (file, data) =>
-      writeFile(file, data, { flag: WRITE_FLAGS, signal: AbortSignal.timeout(timeoutMs) }),
+      bounded(writeFile(file, data, { flag: WRITE_FLAGS }), timeoutMs, `write ${file}`),
     mkdir: (dir) =>
       bounded(
         mkdir(dir, { mode: 0o755 }).then(

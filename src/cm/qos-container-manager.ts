@@ -57,6 +57,8 @@ export class QOSContainerManager {
   private activePods: () => readonly Pod[] = () => [];
   /** Updates run one at a time: two interleaved ones could leave the older sum in the file. */
   private updating: Promise<unknown> = Promise.resolve();
+  /** The update waiting for the running one to finish; later requests share it (see updateCgroups). */
+  private queued: Promise<QOSUpdate> | undefined;
   private last: QOSUpdate | undefined;
 
   constructor(opts: QOSContainerManagerOptions) {
@@ -90,7 +92,15 @@ export class QOSContainerManager {
 
   /** Sets the tiers from the pods active now (upstream: UpdateCgroups). */
   updateCgroups(): Promise<QOSUpdate> {
-    const run = this.updating.then(() => this.doUpdate());
+    // An update that has not started yet will read the active pods when it does, so it serves every
+    // request made before then: a burst of 100 new pods costs one or two passes, not 100 passes of
+    // 100 pods each.
+    if (this.queued) return this.queued;
+    const run = this.updating.then(() => {
+      this.queued = undefined;
+      return this.doUpdate();
+    });
+    this.queued = run;
     this.updating = run.catch(() => undefined);
     return run;
   }

@@ -29,8 +29,12 @@ export interface EventFilter {
 export type EventListener = (event: CoreEvent) => void;
 
 export class EventStore {
-  /** Oldest first; list() reverses. A fold moves the event to the end. */
-  private readonly events: CoreEvent[] = [];
+  /**
+   * By fold key, oldest first (a Map keeps insertion order); a fold deletes and re-inserts, which
+   * moves the event to the end. Keyed so that a new event finds its earlier copy without building the
+   * key of every stored one.
+   */
+  private readonly events = new Map<string, CoreEvent>();
   private readonly listeners = new Set<EventListener>();
   private readonly capacity: number;
   private serial = 0;
@@ -42,11 +46,10 @@ export class EventStore {
   /** Stores event (or folds it into its earlier copy) and tells every subscriber. */
   add(event: CoreEvent): CoreEvent {
     const key = foldKey(event);
-    const i = this.events.findIndex((e) => foldKey(e) === key);
+    const earlier = this.events.get(key);
     let stored: CoreEvent;
-    if (i >= 0) {
-      const earlier = this.events[i]!;
-      this.events.splice(i, 1);
+    if (earlier) {
+      this.events.delete(key);
       stored = {
         ...earlier,
         count: earlier.count + Math.max(1, event.count),
@@ -56,8 +59,11 @@ export class EventStore {
     } else {
       stored = { ...event, metadata: { ...event.metadata, resourceVersion: String(++this.serial) } };
     }
-    this.events.push(stored);
-    if (this.events.length > this.capacity) this.events.splice(0, this.events.length - this.capacity);
+    this.events.set(key, stored);
+    for (const oldest of this.events.keys()) {
+      if (this.events.size <= this.capacity) break;
+      this.events.delete(oldest);
+    }
     for (const fn of this.listeners) {
       try {
         fn(stored);
@@ -71,15 +77,14 @@ export class EventStore {
   /** Newest first (by when each was last seen); only those matching filter when given. */
   list(filter?: EventFilter): CoreEvent[] {
     const out: CoreEvent[] = [];
-    for (let i = this.events.length - 1; i >= 0; i--) {
-      const e = this.events[i]!;
+    for (const e of this.events.values()) {
       if (!filter || matches(e.involvedObject, filter)) out.push(e);
     }
-    return out;
+    return out.reverse();
   }
 
   get size(): number {
-    return this.events.length;
+    return this.events.size;
   }
 
   /** Calls fn with each event stored from now on; returns the call that stops it. */

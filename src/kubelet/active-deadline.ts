@@ -3,6 +3,7 @@
  * on the node longer than its deadline, measured from its status's startTime, the sync loop syncs
  * it, and its status turns Failed with reason DeadlineExceeded, which ends it as a terminal pod.
  */
+import type { DeepReadonly } from '../lib/deep-readonly.js';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
 
@@ -20,7 +21,7 @@ export class ActiveDeadlineHandler {
   constructor(
     private readonly clock: Clock,
     /** The status the kubelet last generated for the pod (the status manager's); pod.status when none. */
-    private readonly podStatus: (uid: string) => PodStatus | undefined,
+    private readonly podStatus: (uid: string) => DeepReadonly<PodStatus> | undefined,
     private readonly onEvict: (pod: Pod, reason: string, message: string) => void = () => undefined,
   ) {}
 

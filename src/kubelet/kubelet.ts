@@ -3,6 +3,7 @@
  * events, the 1 s sync tick, housekeeping every 2 s) and hands pods to their workers, and the three
  * callbacks the workers run (syncPod, syncTerminatingPod, syncTerminatedPod). Upstream: pkg/kubelet/kubelet.go.
  */
+import { mutableCopy } from '../lib/deep-readonly.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod, PodStatus } from '../api/core-v1.js';
@@ -567,7 +568,7 @@ export class Kubelet implements ServerHost {
     this.podStatusFns.set(uid, statusFn);
     this.opts.statusManager.setPodStatus(
       victim,
-      statusFn(this.opts.statusManager.getPodStatus(uid) ?? victim.status ?? {}),
+      statusFn(mutableCopy<PodStatus>(this.opts.statusManager.getPodStatus(uid) ?? victim.status ?? {})),
     );
     this.podWorkers.updatePod({
       pod: victim,
@@ -592,7 +593,7 @@ export class Kubelet implements ServerHost {
     this.podStatusFns.set(uid, statusFn);
     this.opts.statusManager.setPodStatus(
       pod,
-      statusFn(this.opts.statusManager.getPodStatus(uid) ?? pod.status ?? {}),
+      statusFn(mutableCopy<PodStatus>(this.opts.statusManager.getPodStatus(uid) ?? pod.status ?? {})),
     );
     // Upstream waits the grace period and half again, at least 10 s.
     const timeoutMs = Math.max(10, gracePeriodSeconds + gracePeriodSeconds / 2) * 1000;
@@ -821,7 +822,9 @@ export class Kubelet implements ServerHost {
       return this.generatePodStatus(pod, podStatus, podIsTerminal);
     } catch (err) {
       log.error('Failed to generate pod status', { pod: podRef(pod), err: errorMessage(err) });
-      return this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '') ?? pod.status ?? {};
+      return mutableCopy<PodStatus>(
+        this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '') ?? pod.status ?? {},
+      );
     }
   }
 
@@ -940,9 +943,11 @@ export class Kubelet implements ServerHost {
 
   getPods(): Pod[] {
     // Static pods have no API object: their status lives only here (upstream does the same, see kubernetes#57106).
+    // The pods and statuses themselves, not copies: callers read them (and serialise them), never
+    // change them; a status is replaced in the status manager, never edited in place.
     return this.podManager.getPods().map((pod) => {
       const status = this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '');
-      return status ? { ...pod, status } : pod;
+      return status ? { ...pod, status: status as PodStatus } : pod;
     });
   }
 

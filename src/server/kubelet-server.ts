@@ -36,9 +36,11 @@ import {
   notFound,
   parseRequestTarget,
   sendJson,
+  sendJsonBody,
   sendText,
   type RequestContext,
 } from './request-context.js';
+import { PodListBody } from './pod-list-body.js';
 import { cadvisorMetricsText, type CadvisorMetricsSource } from './cadvisor-metrics.js';
 import { resourceMetricsText } from './resource-metrics.js';
 import type { SummaryProvider } from '../stats/stats-provider.js';
@@ -157,6 +159,8 @@ const LONG_RUNNING = new Set(['exec', 'attach', 'portforward', 'debug']);
 /** Everything a request handler may need, built once per server. */
 export interface ServerState {
   host: KubeletServerHost;
+  /** /pods, serialised again only when a pod or status changed. */
+  podListBody: PodListBody;
   nodeName: string;
   readOnly: boolean;
   debugging: boolean;
@@ -264,6 +268,7 @@ export async function startKubeletServer(
   const registry = withProcessMetrics(host.metrics ?? new MetricsRegistry());
   const state: ServerState = {
     host,
+    podListBody: new PodListBody(),
     nodeName: opts.nodeName,
     readOnly: false,
     debugging: config.enableDebuggingHandlers,
@@ -373,6 +378,7 @@ export function startKubeletReadOnlyServer(
   const registry = withProcessMetrics(host.metrics ?? new MetricsRegistry());
   const state: ServerState = {
     host,
+    podListBody: new PodListBody(),
     nodeName: opts.nodeName,
     readOnly: true,
     debugging: false,
@@ -556,7 +562,7 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
   }
   if (ctx.path === '/pods' || ctx.path === '/pods/') {
     if (method !== 'GET') return methodNotAllowed(res);
-    return sendJson(res, 200, podList(state.host.getPods()));
+    return sendJsonBody(res, 200, state.podListBody.for(state.host.getPods()));
   }
   if (root === 'stats') return serveStats(state, ctx);
   if (root === 'node' && state.host.nodePage && !state.readOnly)

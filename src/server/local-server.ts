@@ -11,6 +11,7 @@ import { loopbackRefusal } from '../lib/loopback.js';
 import type { ComponentStatus } from '../lib/component.js';
 import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 import { serveHealthz, type HealthChecker } from './healthz.js';
+import { PodListBody } from './pod-list-body.js';
 
 const log = logger('server');
 
@@ -47,9 +48,12 @@ export interface LocalServer {
 const REQUEST_TIMEOUT_MS = 60_000;
 
 function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
+  sendJsonBody(res, status, Buffer.from(JSON.stringify(body)));
+}
+
+function sendJsonBody(res: http.ServerResponse, status: number, body: Buffer): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.length });
+  res.end(body);
 }
 
 function sendText(res: http.ServerResponse, status: number, text: string): void {
@@ -64,6 +68,7 @@ function podList(items: Pod[]): PodList {
 async function handle(
   host: ServerHost,
   opts: LocalServerOptions,
+  podListBody: PodListBody,
   req: http.IncomingMessage,
   res: http.ServerResponse,
 ) {
@@ -88,7 +93,7 @@ async function handle(
   switch (url.pathname) {
     case '/pods':
     case '/pods/':
-      return sendJson(res, 200, podList(host.getPods()));
+      return sendJsonBody(res, 200, podListBody.for(host.getPods()));
     case '/runningpods':
     case '/runningpods/':
       return sendJson(res, 200, podList(await host.getRunningPods()));
@@ -98,8 +103,9 @@ async function handle(
 }
 
 export function startLocalServer(host: ServerHost, opts: LocalServerOptions): Promise<LocalServer> {
+  const podListBody = new PodListBody();
   const server = http.createServer((req, res) => {
-    handle(host, opts, req, res).catch((err: unknown) => {
+    handle(host, opts, podListBody, req, res).catch((err: unknown) => {
       log.error('request failed', { path: req.url, err });
       if (!res.headersSent) sendText(res, 500, 'internal server error\n');
       else res.destroy();

@@ -71,9 +71,13 @@ export function sendText(
 }
 
 export function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  const text = Buffer.from(JSON.stringify(body));
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(text.length) });
-  res.end(text);
+  sendJsonBody(res, status, Buffer.from(JSON.stringify(body)));
+}
+
+/** A JSON answer already serialised. */
+export function sendJsonBody(res: ServerResponse, status: number, body: Buffer): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(body.length) });
+  res.end(body);
 }
 
 /** go-restful's answers for paths and methods it has no route for. */

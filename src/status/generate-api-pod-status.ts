@@ -15,6 +15,7 @@ import type {
   PodStatus,
 } from '../api/core-v1.js';
 import { isTerminalPhase } from '../api/core-v1.js';
+import { mutableCopy, type DeepReadonly } from '../lib/deep-readonly.js';
 import type { KubeContainerStatus, KubePodStatus } from '../kuberuntime/types.js';
 import { isStaticPod } from '../api/pod-source.js';
 import {
@@ -57,7 +58,7 @@ export interface GenerateAPIPodStatusInput {
   /** What the runtime knows of the pod (the PodCache entry the sync used). */
   podStatus: KubePodStatus;
   /** The status last reported (the StatusManager's); when absent, pod.status is the basis, as upstream. */
-  oldPodStatus?: PodStatus;
+  oldPodStatus?: DeepReadonly<PodStatus>;
   /** The pod will run no more containers (its worker is terminating it or it ran to completion). */
   podIsTerminal: boolean;
   /** Now, for startTime and condition transitions. */
@@ -75,7 +76,7 @@ export interface GenerateAPIPodStatusInput {
 export function generateAPIPodStatus(input: GenerateAPIPodStatusInput): PodStatus {
   const { pod, podStatus, podIsTerminal, nowMs } = input;
   const apiStatus: PodStatus = pod.status ?? {};
-  const oldStatus: PodStatus = input.oldPodStatus ?? apiStatus;
+  const oldStatus: DeepReadonly<PodStatus> = input.oldPodStatus ?? apiStatus;
   const hostIPs = input.hostIPs ?? [];
   const initContainers = pod.spec.initContainers ?? [];
   const hasInitContainers = initContainers.length > 0;
@@ -210,7 +211,10 @@ function withoutEmpty<T extends object>(o: T): T {
   return out;
 }
 
-function convertContainerStatus(cs: KubeContainerStatus, old: ContainerStatus | undefined): ContainerStatus {
+function convertContainerStatus(
+  cs: KubeContainerStatus,
+  old: DeepReadonly<ContainerStatus> | undefined,
+): ContainerStatus {
   const status: ContainerStatus = {
     name: cs.name,
     state: {},
@@ -263,7 +267,7 @@ function convertContainerStatus(cs: KubeContainerStatus, old: ContainerStatus | 
 function convertToAPIContainerStatuses(
   pod: Pod,
   podStatus: KubePodStatus,
-  previous: readonly ContainerStatus[],
+  previous: readonly DeepReadonly<ContainerStatus>[],
   containers: readonly Container[],
   hasInitContainers: boolean,
   isInitContainer: boolean,
@@ -285,10 +289,10 @@ function convertToAPIContainerStatuses(
     };
     const old = oldStatuses.get(c.name);
     if (old) {
-      if (old.state?.terminated) status = structuredClone(old);
+      if (old.state?.terminated) status = mutableCopy<ContainerStatus>(old);
       else {
         status.restartCount = old.restartCount;
-        status.lastState = structuredClone(old.lastState ?? {});
+        status.lastState = mutableCopy<ContainerState>(old.lastState ?? {});
       }
     }
     statuses.set(c.name, status);

@@ -2,6 +2,7 @@
  * The pod conditions the kubelet owns (upstream: pkg/kubelet/status/generate.go), with upstream's
  * reasons and messages, and the bookkeeping of their lastTransitionTime.
  */
+import type { DeepReadonly } from '../lib/deep-readonly.js';
 import type { ContainerStatus, Pod, PodCondition, PodPhase, PodStatus } from '../api/core-v1.js';
 import type { KubePodStatus } from '../kuberuntime/types.js';
 
@@ -215,7 +216,7 @@ const TRANSITION_TRACKED: readonly string[] = [
  */
 export function updateLastTransitionTimes(
   status: PodStatus,
-  oldStatus: PodStatus | undefined,
+  oldStatus: DeepReadonly<PodStatus> | undefined,
   nowRfc3339: string,
 ): void {
   for (const condition of status.conditions ?? []) {

@@ -8,6 +8,7 @@ import type { ContainerStatus, Pod, PodCondition, PodStatus } from '../api/core-
 import { isTerminalPhase } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
+import { mutableCopy, type DeepReadonly } from '../lib/deep-readonly.js';
 import { logger } from '../lib/log.js';
 import {
   generateContainersReadyCondition,
@@ -43,9 +44,10 @@ export interface PodStatusSink {
 }
 
 export interface StatusManager {
-  getPodStatus(uid: string): PodStatus | undefined;
+  /** The stored status itself, not a copy: statuses are replaced, never changed in place. */
+  getPodStatus(uid: string): DeepReadonly<PodStatus> | undefined;
   /** Records the status generateAPIPodStatus produced for pod. */
-  setPodStatus(pod: Pod, status: PodStatus): void;
+  setPodStatus(pod: Pod, status: DeepReadonly<PodStatus>): void;
   /** A readiness probe result changed: updates the container's ready and the Ready conditions. */
   setContainerReadiness(uid: string, containerID: string, ready: boolean): void;
   setContainerStartup(uid: string, containerID: string, started: boolean): void;
@@ -78,9 +80,8 @@ export class LocalStatusManager implements StatusManager {
     this.sink = opts.sink;
   }
 
-  getPodStatus(uid: string): PodStatus | undefined {
-    const e = this.statuses.get(uid);
-    return e ? structuredClone(e.status) : undefined;
+  getPodStatus(uid: string): DeepReadonly<PodStatus> | undefined {
+    return this.statuses.get(uid)?.status;
   }
 
   /** The versioned record, for the API syncer and tests. */
@@ -91,11 +92,11 @@ export class LocalStatusManager implements StatusManager {
     return structuredClone(versioned);
   }
 
-  setPodStatus(pod: Pod, status: PodStatus): void {
+  setPodStatus(pod: Pod, status: DeepReadonly<PodStatus>): void {
     // A pod being deleted must still be able to report its way to terminal.
     this.updateStatusInternal(
       pod,
-      structuredClone(status),
+      mutableCopy<PodStatus>(status),
       pod.metadata.deletionTimestamp !== undefined,
       false,
     );
