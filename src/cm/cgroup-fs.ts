@@ -3,6 +3,7 @@
  * call with a deadline, and tests give a temp folder that behaves like cgroupfs (see
  * testing/temp-cgroup-fs.ts).
  */
+import { CallWatchdog } from '../lib/call-watchdog.js';
 import { constants } from 'node:fs';
 import { mkdir, readdir, readFile, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
 
@@ -31,58 +32,6 @@ export function errnoCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
     ? err.code
     : undefined;
-}
-
-interface PendingCall {
-  deadlineMs: number;
-  what: string;
-  timeoutMs: number;
-  reject: (err: Error) => void;
-}
-
-/**
- * Bounds calls with one interval timer for all of them rather than a timer (or an AbortSignal.timeout)
- * per call: a pod start makes dozens of cgroupfs calls, and arming and clearing a timer for each was a
- * visible share of the kubelet's CPU. A call that overruns is rejected within a tick of its deadline;
- * the call itself runs on (fs calls cannot be cancelled), but nobody waits for it.
- */
-export class CallWatchdog {
-  private readonly pending = new Set<PendingCall>();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(private readonly tickMs: number) {}
-
-  bounded<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const call: PendingCall = { deadlineMs: Date.now() + timeoutMs, what, timeoutMs, reject };
-      this.pending.add(call);
-      this.timer ??= setInterval(() => this.expire(), this.tickMs).unref();
-      p.then(
-        (v) => {
-          if (this.pending.delete(call)) resolve(v);
-        },
-        (e: unknown) => {
-          if (this.pending.delete(call)) reject(e instanceof Error ? e : new Error(String(e)));
-        },
-      );
-    });
-  }
-
-  private expire(): void {
-    const now = Date.now();
-    for (const call of this.pending) {
-      if (now < call.deadlineMs) continue;
-      this.pending.delete(call);
-      const err = new Error(`${call.what}: no answer within ${call.timeoutMs} ms`) as NodeJS.ErrnoException;
-      err.code = 'ETIMEDOUT';
-      call.reject(err);
-    }
-    // Stopped when idle, so that an idle kubelet has no cgroupfs timer at all.
-    if (this.pending.size === 0 && this.timer) {
-      clearInterval(this.timer);
-      this.timer = undefined;
-    }
-  }
 }
 
 // O_TRUNC is a no-op on cgroupfs but makes a plain folder (the tests') hold exactly what was written.

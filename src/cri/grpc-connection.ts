@@ -1,7 +1,8 @@
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { parseCriEndpoint } from './cri-endpoint.js';
+import { GrpcUnaryChannel } from './grpc-unary-channel.js';
 import { toCriError } from './to-cri-error.js';
 
 const log = logger('remote_runtime');
@@ -33,44 +34,24 @@ export interface UnaryCallOptions {
 }
 
 /**
- * One gRPC channel to a CRI socket, shared by the runtime and image clients of that endpoint.
+ * One connection to a CRI socket, shared by the runtime and image clients of that endpoint. Unary
+ * calls go through GrpcUnaryChannel (node:http2 directly; see there why not grpc-js).
  *
- * Calls never wait for the channel to become ready (grpc-js's default `waitForReady: false`), so
- * while the runtime is down they fail at once with CRI_UNAVAILABLE instead of sitting out their
- * deadline. grpc-js would also refuse calls for the rest of its reconnect back-off after the runtime
- * came back; dialling a unix socket is cheap, so a channel found in TRANSIENT_FAILURE is replaced
- * and the call makes a fresh attempt: the first call after a runtime restart succeeds.
+ * Calls never wait for the runtime to be ready (grpc-js's default `waitForReady: false` did the
+ * same), so while the runtime is down they fail at once with CRI_UNAVAILABLE instead of sitting out
+ * their deadline, and the first call after the runtime came back dials afresh and succeeds.
  */
 export class GrpcConnection {
   readonly endpoint: string;
-  private readonly target: string;
-  private readonly channelOptions: grpc.ChannelOptions;
-  private client: grpc.Client;
+  private readonly channel: GrpcUnaryChannel;
   private closed = false;
   private unavailableLogged = false;
 
   constructor(endpoint: string, options: GrpcConnectionOptions = {}) {
     this.endpoint = endpoint;
-    this.target = parseCriEndpoint(endpoint).grpcTarget;
-    this.channelOptions = {
-      'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
-      // Upstream's dial back-off for the runtime socket: 100 ms growing to 3 s.
-      'grpc.initial_reconnect_backoff_ms': 100,
-      'grpc.max_reconnect_backoff_ms': 3000,
-    };
-    this.client = this.newClient();
-  }
-
-  private newClient(): grpc.Client {
-    return new grpc.Client(this.target, grpc.credentials.createInsecure(), this.channelOptions);
-  }
-
-  private currentClient(): grpc.Client {
-    if (this.client.getChannel().getConnectivityState(false) === grpc.connectivityState.TRANSIENT_FAILURE) {
-      this.client.close();
-      this.client = this.newClient();
-    }
-    return this.client;
+    this.channel = new GrpcUnaryChannel(parseCriEndpoint(endpoint).socketPath, {
+      maxReceiveMessageBytes: options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
+    });
   }
 
   /** Makes one unary call; rejects with a KubeletError (see toCriError), or with the signal's reason when aborted. */
@@ -87,35 +68,18 @@ export class GrpcConnection {
         new KubeletError('CRI_UNAVAILABLE', `${method}: the connection to ${this.endpoint} is closed`),
       );
     }
-    const client = this.currentClient();
-    return new Promise<Response>((resolve, reject) => {
-      // grpc-js deadlines are wall-clock instants, so they come from Date.now(), not an injected Clock.
-      const callOptions: grpc.CallOptions = { deadline: Date.now() + timeoutMs };
-      const onAbort = (): void => call.cancel();
-      const call = client.makeUnaryRequest<Request, Response>(
-        definition.path,
-        definition.requestSerialize,
-        definition.responseDeserialize,
-        request,
-        new grpc.Metadata(),
-        callOptions,
-        (err, response) => {
-          signal?.removeEventListener('abort', onAbort);
-          if (err) {
-            if (signal?.aborted) return reject(signal.reason);
-            const criError = toCriError(err, method, this.endpoint, timeoutMs);
-            this.noteOutcome(criError);
-            return reject(criError);
-          }
-          this.noteOutcome(undefined);
-          // grpc-js hands a response to every successful unary call; undefined only in its types.
-          if (response === undefined)
-            return reject(toCriError(new Error('no response'), method, this.endpoint, timeoutMs));
-          resolve(response);
-        },
-      );
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return this.channel.call(definition, request, timeoutMs, signal).then(
+      (response) => {
+        this.noteOutcome(undefined);
+        return response;
+      },
+      (err: unknown) => {
+        if (signal?.aborted) throw signal.reason;
+        const criError = toCriError(err, method, this.endpoint, timeoutMs);
+        this.noteOutcome(criError);
+        throw criError;
+      },
+    );
   }
 
   // One line when the runtime goes away and one when it is back, rather than one per failed call.
@@ -132,6 +96,6 @@ export class GrpcConnection {
 
   close(): void {
     this.closed = true;
-    this.client.close();
+    this.channel.close();
   }
 }
