@@ -25,16 +25,17 @@ export const GrpcCode = {
   UNAVAILABLE: 14,
 } as const;
 
-/** A failed call, shaped as grpc-js's ServiceError (code and details) so that one mapping serves both. */
-export class GrpcCallError extends Error {
-  constructor(
-    readonly code: number,
-    readonly details: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`${code} ${details}`, options);
-    this.name = 'GrpcCallError';
-  }
+/**
+ * A failed call: an Error with grpc-js's ServiceError shape (a numeric code and the details), so that
+ * toCriError maps both alike. Not a class of its own: it never leaves src/cri (see to-cri-error.ts).
+ */
+export type GrpcCallError = Error & { code: number; details: string };
+
+export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
+  return Object.assign(new Error(`${code} ${details}`, cause === undefined ? undefined : { cause }), {
+    code,
+    details,
+  });
 }
 
 export interface UnaryMethod<Request, Response> {
@@ -99,7 +100,7 @@ export class GrpcUnaryChannel {
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Response> {
-    if (this.closed) return Promise.reject(new GrpcCallError(GrpcCode.UNAVAILABLE, 'channel closed'));
+    if (this.closed) return Promise.reject(grpcCallError(GrpcCode.UNAVAILABLE, 'channel closed'));
     const message = method.requestSerialize(request);
     const frame = Buffer.allocUnsafe(5 + message.length);
     frame[0] = 0;
@@ -111,7 +112,7 @@ export class GrpcUnaryChannel {
       try {
         session = this.currentSession();
       } catch (err) {
-        reject(new GrpcCallError(GrpcCode.UNAVAILABLE, errorText(err), { cause: err }));
+        reject(grpcCallError(GrpcCode.UNAVAILABLE, errorText(err), err));
         return;
       }
       const stream = session.request(
@@ -147,11 +148,11 @@ export class GrpcUnaryChannel {
         finish(err);
       };
       const deadline = this.deadlines.watch(timeoutMs, () =>
-        cancel(new GrpcCallError(GrpcCode.DEADLINE_EXCEEDED, 'Deadline exceeded')),
+        cancel(grpcCallError(GrpcCode.DEADLINE_EXCEEDED, 'Deadline exceeded')),
       );
       const onAbort = (): void => {
         // The caller maps this one to its signal's reason.
-        cancel(new GrpcCallError(GrpcCode.CANCELLED, 'Cancelled on client'));
+        cancel(grpcCallError(GrpcCode.CANCELLED, 'Cancelled on client'));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -171,7 +172,7 @@ export class GrpcUnaryChannel {
         received += chunk.length;
         if (received - 5 > this.opts.maxReceiveMessageBytes) {
           cancel(
-            new GrpcCallError(
+            grpcCallError(
               GrpcCode.RESOURCE_EXHAUSTED,
               `Received message larger than max (${received - 5} vs. ${this.opts.maxReceiveMessageBytes})`,
             ),
@@ -181,7 +182,7 @@ export class GrpcUnaryChannel {
         chunks.push(chunk);
       });
       stream.on('error', (err) => {
-        finish(new GrpcCallError(GrpcCode.UNAVAILABLE, errorText(err), { cause: err }));
+        finish(grpcCallError(GrpcCode.UNAVAILABLE, errorText(err), err));
       });
       stream.on('close', () => {
         if (settled) return;
@@ -191,23 +192,23 @@ export class GrpcUnaryChannel {
             headerStatus === undefined
               ? `connection to ${this.socketPath} closed (stream reset ${stream.rstCode})`
               : `no grpc-status in the answer (HTTP status ${headerStatus})`;
-          finish(new GrpcCallError(headerStatus === 200 ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, why));
+          finish(grpcCallError(headerStatus === 200 ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, why));
           return;
         }
         if (grpcStatus !== GrpcCode.OK) {
-          finish(new GrpcCallError(grpcStatus, grpcMessage));
+          finish(grpcCallError(grpcStatus, grpcMessage));
           return;
         }
         const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
         if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
           // The request advertised no compression, so a compressed or partial message is a fault.
-          finish(new GrpcCallError(GrpcCode.INTERNAL, 'malformed or compressed response message'));
+          finish(grpcCallError(GrpcCode.INTERNAL, 'malformed or compressed response message'));
           return;
         }
         try {
           finish(undefined, method.responseDeserialize(body.subarray(5)));
         } catch (err) {
-          finish(new GrpcCallError(GrpcCode.INTERNAL, `response could not be decoded: ${errorText(err)}`));
+          finish(grpcCallError(GrpcCode.INTERNAL, `response could not be decoded: ${errorText(err)}`));
         }
       });
       stream.end(frame);

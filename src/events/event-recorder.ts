@@ -85,10 +85,7 @@ export function makeEvent(
 ): CoreEvent {
   return {
     metadata: { name: origin.name, namespace: ref.namespace || 'default' },
-    // Go leaves empty fields out of an ObjectReference (omitempty).
-    involvedObject: Object.fromEntries(
-      Object.entries(ref).filter(([, v]) => v !== undefined && v !== ''),
-    ) as ObjectReference,
+    involvedObject: withoutEmptyFields(ref),
     reason,
     message,
     source: { component: origin.component, host: origin.host },
@@ -100,6 +97,16 @@ export function makeEvent(
     reportingComponent: origin.component,
     reportingInstance: origin.host,
   };
+}
+
+/** Go leaves empty fields out of an ObjectReference (omitempty). */
+function withoutEmptyFields(ref: ObjectReference): ObjectReference {
+  const out: Record<string, unknown> = {};
+  for (const key in ref) {
+    const value = ref[key as keyof ObjectReference];
+    if (value !== undefined && value !== '') out[key] = value;
+  }
+  return out as ObjectReference;
 }
 
 /** The key-values of upstream's "Event occurred" line (StartStructuredLogging). */

@@ -46,19 +46,28 @@ export function exponentialBuckets(start: number, factor: number, count: number)
 const NAME_RE = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL_RE = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
 
-/** Label values are kept in a Map under this key: the values in the metric's label order. */
+// Label values are kept in a Map under one string: the values in the metric's label order, joined
+// by a separator no sane value holds. A value that does hold it makes a JSON key instead, marked by
+// a leading byte a joined key cannot start with. (Joining, not JSON, because every CRI call counts.)
+const SEPARATOR = '\u0001';
+const JSON_KEY = '\u0002';
+
 function keyOf(labelNames: readonly string[], labels: Labels | undefined): string {
   if (labelNames.length === 0) return '';
   const given = labels ?? {};
-  for (const k of Object.keys(given)) {
+  for (const k in given) {
     if (!labelNames.includes(k)) throw new Error(`unknown label ${k}`);
   }
-  return JSON.stringify(labelNames.map((n) => given[n] ?? ''));
+  const values = labelNames.map((n) => given[n] ?? '');
+  if (values.some((v) => v.includes(SEPARATOR) || v.startsWith(JSON_KEY))) {
+    return JSON_KEY + JSON.stringify(values);
+  }
+  return values.join(SEPARATOR);
 }
 
 function labelsOf(labelNames: readonly string[], key: string): Labels {
   if (labelNames.length === 0) return {};
-  const values = JSON.parse(key) as string[];
+  const values = key.startsWith(JSON_KEY) ? (JSON.parse(key.slice(1)) as string[]) : key.split(SEPARATOR);
   return Object.fromEntries(labelNames.map((n, i) => [n, values[i] ?? '']));
 }
 
