@@ -63,7 +63,7 @@ machine() {
 machine >&2
 
 failed=()
-for bench in relist status websocket stats node-page density; do
+for bench in relist status websocket-frame stats node-page density; do
   log "running $bench"
   if ! node "dist/bench/$bench.js" >>"$out"; then
     failed+=("$bench")
