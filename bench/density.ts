@@ -1,8 +1,8 @@
 /**
  * Pod start density against the real runtime (the private containerd of scripts/runtime-stack.sh),
- * and the runtime's floor in the same run.
+ * and the runtime's floor in the same run; optionally side by side with a second kubelet.
  *
- * For each N (default 1, 30, 100):
+ * Every N (default 1, 30, 100) is measured in R rounds (BENCH_ROUNDS). Within a round, for each N:
  *  1. floor: N sandboxes + busybox containers started directly over CRI, all at once (RunPodSandbox,
  *     CreateContainer, StartContainer per pod, with the configs the kubelet itself generates): the
  *     time containerd needs, below which no kubelet can go. Then StopContainer + StopPodSandbox.
@@ -12,21 +12,30 @@
  *     (VmHWM, reset before the start). Then CPU (cores) and RSS over a steady window with the N pods
  *     running; then all manifests are deleted and the time until CRI lists no running container of
  *     theirs is taken.
- * N = 1 hangs on where the PLEG's 1 s relist falls, so it is measured in several rounds of one pod.
- * The first size's kubelet first gives the idle RSS and CPU, before any manifest is written.
+ *  3. with BENCH_PEER_KUBELET, the same as 2 for the peer kubelet (another checkout's bin/tskubelet,
+ *     or an upstream kubelet binary); in even rounds the peer goes before tskubelet.
+ * Floor and kubelets thus alternate within a round and see the same machine; the figures are the
+ * medians over the rounds (with the lowest and highest round), and every ratio (to the floor, to
+ * the peer) is taken within a round first: the pair saw the same machine.
+ * N = 1 hangs on where the PLEG's 1 s relist falls, so each round starts BENCH_SINGLE_STARTS pods one
+ * after another, each at a random phase. Each round's first size's kubelets first give the idle
+ * RSS and CPU, before any manifest is written.
  *
  * A kubelet stops every pod in its runtime that none of its sources wants, and kills the processes
  * of pod cgroups it does not know (upstream does both). So the bench's kubelet runs under a cgroup
  * root of its own, and the bench waits until no other kubelet uses the runtime and no foreign pod is
  * up (refusing after BENCH_QUIET_WAIT_S); a size during which one showed up anyway is flagged.
  *
- * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_STEADY_S (30),
- * BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 10), BENCH_SETTLE_S (from the last pod running to the
- * steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
- * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_ROUNDS (rounds for N = 1; 8), BENCH_QUICK=1 (windows of 5 s,
- * 3 rounds), BENCH_KUBELET_ARGS (extra kubelet flags, space-separated, e.g.
- * `--feature-gates=EventedPLEG=false` to measure without containerd's task events), BENCH_NODE_ARGS
- * (flags for node itself, space-separated, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_ROUNDS (3; quick: 2),
+ * BENCH_STEADY_S (15), BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 10), BENCH_SETTLE_S (from the
+ * last pod running to the steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
+ * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_STARTS (pods started one after another per round for N = 1;
+ * 3, quick: 2), BENCH_QUICK=1 (windows of 5 s, 2 rounds), BENCH_KUBELET_ARGS (extra tskubelet flags,
+ * space-separated, e.g. `--feature-gates=EventedPLEG=false` to measure without containerd's task
+ * events), BENCH_NODE_ARGS (flags for node itself, space-separated, e.g. `--cpu-prof
+ * --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (a second kubelet binary to measure side by side),
+ * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_KUBELET_ARGS
+ * (extra flags for the peer).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -42,9 +51,9 @@ import { KUBERNETES_POD_NAMESPACE_LABEL } from '../src/kuberuntime/labels.js';
 import { readHostDNSConfig } from '../src/kuberuntime/pod-dns.js';
 import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox-config.js';
 import { BenchCgroupRoot } from './cgroup-root.js';
-import { BenchKubelet } from './kubelet-launcher.js';
+import { BenchKubelet, identifyKubelet, type KubeletKind } from './kubelet-launcher.js';
 import { cpuSeconds, peakRssBytes, resetPeakRss, rssBytes } from './proc-stats.js';
-import { emit, envNumber, MIB, percentile, quickMode, say, sleep, sum } from './report.js';
+import { emit, envNumber, median, MIB, percentile, quickMode, say, sleep, sum } from './report.js';
 
 const BENCH = 'density';
 const KUBELET_NAMESPACE = 'tskubelet-bench';
@@ -62,9 +71,24 @@ function phase(message: string): void {
   say(`density [${((performance.now() - benchStartMs) / 1000).toFixed(1)} s] ${message}`);
 }
 
+/** A kubelet the bench measures: this checkout's tskubelet, or the peer it is compared with. */
+interface KubeletUnderTest {
+  role: 'tskubelet' | 'peer';
+  kind: KubeletKind;
+  /** Undefined: this checkout's bin/tskubelet. */
+  binary?: string;
+  minor?: number;
+  extraArgs: string[];
+  nodeArgs?: string[];
+  /** For the report: kind, binary and what its --version printed. */
+  description: string;
+}
+
 interface Settings {
   endpoint: string;
   sizes: number[];
+  /** Every size is measured this many times, floor and kubelet(s) alternating. */
+  rounds: number;
   steadyMs: number;
   steadyLargeMs: number;
   idleMs: number;
@@ -72,23 +96,50 @@ interface Settings {
   quietWaitMs: number;
   /** Between the last pod seen running and the steady window. */
   settleMs: number;
-  /** How many times N = 1 is measured. */
-  singleRounds: number;
+  /** How many single pods are started one after another in each round of N = 1. */
+  singleStarts: number;
+  kubelets: KubeletUnderTest[];
 }
 
-function settings(): Settings {
+const splitArgs = (raw: string | undefined) => raw?.split(' ').filter(Boolean) ?? [];
+
+async function settings(): Promise<Settings> {
   const quick = quickMode();
-  const steadyS = envNumber('BENCH_STEADY_S', quick ? 5 : 30);
+  const steadyS = envNumber('BENCH_STEADY_S', quick ? 5 : 15);
+  const kubelets: KubeletUnderTest[] = [
+    {
+      role: 'tskubelet',
+      kind: 'tskubelet',
+      extraArgs: splitArgs(process.env.BENCH_KUBELET_ARGS),
+      nodeArgs: splitArgs(process.env.BENCH_NODE_ARGS),
+      description: 'tskubelet of this checkout',
+    },
+  ];
+  const peerBinary = process.env.BENCH_PEER_KUBELET;
+  if (peerBinary) {
+    const binary = path.resolve(peerBinary);
+    const id = await identifyKubelet(binary, process.env.BENCH_PEER_KIND || undefined);
+    kubelets.push({
+      role: 'peer',
+      kind: id.kind,
+      binary,
+      minor: id.minor,
+      extraArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
+      description: `${id.kind} ${binary} (${id.version})`,
+    });
+  }
   return {
     endpoint: process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock',
     sizes: (process.env.BENCH_DENSITY_SIZES ?? '1,30,100').split(',').map((s) => Number(s.trim())),
+    rounds: Math.max(1, envNumber('BENCH_ROUNDS', quick ? 2 : 3)),
     steadyMs: steadyS * 1000,
     steadyLargeMs: envNumber('BENCH_STEADY_LARGE_S', Math.min(steadyS, quick ? 5 : 10)) * 1000,
     idleMs: envNumber('BENCH_IDLE_S', quick ? 5 : 10) * 1000,
     pollMs: envNumber('BENCH_POLL_MS', 100),
     quietWaitMs: envNumber('BENCH_QUIET_WAIT_S', 120) * 1000,
     settleMs: envNumber('BENCH_SETTLE_S', 5) * 1000,
-    singleRounds: Math.max(1, envNumber('BENCH_SINGLE_ROUNDS', quick ? 3 : 8)),
+    singleStarts: Math.max(1, envNumber('BENCH_SINGLE_STARTS', quick ? 2 : 3)),
+    kubelets,
   };
 }
 
@@ -123,7 +174,10 @@ function otherKubelets(endpoint: string): number[] {
     } catch {
       continue;
     }
-    if (!argv.some((a) => a.endsWith('bin/tskubelet') || a.endsWith('dist/src/cmd/main.js'))) continue;
+    const isKubelet =
+      path.basename(argv[0] ?? '') === 'kubelet' ||
+      argv.some((a) => a.endsWith('bin/tskubelet') || a.endsWith('dist/src/cmd/main.js'));
+    if (!isKubelet) continue;
     const flag = argv.find((a) => a.startsWith('--container-runtime-endpoint'));
     if (flag === undefined || flag.includes(socket)) found.push(Number(entry));
   }
@@ -180,16 +234,18 @@ async function waitForQuietRuntime(
   }
 }
 
-/** Kubelets of others seen on our runtime while a size was measured: its figures are then suspect. */
-const intruders = new Set<number>();
+/** Per size: kubelets of others seen on our runtime while it was measured; its figures are then suspect. */
+const intruders = new Map<number, Set<number>>();
 
-function lookForIntruders(endpoint: string, ownKubelet?: number): void {
+function lookForIntruders(endpoint: string, n: number, ownKubelet?: number): void {
+  const seen = intruders.get(n) ?? new Set<number>();
+  intruders.set(n, seen);
   for (const pid of otherKubelets(endpoint)) {
     // The bench's own kubelet matches the same command line: it is no intruder.
     if (pid === ownKubelet) continue;
-    if (!intruders.has(pid))
+    if (!seen.has(pid))
       say(`density: another kubelet (pid ${pid}) uses the runtime: figures may be disturbed`);
-    intruders.add(pid);
+    seen.add(pid);
   }
 }
 
@@ -230,13 +286,19 @@ async function removeNamespace(conn: RuntimeConnection, namespace: string): Prom
   }
 }
 
-/** containerd's own pid, for its share of the work (the runtime-stack.sh daemon, found by its command line). */
-function containerdPid(): number | undefined {
+/**
+ * The pid of the containerd that serves endpoint, for its share of the work: a runtime-stack.sh
+ * daemon (`containerd --config FILE`) whose config file names the socket. Each stack on a machine
+ * has its own, and only this one's CPU belongs to the figures.
+ */
+function containerdPid(endpoint: string): number | undefined {
+  const socket = endpoint.replace(/^unix:\/\//, '');
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (argv[0] === 'containerd' && argv[1] === '--config') return Number(entry);
+      if (argv[0] !== 'containerd' || argv[1] !== '--config' || !argv[2]) continue;
+      if (readFileSync(argv[2], 'utf8').includes(`"${socket}"`)) return Number(entry);
     } catch {
       continue;
     }
@@ -262,7 +324,12 @@ interface FloorResult {
   containerdCpuS: number;
 }
 
-async function floorRun(conn: RuntimeConnection, n: number, workDir: string): Promise<FloorResult> {
+async function floorRun(
+  conn: RuntimeConnection,
+  endpoint: string,
+  n: number,
+  workDir: string,
+): Promise<FloorResult> {
   const image = await conn.images.imageStatus({ image: BUSYBOX }, false, { timeoutMs: CRI_TIMEOUT_MS });
   if (!image) throw new Error(`${BUSYBOX} is not in the runtime: run 'bash scripts/runtime-stack.sh up'`);
   const hostDNS = await readHostDNSConfig('/etc/resolv.conf').catch(() => undefined);
@@ -310,7 +377,7 @@ async function floorRun(conn: RuntimeConnection, n: number, workDir: string): Pr
     prepared.push({ sandbox, container });
   }
 
-  const cdPid = containerdPid();
+  const cdPid = containerdPid(endpoint);
   const cd0 = containerdCpuSeconds(cdPid);
   const t0 = performance.now();
   const started = await Promise.all(
@@ -344,15 +411,16 @@ async function floorRun(conn: RuntimeConnection, n: number, workDir: string): Pr
   return { latenciesMs: started.map((s) => s.doneMs), allMs, stopAllMs, containerdCpuS };
 }
 
-/** floorRun `rounds` times: latencies over all rounds, the median round's totals, containerd's CPU per round. */
-async function floorRounds(
+/** floorRun `starts` times: latencies over all starts, the median start's totals, containerd's CPU per start. */
+async function floorStarts(
   conn: RuntimeConnection,
+  endpoint: string,
   n: number,
-  rounds: number,
+  starts: number,
   workDir: string,
 ): Promise<FloorResult> {
   const results: FloorResult[] = [];
-  for (let r = 0; r < rounds; r++) results.push(await floorRun(conn, n, workDir));
+  for (let r = 0; r < starts; r++) results.push(await floorRun(conn, endpoint, n, workDir));
   return {
     latenciesMs: results.flatMap((r) => r.latenciesMs),
     allMs: percentile(
@@ -363,13 +431,13 @@ async function floorRounds(
       results.map((r) => r.stopAllMs),
       50,
     ),
-    containerdCpuS: sum(results.map((r) => r.containerdCpuS)) / rounds,
+    containerdCpuS: sum(results.map((r) => r.containerdCpuS)) / starts,
   };
 }
 
 // ---- the kubelet ---------------------------------------------------------------------------------
 
-interface StartRound {
+interface StartResult {
   latenciesMs: number[];
   /** From the manifest's rename to the container's start as the runtime recorded it (no poll in it). */
   runtimeStartedMs: number[];
@@ -381,15 +449,16 @@ interface StartRound {
   pollTotalMs: number;
 }
 
+/** One kubelet's figures in one round (for N = 1: over that round's single-pod starts). */
 interface KubeletResult {
-  rounds: number;
+  starts: number;
   latenciesMs: number[];
   runtimeStartedMs: number[];
-  /** Median over the rounds. */
+  /** Median over the starts. */
   allMs: number;
-  /** Mean per round. */
+  /** Mean per start. */
   startCpuS: number;
-  /** Highest over the rounds. */
+  /** Highest over the starts. */
   startPeakRssBytes: number;
   containerdCpuS: number;
   meanPollMs: number;
@@ -398,10 +467,10 @@ interface KubeletResult {
   /** The lowest sample: the RSS once the garbage of the start has been collected. */
   steadyMinRssBytes: number;
   steadyMs: number;
-  /** Median over the rounds. */
+  /** Median over the starts. */
   stopAllMs: number;
   restarts: number;
-  /** /pods polls made while starting the pods (mean per round). */
+  /** /pods polls made while starting the pods (mean per start). */
   polls: number;
   /** The kubelet's CPU seconds to serve one /pods poll with the N pods (measured after the steady window). */
   pollCpuS: number;
@@ -446,16 +515,17 @@ function listOurContainers(conn: RuntimeConnection) {
 }
 
 /** Writes the manifests of names at once and waits until /pods shows each pod's container running. */
-async function startRound(
+async function startPods(
   conn: RuntimeConnection,
+  endpoint: string,
   kubelet: BenchKubelet,
   names: string[],
   pollMs: number,
-): Promise<StartRound> {
+): Promise<StartResult> {
   const pid = kubelet.pid;
   if (!resetPeakRss(pid))
     say('density: cannot reset VmHWM (not root?): peak RSS is since the kubelet started');
-  const cdPid = containerdPid();
+  const cdPid = containerdPid(endpoint);
   const cd0 = containerdCpuSeconds(cdPid);
   const cpu0 = cpuSeconds(pid);
   const t0 = performance.now();
@@ -533,7 +603,7 @@ async function pollCost(kubelet: BenchKubelet): Promise<number> {
 }
 
 /** Deletes the manifests of names at once; resolves with the time until CRI lists none of their containers running. */
-async function stopRound(
+async function stopPods(
   conn: RuntimeConnection,
   kubelet: BenchKubelet,
   names: string[],
@@ -555,27 +625,31 @@ async function stopRound(
 }
 
 /**
- * One fresh kubelet for one N. A single pod's latency hangs on where the PLEG's 1 s relist falls, so
- * N = 1 is measured `rounds` times in a row (each round starts and deletes one pod) and reported
- * over all of them; larger N are one round. The steady window follows the last round's start.
+ * One fresh kubelet for one N in one round. A single pod's latency hangs on where the PLEG's 1 s
+ * relist falls, so N = 1 starts `starts` pods one after another (each started and deleted, at a
+ * random phase); larger N start once. The steady window follows the last start.
  */
 async function kubeletRun(
   conn: RuntimeConnection,
   n: number,
-  rounds: number,
+  starts: number,
   s: Settings,
+  who: KubeletUnderTest,
   measureIdle: boolean,
 ): Promise<{ result: KubeletResult; idle?: Idle }> {
-  const cgroupRoot = await BenchCgroupRoot.create(`/tskubelet-bench-${process.pid}`);
+  const cgroupRoot = await BenchCgroupRoot.create(`/tskubelet-bench-${process.pid}-${who.role}`);
   const kubelet = new BenchKubelet({
     runtimeEndpoint: s.endpoint,
     nodeName: NODE_NAME,
-    extraArgs: [
-      `--cgroup-root=${cgroupRoot.name}`,
-      ...(process.env.BENCH_KUBELET_ARGS?.split(' ').filter(Boolean) ?? []),
-    ],
-    nodeArgs: process.env.BENCH_NODE_ARGS?.split(' ').filter(Boolean),
+    binary: who.binary,
+    kind: who.kind,
+    minor: who.minor,
+    cgroupRoot: cgroupRoot.name,
+    cgroupDriver: 'cgroupfs',
+    extraArgs: who.extraArgs,
+    nodeArgs: who.nodeArgs,
   });
+  const label = `n=${n} ${who.role}`;
   let failed = true;
   let restarts = 0;
   try {
@@ -585,56 +659,53 @@ async function kubeletRun(
     await sleep(3000);
     const idle = measureIdle ? await observe(pid, s.idleMs) : undefined;
 
-    const starts: StartRound[] = [];
+    const results: StartResult[] = [];
     const stopsMs: number[] = [];
     const steadyMs = n >= 100 ? s.steadyLargeMs : s.steadyMs;
     let steady = { cores: NaN, rssBytes: NaN, minRssBytes: NaN };
     let pollCpuS = NaN;
-    for (let r = 0; r < rounds; r++) {
+    for (let r = 0; r < starts; r++) {
       const names = Array.from({ length: n }, (_, i) => `density-${r}-${i}`);
-      // A random phase against the PLEG's 1 s relist: rounds that kept in step with it would all
+      // A random phase against the PLEG's 1 s relist: starts that kept in step with it would all
       // wait the same share of a relist period, and their spread would say nothing.
-      if (rounds > 1) await sleep(Math.random() * 1000);
-      starts.push(await startRound(conn, kubelet, names, s.pollMs));
-      lookForIntruders(s.endpoint, pid);
-      if (r === rounds - 1) {
-        phase(`n=${n}: steady window`);
+      if (n === 1) await sleep(Math.random() * 1000);
+      results.push(await startPods(conn, s.endpoint, kubelet, names, s.pollMs));
+      lookForIntruders(s.endpoint, n, pid);
+      if (r === starts - 1) {
+        phase(`${label}: steady window`);
         await sleep(s.settleMs);
         steady = await observe(pid, steadyMs);
         const pods = await kubelet.pods();
         restarts = sum(
           pods.flatMap((p) => (p.status?.containerStatuses ?? []).map((c) => c.restartCount ?? 0)),
         );
-        lookForIntruders(s.endpoint, pid);
+        lookForIntruders(s.endpoint, n, pid);
         pollCpuS = await pollCost(kubelet);
       }
-      phase(`n=${n}: deleting the manifests`);
-      stopsMs.push(await stopRound(conn, kubelet, names, s.pollMs));
-      // Quiet between rounds, so that one round's clean-up is not the next one's load.
-      if (r < rounds - 1) await sleep(500);
+      phase(`${label}: deleting the manifests`);
+      stopsMs.push(await stopPods(conn, kubelet, names, s.pollMs));
+      // Quiet between starts, so that one start's clean-up is not the next one's load.
+      if (r < starts - 1) await sleep(500);
     }
     failed = false;
     return {
       idle,
       result: {
-        rounds,
-        latenciesMs: starts.flatMap((r) => r.latenciesMs),
-        runtimeStartedMs: starts.flatMap((r) => r.runtimeStartedMs),
-        allMs: percentile(
-          starts.map((r) => r.allMs),
-          50,
-        ),
-        startCpuS: sum(starts.map((r) => r.cpuS)) / rounds,
-        startPeakRssBytes: Math.max(...starts.map((r) => r.peakRssBytes)),
-        containerdCpuS: sum(starts.map((r) => r.containerdCpuS)) / rounds,
-        meanPollMs: sum(starts.map((r) => r.pollTotalMs)) / sum(starts.map((r) => r.polls)),
+        starts,
+        latenciesMs: results.flatMap((r) => r.latenciesMs),
+        runtimeStartedMs: results.flatMap((r) => r.runtimeStartedMs),
+        allMs: median(results.map((r) => r.allMs)),
+        startCpuS: sum(results.map((r) => r.cpuS)) / starts,
+        startPeakRssBytes: Math.max(...results.map((r) => r.peakRssBytes)),
+        containerdCpuS: sum(results.map((r) => r.containerdCpuS)) / starts,
+        meanPollMs: sum(results.map((r) => r.pollTotalMs)) / sum(results.map((r) => r.polls)),
         steadyCores: steady.cores,
         steadyRssBytes: steady.rssBytes,
         steadyMinRssBytes: steady.minRssBytes,
         steadyMs,
-        stopAllMs: percentile(stopsMs, 50),
+        stopAllMs: median(stopsMs),
         restarts,
-        polls: sum(starts.map((r) => r.polls)) / rounds,
+        polls: sum(results.map((r) => r.polls)) / starts,
         pollCpuS,
       },
     };
@@ -642,9 +713,9 @@ async function kubeletRun(
     // A failure, or a restart of a container that should have run on, is worth the kubelet's log.
     const keepLog = failed || restarts > 0;
     if (keepLog) say(`density: the kubelet's log is kept in ${kubelet.logFile}`);
-    phase(`n=${n}: stopping the kubelet`);
+    phase(`${label}: stopping the kubelet`);
     await kubelet.dispose(keepLog);
-    phase(`n=${n}: removing the sandboxes`);
+    phase(`${label}: removing the sandboxes`);
     await removeNamespace(conn, KUBELET_NAMESPACE);
     await cgroupRoot.destroy();
   }
@@ -652,139 +723,233 @@ async function kubeletRun(
 
 // ---- reporting -----------------------------------------------------------------------------------
 
-function reportSize(n: number, floor: FloorResult, k: KubeletResult, pollMs: number, settleS: number): void {
-  const f = (metric: string, value: number, note?: string) => emit({ bench: BENCH, n, metric, value, note });
-  const rounds = k.rounds > 1 ? `; over ${k.rounds} rounds of one pod (totals: median round)` : '';
-  const pollNote =
-    `manifest rename → first /pods poll showing the container running; polled every ${pollMs} ms ` +
-    `(mean poll took ${k.meanPollMs.toFixed(1)} ms), so up to ${pollMs} ms of each figure is the poll's${rounds}`;
-  f('p50_ms', percentile(k.latenciesMs, 50), pollNote);
-  f('p90_ms', percentile(k.latenciesMs, 90));
-  f('p99_ms', percentile(k.latenciesMs, 99));
-  f('all_ms', k.allMs, 'first manifest write → last pod seen running');
-  f(
-    'runtime_started_p50_ms',
-    percentile(k.runtimeStartedMs, 50),
-    "manifest rename → the container's start as CRI records it",
-  );
-  f('runtime_started_p99_ms', percentile(k.runtimeStartedMs, 99));
-  f(
-    'start_cpu_s',
-    k.startCpuS,
-    "the kubelet's utime+stime from the first write to the last pod seen running",
-  );
-  f(
-    'start_cpu_s_less_polls',
-    k.startCpuS - k.polls * k.pollCpuS,
-    `start_cpu_s less the ${Math.round(k.polls)} /pods polls the bench made (${(k.pollCpuS * 1000).toFixed(1)} ms each)`,
-  );
-  f('start_peak_rss_mib', k.startPeakRssBytes / MIB, 'VmHWM over the start (reset before it)');
-  f(
-    'steady_cpu_cores',
-    k.steadyCores,
-    `over ${k.steadyMs / 1000} s with the ${n} pod(s) running, from ${settleS} s after the last was seen running`,
-  );
-  f('steady_rss_mib', k.steadyRssBytes / MIB, `mean VmRSS over ${k.steadyMs / 1000} s`);
-  f(
-    'steady_rss_min_mib',
-    k.steadyMinRssBytes / MIB,
-    'lowest VmRSS sample of the window (start garbage collected)',
-  );
-  f(
-    'stop_all_ms',
-    k.stopAllMs,
-    `manifests deleted → no container running (grace period ${GRACE_PERIOD_S} s; sleep ignores SIGTERM)`,
-  );
-  f(
-    'containerd_start_cpu_s',
-    k.containerdCpuS,
-    "containerd's CPU seconds while the kubelet started the pods",
-  );
-  f('restarts', k.restarts, 'container restarts seen during the steady window (should be 0)');
-  if (intruders.size > 0) {
-    f(
-      'intruders',
-      intruders.size,
-      'other kubelets used the runtime during this size: its figures are suspect',
-    );
+/** Per size (0: no pods) and figure name, one value per round, in the order first recorded. */
+class RoundFigures {
+  private readonly values = new Map<string, { n: number; metric: string; values: number[] }>();
+
+  add(n: number, figures: Record<string, number>): void {
+    for (const [metric, value] of Object.entries(figures)) {
+      const key = `${n}/${metric}`;
+      const entry = this.values.get(key) ?? { n, metric, values: [] };
+      this.values.set(key, entry);
+      entry.values.push(value);
+    }
   }
-  f(
-    'floor_p50_ms',
-    percentile(floor.latenciesMs, 50),
-    'RunPodSandbox+CreateContainer+StartContainer over CRI, all pods at once',
-  );
-  f('floor_p90_ms', percentile(floor.latenciesMs, 90));
-  f('floor_p99_ms', percentile(floor.latenciesMs, 99));
-  f('floor_all_ms', floor.allMs);
-  f('floor_stop_all_ms', floor.stopAllMs, `StopContainer(${GRACE_PERIOD_S} s)+StopPodSandbox, all at once`);
-  f(
-    'floor_containerd_cpu_s',
-    floor.containerdCpuS,
-    "containerd's CPU seconds while the floor started the pods",
-  );
-  f(
-    'overhead_p50_ratio',
-    percentile(k.latenciesMs, 50) / percentile(floor.latenciesMs, 50),
-    'kubelet p50 / floor p50',
-  );
-  f('overhead_p90_ratio', percentile(k.latenciesMs, 90) / percentile(floor.latenciesMs, 90));
-  f('overhead_p99_ratio', percentile(k.latenciesMs, 99) / percentile(floor.latenciesMs, 99));
-  f('overhead_all_ratio', k.allMs / floor.allMs);
-  say(
-    `density n=${n}: kubelet p50 ${percentile(k.latenciesMs, 50).toFixed(0)} ms, p99 ${percentile(
-      k.latenciesMs,
-      99,
-    ).toFixed(0)} ms, all ${k.allMs.toFixed(0)} ms; floor p50 ${percentile(floor.latenciesMs, 50).toFixed(
-      0,
-    )} ms, all ${floor.allMs.toFixed(0)} ms; start CPU ${k.startCpuS.toFixed(2)} s, steady ${k.steadyCores.toFixed(
-      3,
-    )} cores, RSS ${(k.steadyRssBytes / MIB).toFixed(0)} MiB`,
+
+  entries(): { n: number; metric: string; values: number[] }[] {
+    return [...this.values.values()];
+  }
+}
+
+function floorFigures(floor: FloorResult): Record<string, number> {
+  return {
+    floor_p50_ms: percentile(floor.latenciesMs, 50),
+    floor_p90_ms: percentile(floor.latenciesMs, 90),
+    floor_p99_ms: percentile(floor.latenciesMs, 99),
+    floor_all_ms: floor.allMs,
+    floor_stop_all_ms: floor.stopAllMs,
+    floor_containerd_cpu_s: floor.containerdCpuS,
+  };
+}
+
+/** A kubelet's own figures in one round (the ones the peer comparison divides). */
+function kubeletFigures(k: KubeletResult): Record<string, number> {
+  return {
+    p50_ms: percentile(k.latenciesMs, 50),
+    p90_ms: percentile(k.latenciesMs, 90),
+    p99_ms: percentile(k.latenciesMs, 99),
+    all_ms: k.allMs,
+    runtime_started_p50_ms: percentile(k.runtimeStartedMs, 50),
+    runtime_started_p99_ms: percentile(k.runtimeStartedMs, 99),
+    start_cpu_s: k.startCpuS,
+    start_cpu_s_less_polls: k.startCpuS - k.polls * k.pollCpuS,
+    start_peak_rss_mib: k.startPeakRssBytes / MIB,
+    steady_cpu_cores: k.steadyCores,
+    steady_rss_mib: k.steadyRssBytes / MIB,
+    steady_rss_min_mib: k.steadyMinRssBytes / MIB,
+    stop_all_ms: k.stopAllMs,
+    containerd_start_cpu_s: k.containerdCpuS,
+    mean_poll_ms: k.meanPollMs,
+  };
+}
+
+/** A kubelet's figures over the floor's of the same round. */
+function overheadFigures(k: Record<string, number>, floor: Record<string, number>): Record<string, number> {
+  const over = (a: string, b: string) => (k[a] ?? NaN) / (floor[b] ?? NaN);
+  return {
+    overhead_p50_ratio: over('p50_ms', 'floor_p50_ms'),
+    overhead_p90_ratio: over('p90_ms', 'floor_p90_ms'),
+    overhead_p99_ratio: over('p99_ms', 'floor_p99_ms'),
+    overhead_all_ratio: over('all_ms', 'floor_all_ms'),
+    containerd_cpu_ratio: over('containerd_start_cpu_s', 'floor_containerd_cpu_s'),
+  };
+}
+
+const prefixed = (prefix: string, figures: Record<string, number>) =>
+  Object.fromEntries(Object.entries(figures).map(([m, v]) => [`${prefix}${m}`, v]));
+
+/** tskubelet's figures over the peer's, per round. */
+function versusPeer(ours: Record<string, number>, peer: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(ours).map(([m, v]) => [`vs_peer_${m}`, v / (peer[m] ?? NaN)]));
+}
+
+function figureNotes(s: Settings): Record<string, string> {
+  const rounds = `median of ${s.rounds} round(s), min and max the lowest and highest round`;
+  return {
+    p50_ms:
+      `manifest rename → first /pods poll showing the container running; polled every ${s.pollMs} ms, ` +
+      `so up to ${s.pollMs} ms of each figure is the poll's (mean_poll_ms: what one took); ${rounds}` +
+      (s.sizes.includes(1)
+        ? `; N = 1: percentiles over each round's ${s.singleStarts} single-pod starts`
+        : ''),
+    all_ms: 'first manifest write → last pod seen running',
+    runtime_started_p50_ms: "manifest rename → the container's start as CRI records it",
+    start_cpu_s: "the kubelet's utime+stime from the first write to the last pod seen running",
+    start_cpu_s_less_polls:
+      "start_cpu_s less what the bench's /pods polls cost (50 polls measured after the steady window)",
+    start_peak_rss_mib: 'VmHWM over the start (reset before it)',
+    steady_cpu_cores: `with the N pod(s) running, from ${s.settleMs / 1000} s after the last was seen running, over ${s.steadyMs / 1000} s (${s.steadyLargeMs / 1000} s for N ≥ 100)`,
+    steady_rss_mib: 'mean VmRSS over the steady window',
+    steady_rss_min_mib: 'lowest VmRSS sample of the window (start garbage collected)',
+    stop_all_ms: `manifests deleted → no container running (grace period ${GRACE_PERIOD_S} s; sleep ignores SIGTERM)`,
+    containerd_start_cpu_s: "containerd's CPU seconds while the kubelet started the pods",
+    restarts: 'container restarts seen during the steady windows, summed over the rounds (should be 0)',
+    intruders: 'other kubelets used the runtime during this size: its figures are suspect',
+    floor_p50_ms: 'RunPodSandbox+CreateContainer+StartContainer over CRI, all pods at once',
+    floor_stop_all_ms: `StopContainer(${GRACE_PERIOD_S} s)+StopPodSandbox, all at once`,
+    floor_containerd_cpu_s: "containerd's CPU seconds while the floor started the pods",
+    overhead_p50_ratio: 'kubelet p50 / floor p50 of the same round; median over the rounds',
+    containerd_cpu_ratio:
+      "containerd's CPU while the kubelet started the pods / while the floor did, same round",
+    idle_rss_mib: `mean VmRSS over ${s.idleMs / 1000} s, no pods, in each round`,
+    idle_cpu_cores: `over ${s.idleMs / 1000} s, no pods`,
+  };
+}
+
+function report(figures: RoundFigures, s: Settings): void {
+  const notes = figureNotes(s);
+  const peer = s.kubelets.find((k) => k.role === 'peer');
+  if (peer) {
+    emit({
+      bench: BENCH,
+      n: 0,
+      metric: 'peer_rounds',
+      value: s.rounds,
+      note:
+        `peer: ${peer.description}. peer_<figure> is its figure, vs_peer_<figure> tskubelet's over the ` +
+        "peer's in the same round (median over the rounds): below 1 is tskubelet faster or lighter",
+    });
+  }
+  for (const { n, metric, values } of figures.entries()) {
+    const finite = values.filter((v) => Number.isFinite(v));
+    const value = metric.endsWith('restarts') ? sum(finite) : median(finite);
+    emit({
+      bench: BENCH,
+      n,
+      metric,
+      value,
+      ...(values.length > 1 && finite.length > 0
+        ? { min: Math.min(...finite), max: Math.max(...finite), rounds: values.length }
+        : {}),
+      note: notes[metric],
+    });
+  }
+  for (const [n, pids] of intruders) {
+    if (pids.size > 0)
+      emit({ bench: BENCH, n, metric: 'intruders', value: pids.size, note: notes.intruders });
+  }
+}
+
+function summary(n: number, who: string, k: Record<string, number>, floor: Record<string, number>): string {
+  const ms = (m: string) => `${Math.round(k[m] ?? NaN)} ms`;
+  return (
+    `density n=${n} ${who}: p50 ${ms('p50_ms')}, p99 ${ms('p99_ms')}, all ${ms('all_ms')} ` +
+    `(floor p50 ${Math.round(floor.floor_p50_ms ?? NaN)} ms, all ${Math.round(floor.floor_all_ms ?? NaN)} ms); ` +
+    `start CPU ${(k.start_cpu_s ?? NaN).toFixed(2)} s, steady ${(k.steady_cpu_cores ?? NaN).toFixed(3)} cores, ` +
+    `RSS ${(k.steady_rss_mib ?? NaN).toFixed(0)} MiB`
   );
 }
 
 async function main(): Promise<void> {
-  const s = settings();
+  const s = await settings();
   say(
-    `density: sizes ${s.sizes.join(', ')}; steady window ${s.steadyMs / 1000} s (${s.steadyLargeMs / 1000} s ` +
-      `for N ≥ 100); idle ${s.idleMs / 1000} s; /pods polled every ${s.pollMs} ms; runtime ${s.endpoint}`,
+    `density: sizes ${s.sizes.join(', ')}, ${s.rounds} round(s); steady window ${s.steadyMs / 1000} s ` +
+      `(${s.steadyLargeMs / 1000} s for N ≥ 100); idle ${s.idleMs / 1000} s; /pods polled every ${s.pollMs} ms; ` +
+      `runtime ${s.endpoint}`,
   );
+  for (const k of s.kubelets) say(`density: ${k.role}: ${k.description}`);
   const conn = await connectRuntime(s.endpoint, {
     runtimeRequestTimeoutMs: CRI_TIMEOUT_MS,
     signal: AbortSignal.timeout(30_000),
   });
   const workDir = mkdtempSync(path.join(os.tmpdir(), 'tskubelet-bench-floor-'));
+  const figures = new RoundFigures();
   try {
     say(`density: runtime ${conn.version.runtimeName} ${conn.version.runtimeVersion}`);
+    if (containerdPid(s.endpoint) === undefined)
+      say(
+        `density: no runtime-stack.sh containerd serves ${s.endpoint}: containerd's CPU figures stay empty`,
+      );
     await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
     // Left over by a run that was killed.
     await removeNamespace(conn, KUBELET_NAMESPACE);
     await removeNamespace(conn, FLOOR_NAMESPACE);
     // A first sandbox pays for cold caches (snapshots, CNI plugin binaries): not part of any figure.
-    await floorRun(conn, 2, workDir);
+    await floorRun(conn, s.endpoint, 2, workDir);
 
-    for (const [i, n] of s.sizes.entries()) {
-      await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
-      const rounds = n === 1 ? s.singleRounds : 1;
-      phase(`n=${n}: floor, ${rounds} round(s)`);
-      intruders.clear();
-      const floor = await floorRounds(conn, n, rounds, workDir);
-      lookForIntruders(s.endpoint);
-      phase(`n=${n}: kubelet, ${rounds} round(s)`);
-      const { result, idle } = await kubeletRun(conn, n, rounds, s, i === 0);
-      phase(`n=${n}: done`);
-      if (idle) {
-        emit({
-          bench: BENCH,
-          n: 0,
-          metric: 'idle_rss_mib',
-          value: idle.rssBytes / MIB,
-          note: `mean VmRSS over ${s.idleMs / 1000} s, no pods`,
-        });
-        emit({ bench: BENCH, n: 0, metric: 'idle_cpu_cores', value: idle.cores });
-        say(`density idle: RSS ${(idle.rssBytes / MIB).toFixed(1)} MiB, CPU ${idle.cores.toFixed(4)} cores`);
+    for (let round = 1; round <= s.rounds; round++) {
+      // The peer goes first in even rounds, so that neither kubelet always runs after the other.
+      const order = round % 2 === 1 ? s.kubelets : [...s.kubelets].reverse();
+      for (const [i, n] of s.sizes.entries()) {
+        await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
+        const starts = n === 1 ? s.singleStarts : 1;
+        phase(`round ${round}/${s.rounds} n=${n}: floor, ${starts} start(s)`);
+        const floor = floorFigures(await floorStarts(conn, s.endpoint, n, starts, workDir));
+        lookForIntruders(s.endpoint, n);
+        const own: Record<string, Record<string, number>> = {};
+        const idles: Record<string, Record<string, number>> = {};
+        for (const who of order) {
+          phase(`round ${round}/${s.rounds} n=${n}: ${who.role}, ${starts} start(s)`);
+          const { result, idle } = await kubeletRun(conn, n, starts, s, who, i === 0);
+          const mine = { ...kubeletFigures(result), restarts: result.restarts };
+          own[who.role] = mine;
+          if (idle) {
+            idles[who.role] = { idle_rss_mib: idle.rssBytes / MIB, idle_cpu_cores: idle.cores };
+            say(
+              `density idle ${who.role}: RSS ${(idle.rssBytes / MIB).toFixed(1)} MiB, CPU ${idle.cores.toFixed(4)} cores`,
+            );
+          }
+          say(summary(n, who.role, mine, floor));
+        }
+        phase(`round ${round}/${s.rounds} n=${n}: done`);
+        const ours = own.tskubelet!;
+        const theirs = own.peer;
+        figures.add(n, ours);
+        figures.add(n, floor);
+        figures.add(n, overheadFigures(ours, floor));
+        if (theirs) {
+          figures.add(n, prefixed('peer_', theirs));
+          figures.add(n, prefixed('peer_', overheadFigures(theirs, floor)));
+          const { restarts: _ours, ...oursCompared } = ours;
+          figures.add(
+            n,
+            versusPeer(
+              { ...oursCompared, ...overheadFigures(ours, floor) },
+              { ...theirs, ...overheadFigures(theirs, floor) },
+            ),
+          );
+        }
+        if (idles.tskubelet) {
+          figures.add(0, idles.tskubelet);
+          if (idles.peer) {
+            figures.add(0, prefixed('peer_', idles.peer));
+            figures.add(0, versusPeer(idles.tskubelet, idles.peer));
+          }
+        }
       }
-      reportSize(n, floor, result, s.pollMs, s.settleMs / 1000);
     }
+    report(figures, s);
+    phase('finished');
   } finally {
     await removeNamespace(conn, KUBELET_NAMESPACE).catch(() => undefined);
     await removeNamespace(conn, FLOOR_NAMESPACE).catch(() => undefined);

@@ -1,8 +1,10 @@
 /**
- * The built kubelet (bin/tskubelet → dist/) as a child process for the density bench, with its own
- * manifest folder, root dir, pod log dir and ports under a temporary folder. Unlike the integration
- * tests' helper it keeps the kubelet's own defaults (verbosity, fileCheckFrequency): the bench
- * measures the kubelet a user runs, not one tuned for tests.
+ * A kubelet as a child process for the density bench, with its own manifest folder, root dir, pod
+ * log dir, cgroup root and ports under a temporary folder: the built tskubelet of this checkout
+ * (bin/tskubelet → dist/), another checkout's bin/tskubelet, or an upstream kubelet binary (Go,
+ * v1.28–v1.30) in standalone mode. Unlike the integration tests' helper it keeps the kubelet's own
+ * defaults (verbosity, fileCheckFrequency): the bench measures the kubelet a user runs, not one
+ * tuned for tests.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdtempSync, type WriteStream } from 'node:fs';
@@ -42,12 +44,55 @@ async function findKubeletBin(): Promise<string> {
   throw new Error(`bin/tskubelet not found near ${repoRoot}`);
 }
 
+/** Which kubelet a binary is: ours (a Node.js script) or upstream's (a Go binary). */
+export type KubeletKind = 'tskubelet' | 'upstream';
+
+export interface KubeletIdentity {
+  kind: KubeletKind;
+  /** What `--version` printed, e.g. `Kubernetes v1.30.2` (upstream) or `Kubernetes v1.30.0+tskubelet.0.1.0`. */
+  version: string;
+  /** The Kubernetes minor version it reports (30 for v1.30.2), NaN if it printed none. */
+  minor: number;
+}
+
+/**
+ * Runs `binary --version`. tskubelet prints upstream's form with `+tskubelet.<release>` as build
+ * metadata; a plain `Kubernetes v1.x.y` is upstream's. kindOverride (BENCH_PEER_KIND) wins.
+ */
+export async function identifyKubelet(binary: string, kindOverride?: string): Promise<KubeletIdentity> {
+  const version = await new Promise<string>((resolve, reject) =>
+    execFile(binary, ['--version'], { timeout: 30_000 }, (err, stdout, stderr) =>
+      err
+        ? reject(new Error(`${binary} --version failed: ${err.message}`))
+        : resolve(`${stdout}${stderr}`.trim()),
+    ),
+  );
+  const minor = Number(/v1\.(\d+)\./.exec(version)?.[1] ?? NaN);
+  let kind: KubeletKind = version.includes('tskubelet') ? 'tskubelet' : 'upstream';
+  if (kindOverride) {
+    if (kindOverride !== 'tskubelet' && kindOverride !== 'upstream')
+      throw new Error(`BENCH_PEER_KIND must be tskubelet or upstream, got ${kindOverride}`);
+    kind = kindOverride;
+  }
+  return { kind, version, minor };
+}
+
 export interface KubeletLaunchOptions {
   runtimeEndpoint: string;
   nodeName: string;
+  /** The kubelet's executable; bin/tskubelet of this checkout when not given. */
+  binary?: string;
+  /** How to launch binary (what identifyKubelet found); 'tskubelet' when not given. */
+  kind?: KubeletKind;
+  /** For an upstream kubelet: its minor version, for the fields it accepts (podLogsDir from 1.30). */
+  minor?: number;
+  /** A cgroup root that exists (BenchCgroupRoot): the kubelet's pods go under it. */
+  cgroupRoot?: string;
+  /** The runtime's cgroup driver (runtime-stack.sh's containerd: cgroupfs). */
+  cgroupDriver?: 'cgroupfs' | 'systemd';
   /** Extra flags after the ones set here. */
   extraArgs?: string[];
-  /** Flags for node itself (`--cpu-prof`, `--trace-gc`), for looking into a figure. */
+  /** Flags for node itself (`--cpu-prof`, `--trace-gc`), for looking into a figure; tskubelet only. */
   nodeArgs?: string[];
 }
 
@@ -79,30 +124,47 @@ export class BenchKubelet {
     this.healthzPort = await freePort();
     this.readOnlyPort = await freePort();
     const configFile = path.join(this.dir, 'kubelet-config.yaml');
-    // podLogsDir has no flag upstream; the rest are flags, as a user would pass them.
-    await writeFile(
-      configFile,
-      [
-        'apiVersion: kubelet.config.k8s.io/v1beta1',
-        'kind: KubeletConfiguration',
-        `podLogsDir: ${path.join(this.dir, 'pod-logs')}`,
-        '',
-      ].join('\n'),
-    );
-    const args = [
-      ...(this.opts.nodeArgs ?? []),
-      await findKubeletBin(),
-      `--config=${configFile}`,
-      `--pod-manifest-path=${this.manifestDir}`,
-      `--container-runtime-endpoint=${this.opts.runtimeEndpoint}`,
-      `--root-dir=${path.join(this.dir, 'root')}`,
-      `--hostname-override=${this.opts.nodeName}`,
-      `--healthz-port=${this.healthzPort}`,
-      `--read-only-port=${this.readOnlyPort}`,
-      ...(this.opts.extraArgs ?? []),
-    ];
+    const kind = this.opts.kind ?? 'tskubelet';
+    const binary = this.opts.binary ?? (await findKubeletBin());
+    let command: string;
+    let args: string[];
+    if (kind === 'tskubelet') {
+      // podLogsDir has no flag upstream; the rest are flags, as a user would pass them.
+      await writeFile(
+        configFile,
+        [
+          'apiVersion: kubelet.config.k8s.io/v1beta1',
+          'kind: KubeletConfiguration',
+          `podLogsDir: ${path.join(this.dir, 'pod-logs')}`,
+          '',
+        ].join('\n'),
+      );
+      command = process.execPath;
+      args = [
+        ...(this.opts.nodeArgs ?? []),
+        binary,
+        `--config=${configFile}`,
+        `--pod-manifest-path=${this.manifestDir}`,
+        `--container-runtime-endpoint=${this.opts.runtimeEndpoint}`,
+        `--root-dir=${path.join(this.dir, 'root')}`,
+        `--hostname-override=${this.opts.nodeName}`,
+        `--healthz-port=${this.healthzPort}`,
+        `--read-only-port=${this.readOnlyPort}`,
+        ...(this.opts.cgroupRoot ? [`--cgroup-root=${this.opts.cgroupRoot}`] : []),
+      ];
+    } else {
+      await writeFile(configFile, await this.upstreamConfig());
+      command = binary;
+      // --root-dir and --hostname-override have no config field; the rest is in the file.
+      args = [
+        `--config=${configFile}`,
+        `--root-dir=${path.join(this.dir, 'root')}`,
+        `--hostname-override=${this.opts.nodeName}`,
+      ];
+    }
+    args.push(...(this.opts.extraArgs ?? []));
     this.logStream = createWriteStream(this.logFile, { flags: 'a' });
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.pipe(this.logStream, { end: false });
     child.stderr?.pipe(this.logStream, { end: false });
     this.child = child;
@@ -133,6 +195,48 @@ export class BenchKubelet {
         throw new Error(`the kubelet did not become healthy within ${timeoutMs} ms: ${await this.tail()}`);
       await sleep(100);
     }
+  }
+
+  /**
+   * A KubeletConfiguration that an upstream kubelet v1.28–v1.30 accepts in standalone mode (no
+   * --kubeconfig: no API server, static pods only). Untested here: no upstream binary on the
+   * machine this was written on.
+   */
+  private async upstreamConfig(): Promise<string> {
+    // The authenticated server wants a port of its own: 10250 may be another kubelet's.
+    const serverPort = await freePort();
+    const minor = this.opts.minor ?? NaN;
+    const lines = [
+      'apiVersion: kubelet.config.k8s.io/v1beta1',
+      'kind: KubeletConfiguration',
+      `staticPodPath: ${this.manifestDir}`,
+      `containerRuntimeEndpoint: ${this.opts.runtimeEndpoint}`,
+      'address: 127.0.0.1',
+      `port: ${serverPort}`,
+      `readOnlyPort: ${this.readOnlyPort}`,
+      'healthzBindAddress: 127.0.0.1',
+      `healthzPort: ${this.healthzPort}`,
+      `cgroupDriver: ${this.opts.cgroupDriver ?? 'cgroupfs'}`,
+      ...(this.opts.cgroupRoot ? [`cgroupRoot: ${this.opts.cgroupRoot}`] : []),
+      'failSwapOn: false',
+      // Allocatable enforcement would resize the bench's cgroup root's kubepods: not what is measured.
+      'enforceNodeAllocatable: ["none"]',
+      // Without an API server there is no client for webhook authentication or authorization, and
+      // the kubelet refuses to start with them (its defaults); the bench only reads the read-only port.
+      'authentication:',
+      '  anonymous:',
+      '    enabled: true',
+      '  webhook:',
+      '    enabled: false',
+      'authorization:',
+      '  mode: AlwaysAllow',
+      // Keep the host's iptables as they are.
+      'makeIPTablesUtilChains: false',
+      // podLogsDir is a field from v1.30 on; older kubelets write pod logs under /var/log/pods.
+      ...(minor >= 30 ? [`podLogsDir: ${path.join(this.dir, 'pod-logs')}`] : []),
+      '',
+    ];
+    return lines.join('\n');
   }
 
   /** Writes a manifest atomically (the file source never reads half a file); resolves when it is in place. */

@@ -10,13 +10,25 @@ export interface Figure {
   /** Name with its unit: `p50_ms`, `rss_mib`, `cpu_cores`, … */
   metric: string;
   value: number;
+  /** For a figure measured in several rounds (value is then their median): the lowest and highest round. */
+  min?: number;
+  max?: number;
+  rounds?: number;
   /** What the figure covers, when the metric name alone would leave a reader guessing. */
   note?: string;
 }
 
 export function emit(figure: Figure): void {
-  const value = Number.isFinite(figure.value) ? round(figure.value) : null;
-  process.stdout.write(JSON.stringify({ ...figure, value }) + '\n');
+  const clean = (v: number | undefined) =>
+    v === undefined ? undefined : Number.isFinite(v) ? round(v) : null;
+  process.stdout.write(
+    JSON.stringify({
+      ...figure,
+      value: clean(figure.value),
+      min: clean(figure.min),
+      max: clean(figure.max),
+    }) + '\n',
+  );
 }
 
 /** Progress and notes, kept off stdout. */
@@ -37,6 +49,14 @@ export function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
+}
+
+/** The median (the mean of the middle two for an even count); NaN for none. */
+export function median(values: readonly number[]): number {
+  const sorted = values.filter((v) => !Number.isNaN(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
 export function sum(values: readonly number[]): number {

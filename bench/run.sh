@@ -7,7 +7,9 @@
 #   --quick     short windows and fewer repetitions: checks the benches run, figures are rougher
 #   --no-build  use dist/ as it is (just built, or a tree whose tests do not type-check yet)
 # Env: BENCH_OUT (where the JSON lines go; default a temporary file), and each bench's own knobs
-#      (BENCH_STEADY_S, BENCH_DENSITY_SIZES, BENCH_RELIST_SIZES, …: see the head of bench/*.ts).
+#      (BENCH_ROUNDS, BENCH_STEADY_S, BENCH_DENSITY_SIZES, BENCH_RELIST_SIZES, …: see the head of
+#      bench/*.ts). BENCH_PEER_KUBELET=<binary> measures a second kubelet (another checkout's
+#      bin/tskubelet, or an upstream kubelet) side by side in the density bench.
 # Needs root (containerd, mounts, network namespaces), as scripts/runtime-stack.sh does.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +63,7 @@ machine() {
 machine >&2
 
 failed=()
-for bench in relist status websocket stats node-page density; do
+for bench in relist status websocket-frame stats node-page density; do
   log "running $bench"
   if ! node "dist/bench/$bench.js" >>"$out"; then
     failed+=("$bench")

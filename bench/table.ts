@@ -1,6 +1,8 @@
 /**
  * Turns the benches' JSON lines into tables for people: one per bench, a row per metric and a
- * column per size, and for density a comparison with the upstream kubelet's reference figures.
+ * column per size (a figure measured in rounds shows its median and, in brackets, its lowest and
+ * highest round), and for density a comparison with the upstream kubelet's reference figures and,
+ * when the run had a peer kubelet (BENCH_PEER_KUBELET), tskubelet and the peer side by side.
  *
  * Usage: node dist/bench/table.js RESULTS.jsonl
  */
@@ -31,6 +33,15 @@ function format(value: number | null): string {
   return value.toPrecision(2);
 }
 
+/** A figure's value, with its range over the rounds when it has one. */
+function withRange(figure: Figure | undefined): string {
+  if (!figure) return '—';
+  const { value, min, max } = figure as { value: number | null; min?: number | null; max?: number | null };
+  const text = format(value);
+  if (min === undefined || max === undefined || min === null || max === null || min === max) return text;
+  return `${text} [${format(min)}–${format(max)}]`;
+}
+
 function render(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
@@ -50,10 +61,12 @@ function main(): void {
   for (const bench of [...new Set(figures.map((f) => f.bench))]) {
     const mine = figures.filter((f) => f.bench === bench);
     const sizes = [...new Set(mine.map((f) => f.n))].sort((a, b) => a - b);
-    const metrics = [...new Set(mine.map((f) => f.metric))];
-    const value = (n: number, metric: string) =>
-      mine.find((f) => f.n === n && f.metric === metric)?.value ?? null;
-    const rows = metrics.map((m) => [m, ...sizes.map((n) => format(value(n, m)))]);
+    const find = (n: number, metric: string) => mine.find((f) => f.n === n && f.metric === metric);
+    const value = (n: number, metric: string) => find(n, metric)?.value ?? null;
+    // The peer's figures have a table of their own.
+    const peerFigure = (m: string) => m.startsWith('peer_') || m.startsWith('vs_peer_');
+    const metrics = [...new Set(mine.map((f) => f.metric))].filter((m) => !peerFigure(m));
+    const rows = metrics.map((m) => [m, ...sizes.map((n) => withRange(find(n, m)))]);
     out.push(`${bench}\n${render(['metric', ...sizes.map((n) => `n=${n}`)], rows)}`);
 
     if (bench === 'density') {
@@ -71,6 +84,24 @@ function main(): void {
         `density vs upstream kubelet v1.21 (reference figures)\n` +
           render(['figure', 'tskubelet', 'upstream', 'ratio'], compared),
       );
+
+      const peer = find(0, 'peer_rounds');
+      if (peer) {
+        const sideBySide: string[][] = [];
+        for (const n of sizes) {
+          for (const m of metrics) {
+            const theirs = find(n, `peer_${m}`);
+            if (!theirs) continue;
+            const ratio = find(n, `vs_peer_${m}`);
+            sideBySide.push([`n=${n} ${m}`, withRange(find(n, m)), withRange(theirs), withRange(ratio)]);
+          }
+        }
+        out.push(
+          `density side by side: medians over ${peer.value} rounds [lowest–highest round]; ` +
+            `tskubelet/peer per round, then the median\n${peer.note ?? ''}\n` +
+            render(['figure', 'tskubelet', 'peer', 'tskubelet/peer'], sideBySide),
+        );
+      }
     }
   }
   process.stdout.write(out.join('\n\n') + '\n');
