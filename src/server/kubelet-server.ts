@@ -482,13 +482,30 @@ async function dispatch(
   m.requests.inc(labels);
   m.inflight.inc(labels);
   const stopTimer = m.duration.startTimer(labels, () => state.clock.now());
-  const clientGone = new AbortController();
-  const onClose = () => clientGone.abort(new Error('client went away'));
-  (upgrade?.socket ?? res).once('close', onClose);
-  const signal = AbortSignal.any([clientGone.signal, serverClosing]);
+  // The request's signal is made when a handler first asks for it: most requests (/pods, /healthz,
+  // /metrics) answer at once and never do, and an AbortSignal.any per request is not free.
+  let signal: AbortSignal | undefined;
+  const requestSignal = (): AbortSignal => {
+    if (signal) return signal;
+    const clientGone = new AbortController();
+    const stream = upgrade?.socket ?? res;
+    if (stream.closed) clientGone.abort(new Error('client went away'));
+    else stream.once('close', () => clientGone.abort(new Error('client went away')));
+    signal = AbortSignal.any([clientGone.signal, serverClosing]);
+    return signal;
+  };
   try {
     if ('error' in parsed) return sendText(res, 400, parsed.error);
-    const ctx: RequestContext = { req, res, method, ...parsed, ...(upgrade ? { upgrade } : {}), signal };
+    const ctx: RequestContext = {
+      req,
+      res,
+      method,
+      ...parsed,
+      ...(upgrade ? { upgrade } : {}),
+      get signal() {
+        return requestSignal();
+      },
+    };
     if (!state.readOnly && !(await authenticateAndAuthorize(state, ctx))) return;
     await route(state, ctx);
   } catch (err) {
