@@ -45,11 +45,25 @@ function emptyStatus(uid: string): KubePodStatus {
   };
 }
 
+export interface InMemoryPodCacheOptions {
+  /**
+   * Told when a pod worker has to wait for a newer reading of uid (it synced after the last relist
+   * began). The kubelet asks the PLEG to relist then, so the wait lasts one relist rather than up to
+   * a relist period: after a sync that started containers, the next sync reports them running.
+   */
+  onWait?: (uid: string) => void;
+}
+
 export class InMemoryPodCache implements PodCache {
   private readonly pods = new Map<string, PodCacheEntry>();
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** undefined until the first updateTime: until then only per-pod readings can satisfy a waiter. */
   private globalTimestampMs: number | undefined;
+  private readonly onWait: ((uid: string) => void) | undefined;
+
+  constructor(options: InMemoryPodCacheOptions = {}) {
+    this.onWait = options.onWait;
+  }
 
   get(uid: string): PodCacheEntry {
     return this.pods.get(uid) ?? { status: emptyStatus(uid), modifiedMs: 0 };
@@ -84,6 +98,7 @@ export class InMemoryPodCache implements PodCache {
       };
       waiters.add(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
+      this.onWait?.(uid);
     });
   }
 
