@@ -30,6 +30,7 @@ export interface PodCache {
 
 interface Waiter {
   minTimeMs: number;
+  askedAgain?: boolean;
   resolve: (entry: PodCacheEntry) => void;
 }
 
@@ -119,6 +120,14 @@ export class InMemoryPodCache implements PodCache {
   updateTime(timestampMs: number): void {
     this.globalTimestampMs = timestampMs;
     for (const uid of [...this.waiters.keys()]) this.notify(uid);
+    // A relist that began in the millisecond a sync ended satisfies no waiter of that sync: ask once more.
+    for (const [uid, set] of this.waiters) {
+      for (const waiter of set) {
+        if (waiter.askedAgain || waiter.minTimeMs !== timestampMs) continue;
+        waiter.askedAgain = true;
+        this.onWait?.(uid);
+      }
+    }
   }
 
   /** Number of pods with a stored status (for metrics and tests). */
