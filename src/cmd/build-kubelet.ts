@@ -358,7 +358,8 @@ export async function buildKubelet(
     clock,
     ...(cluster ? { recorder: cluster.recorder, nodeName } : {}),
   });
-  const podCache = new InMemoryPodCache();
+  // A worker that must wait for a newer reading asks for a relist (pleg is made below, used later).
+  const podCache = new InMemoryPodCache({ onWait: () => pleg.requestRelist?.() });
   const prober = new ProberManager({
     runtimeService: criRuntime,
     getContainerStatus: podCacheContainerStatus(podCache),

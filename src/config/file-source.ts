@@ -44,7 +44,12 @@ export interface FileSourceOptions {
   log?: Logger;
   /** Watch the folder for changes between rescans (default true). */
   watch?: boolean;
-  /** Quiet time after a watch event before rescanning, so a burst of writes is read once (default 100). */
+  /**
+   * Quiet time after a watch event before rescanning, so a burst of writes is read once. Default 0:
+   * at once, as upstream reads a file on its inotify event (a manifest written in place may then be
+   * read half-written and refused until its next write, as upstream does); events that come during a
+   * scan are folded into one more scan.
+   */
   debounceMs?: number;
   /** Bound on one scan's file system calls (default 30 s). */
   scanTimeoutMs?: number;
@@ -91,7 +96,7 @@ export class FileSource {
     this.root = path.resolve(options.path.replace(/\/+$/, '') || '/');
     this.clock = options.clock ?? realClock;
     this.log = options.log ?? logger('config');
-    this.debounceMs = options.debounceMs ?? 100;
+    this.debounceMs = options.debounceMs ?? 0;
     this.scanTimeoutMs = options.scanTimeoutMs ?? 30_000;
   }
 

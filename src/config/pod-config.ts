@@ -23,7 +23,11 @@ import {
 } from '../api/pod-source.js';
 import type { PodOperation, PodSource, PodUpdate } from './types.js';
 
-/** What a source sends: its whole state (SET) or an increment. */
+/**
+ * What a source sends: its whole state (SET) or an increment. A source does not change a pod object
+ * once sent; sending the very same object again says the pod is unchanged (the file source resends
+ * the pods of unchanged files), so PodConfig neither copies nor compares it again.
+ */
 export interface SourceUpdate {
   op: 'SET' | Exclude<PodOperation, 'RECONCILE'>;
   pods: Pod[];
@@ -45,6 +49,8 @@ export class PodConfig {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly pods = new Map<PodSource, Map<string, Pod>>();
+  // Per source: each pod object it sent → the copy PodConfig stored for it.
+  private readonly received = new Map<PodSource, WeakMap<Pod, Pod>>();
   private readonly registered = new Set<PodSource>();
   private readonly sourcesSeen = new Set<PodSource>();
   private readonly listeners = new Set<PodUpdateListener>();
@@ -158,14 +164,28 @@ export class PodConfig {
     const removes: Pod[] = [];
     const reconciles: Pod[] = [];
     const old = this.pods.get(source) ?? new Map<string, Pod>();
+    let received = this.received.get(source);
+    if (!received) {
+      received = new WeakMap();
+      this.received.set(source, received);
+    }
+    const stored = received;
 
     const absorb = (incoming: Pod[], into: Map<string, Pod>) => {
-      for (const ref of this.filterDuplicateNames(incoming, source)) {
-        const uid = ref.metadata.uid ?? '';
-        ref.metadata.annotations = { ...ref.metadata.annotations, [CONFIG_SOURCE_ANNOTATION]: source };
+      for (const sent of this.filterDuplicateNames(incoming, source)) {
+        const uid = sent.metadata.uid ?? '';
         const existing = old.get(uid);
+        if (existing && stored.get(sent) === existing) {
+          // The object this source sent before, unchanged since: nothing to copy or compare.
+          into.set(uid, existing);
+          continue;
+        }
+        // Sources hand over their objects; copy so later mutation on either side cannot leak.
+        const ref = structuredClone(sent);
+        ref.metadata.annotations = { ...ref.metadata.annotations, [CONFIG_SOURCE_ANNOTATION]: source };
         if (existing) {
           into.set(uid, existing);
+          stored.set(sent, existing);
           const outcome = checkAndUpdatePod(existing, ref);
           if (outcome === 'update') updates.push(existing);
           else if (outcome === 'delete') deletes.push(existing);
@@ -174,13 +194,13 @@ export class PodConfig {
         }
         ref.metadata.annotations[CONFIG_SEEN_ANNOTATION] = rfc3339Nano(this.clock.now());
         into.set(uid, ref);
+        stored.set(sent, ref);
         adds.push(ref);
       }
     };
 
     let next = old;
-    // Sources hand over their objects; copy so later mutation on either side cannot leak.
-    const incoming = update.pods.map((p) => structuredClone(p));
+    const incoming = update.pods;
     switch (update.op) {
       case 'ADD':
       case 'UPDATE':

@@ -145,6 +145,22 @@ export function computePodEvents(
   return events;
 }
 
+/** How many changed pods one relist reads at a time (each read is a few runtime calls). */
+export const RELIST_STATUS_CONCURRENCY = 8;
+
+/** Runs fn on every item, at most `limit` at a time; resolves when all have settled (fn must not throw). */
+async function forEachConcurrently<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
+
 export class GenericPLEG implements PodLifecycleEventGenerator {
   readonly events: BoundedChannel<PodLifecycleEvent>;
   private readonly runtime: GenericPlegOptions['runtime'];
@@ -322,14 +338,16 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     }
 
     const needsReinspection = new Set<string>();
-    for (const [uid, events] of eventsByPod) {
+    // Changed pods are read a few at a time, and each pod's events go out as soon as its status is
+    // in the cache: when many pods start together, the first need not wait for the last to be read.
+    await forEachConcurrently([...eventsByPod], RELIST_STATUS_CONCURRENCY, async ([uid, events]) => {
       const current = this.records.get(uid)?.current;
       const err = await this.updateCache(uid, current);
       if (err) {
         // The record keeps its old listing, so the same events come again on the next relist.
         log.error('PLEG: Ignoring events for pod', { podUID: uid, err: errorMessage(err) });
         needsReinspection.add(uid);
-        continue;
+        return;
       }
       this.commitRecord(uid);
       for (const event of events) {
@@ -343,16 +361,16 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
           });
         }
       }
-    }
+    });
 
-    for (const uid of this.podsToReinspect) {
-      if (eventsByPod.has(uid)) continue;
+    const reinspect = [...this.podsToReinspect].filter((uid) => !eventsByPod.has(uid));
+    await forEachConcurrently(reinspect, RELIST_STATUS_CONCURRENCY, async (uid) => {
       const err = await this.updateCache(uid, this.records.get(uid)?.current);
       if (err) {
         log.v(5, 'PLEG: pod failed reinspection', { podUID: uid, err: errorMessage(err) });
         needsReinspection.add(uid);
       }
-    }
+    });
 
     // Only now is every changed pod in the cache, so only now may quiet pods be declared current.
     this.cache.updateTime(startMs);

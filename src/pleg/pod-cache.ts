@@ -30,6 +30,7 @@ export interface PodCache {
 
 interface Waiter {
   minTimeMs: number;
+  askedAgain?: boolean;
   resolve: (entry: PodCacheEntry) => void;
 }
 
@@ -45,11 +46,25 @@ function emptyStatus(uid: string): KubePodStatus {
   };
 }
 
+export interface InMemoryPodCacheOptions {
+  /**
+   * Told when a pod worker has to wait for a newer reading of uid (it synced after the last relist
+   * began). The kubelet asks the PLEG to relist then, so the wait lasts one relist rather than up to
+   * a relist period: after a sync that started containers, the next sync reports them running.
+   */
+  onWait?: (uid: string) => void;
+}
+
 export class InMemoryPodCache implements PodCache {
   private readonly pods = new Map<string, PodCacheEntry>();
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** undefined until the first updateTime: until then only per-pod readings can satisfy a waiter. */
   private globalTimestampMs: number | undefined;
+  private readonly onWait: ((uid: string) => void) | undefined;
+
+  constructor(options: InMemoryPodCacheOptions = {}) {
+    this.onWait = options.onWait;
+  }
 
   get(uid: string): PodCacheEntry {
     return this.pods.get(uid) ?? { status: emptyStatus(uid), modifiedMs: 0 };
@@ -84,6 +99,7 @@ export class InMemoryPodCache implements PodCache {
       };
       waiters.add(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
+      this.onWait?.(uid);
     });
   }
 
@@ -104,6 +120,14 @@ export class InMemoryPodCache implements PodCache {
   updateTime(timestampMs: number): void {
     this.globalTimestampMs = timestampMs;
     for (const uid of [...this.waiters.keys()]) this.notify(uid);
+    // A relist that began in the millisecond a sync ended satisfies no waiter of that sync: ask once more.
+    for (const [uid, set] of this.waiters) {
+      for (const waiter of set) {
+        if (waiter.askedAgain || waiter.minTimeMs !== timestampMs) continue;
+        waiter.askedAgain = true;
+        this.onWait?.(uid);
+      }
+    }
   }
 
   /** Number of pods with a stored status (for metrics and tests). */

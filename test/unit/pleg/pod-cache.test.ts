@@ -20,6 +20,21 @@ describe('InMemoryPodCache', () => {
     assert.deepEqual(entry.status.ips, ['10.0.0.2']);
   });
 
+  it('tells onWait when a worker has to wait, and once more after a relist of the same millisecond', async () => {
+    const asked: string[] = [];
+    const cache = new InMemoryPodCache({ onWait: (uid) => asked.push(uid) });
+    cache.updateTime(100);
+    await cache.getNewerThan('u1', 99);
+    assert.deepEqual(asked, [], 'no wait, no relist asked for');
+    const p = cache.getNewerThan('u1', 100);
+    assert.deepEqual(asked, ['u1']);
+    cache.updateTime(100);
+    cache.updateTime(100);
+    assert.deepEqual(asked, ['u1', 'u1'], 'asked again once, not on every relist');
+    cache.updateTime(101);
+    assert.equal((await p).status.uid, 'u1');
+  });
+
   it('waits while the status is not newer, and wakes on set', async () => {
     const cache = new InMemoryPodCache();
     cache.set('u1', kubePodStatus('u1'), undefined, 100);
