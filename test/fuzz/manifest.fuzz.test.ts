@@ -163,7 +163,8 @@ function timed<T>(fn: () => T): T {
 }
 
 // A refusal names a field in upstream's form, or says what is wrong with the document as a whole.
-const NAMES_A_FIELD = /invalid pod: ([A-Za-z]+)(\.[A-Za-z]+|\[[^\]]*\])*: /;
+// A map key is shown in brackets as it is, so it may hold a bracket itself (`limits[]]`).
+const NAMES_A_FIELD = /invalid pod: ([A-Za-z]+)(\.[A-Za-z]+|\[.*?\])*: /;
 const DOCUMENT_PROBLEM =
   /Object 'Kind' is missing|expected a Pod object|expected apiVersion|name is needed|items must be a list|expected a v1 Pod|expected apiVersion "v1" for PodList/;
 
