@@ -4,12 +4,29 @@
  * them (subject O then CN, SANs in an extension request), and self-signed serving certificates.
  * Reading certificates uses node:crypto's X509Certificate.
  */
-import 'reflect-metadata'; // @peculiar/x509's dependency injection needs it loaded first.
-import * as x509 from '@peculiar/x509';
+import type * as X509 from '@peculiar/x509';
 import { createPrivateKey, createPublicKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 
-x509.cryptoProvider.set(webcrypto as unknown as Crypto);
+const require = createRequire(import.meta.url);
+let x509Module: typeof X509 | undefined;
+
+/**
+ * @peculiar/x509, loaded on first use: with its dependencies (asn1js, tsyringe, reflect-metadata) it
+ * holds about 3 MiB of heap, which a kubelet that never writes a CSR or a self-signed certificate
+ * (standalone, the usual case) need not carry. `require`, so that the sync parseCsrPem can load it
+ * too; the package is CommonJS, so this is the very module an `import` would give.
+ */
+function loadX509(): typeof X509 {
+  if (!x509Module) {
+    require('reflect-metadata'); // @peculiar/x509's dependency injection needs it loaded first.
+    const m = require('@peculiar/x509') as typeof X509;
+    m.cryptoProvider.set(webcrypto as unknown as Crypto);
+    x509Module = m;
+  }
+  return x509Module;
+}
 
 const subtle = webcrypto.subtle;
 const SAN_OID = '2.5.29.17';
@@ -53,24 +70,25 @@ export async function keyPairFromPem(keyPem: string): Promise<KeyPair> {
   };
 }
 
-function subjectName(s: CertificateSubject): x509.JsonName {
+function subjectName(s: CertificateSubject): X509.JsonName {
   // Go's pkix.Name.ToRDNSequence puts O before CN.
-  const name: x509.JsonName = [];
+  const name: X509.JsonName = [];
   for (const o of s.organization ?? []) name.push({ O: [o] });
   name.push({ CN: [s.commonName] });
   return name;
 }
 
-function sanExtension(s: CertificateSubject): x509.SubjectAlternativeNameExtension | undefined {
-  const names: x509.JsonGeneralName[] = [
+function sanExtension(s: CertificateSubject): X509.SubjectAlternativeNameExtension | undefined {
+  const names: X509.JsonGeneralName[] = [
     ...(s.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
     ...(s.ipAddresses ?? []).map((value) => ({ type: 'ip' as const, value })),
   ];
-  return names.length > 0 ? new x509.SubjectAlternativeNameExtension(names) : undefined;
+  return names.length > 0 ? new (loadX509().SubjectAlternativeNameExtension)(names) : undefined;
 }
 
 /** A PEM `CERTIFICATE REQUEST` for subject, signed by keys (upstream certutil.MakeCSR). */
 export async function makeCsrPem(subject: CertificateSubject, keys: KeyPair): Promise<string> {
+  const x509 = loadX509();
   const san = sanExtension(subject);
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name: subjectName(subject),
@@ -90,6 +108,7 @@ export function parseCsrPem(pem: string): {
   publicKeySpki: Buffer;
   verify(): Promise<boolean>;
 } {
+  const x509 = loadX509();
   const csr = new x509.Pkcs10CertificateRequest(pem);
   const json = csr.subjectName.toJSON();
   const values = (type: string) => json.flatMap((rdn) => rdn[type] ?? []);
@@ -114,6 +133,7 @@ export async function selfSignedServingCertificate(
   host: string,
   now = new Date(),
 ): Promise<{ certPem: string; keyPem: string }> {
+  const x509 = loadX509();
   const seconds = Math.floor(now.getTime() / 1000);
   const notAfter = new Date(now.getTime() + 365 * 24 * 3600 * 1000);
   const ca = await generateKeyPair();

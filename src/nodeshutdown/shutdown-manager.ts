@@ -23,7 +23,7 @@ import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { Gauge, MetricsRegistry } from '../lib/metrics.js';
-import { connectLogind, type DbusInhibiter, type InhibitLock } from './logind-dbus.js';
+import type { DbusInhibiter, InhibitLock } from './logind-dbus.js';
 import {
   groupByPriority,
   migrateConfig,
@@ -208,7 +208,10 @@ export class ShutdownManager {
   }
 
   private async startWatch(): Promise<void> {
-    const con = await (this.conf.connect ?? (() => connectLogind()))();
+    // dbus-next (and its XML parser) is loaded only when graceful shutdown is on: about 1.5 MiB of heap.
+    const con = await (
+      this.conf.connect ?? (() => import('./logind-dbus.js').then((m) => m.connectLogind()))
+    )();
     try {
       this.dbusCon = con;
       const currentInhibitDelayMs = await con.currentInhibitDelayMs();
