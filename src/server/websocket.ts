@@ -6,8 +6,15 @@
  * us buffer.
  */
 import type { IncomingMessage } from 'node:http';
+import { createRequire } from 'node:module';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type * as Ws from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
+
+// `ws` is loaded on the first WebSocket upgrade: only exec, attach and port-forward over WebSocket
+// use it, and a kubelet that serves none need not hold its 1.5 MiB of heap. `require`, so that the
+// synchronous upgrade path can load it; ws is CommonJS, the very module an `import` would give.
+const require = createRequire(import.meta.url);
 
 /** Larger than any single write a kubectl or a runtime makes; a bigger message is a protocol abuse (closed with 1009). */
 export const MAX_MESSAGE_BYTES = 32 * 1024 * 1024;
@@ -96,7 +103,7 @@ let server: WebSocketServer | undefined;
 let chosenProtocol = '';
 
 function upgradeServer(): WebSocketServer {
-  server ??= new WebSocketServer({
+  server ??= new (require('ws') as typeof Ws).WebSocketServer({
     noServer: true,
     maxPayload: MAX_MESSAGE_BYTES,
     perMessageDeflate: false,
