@@ -34,7 +34,8 @@
  * space-separated, e.g. `--feature-gates=EventedPLEG=false` to measure without containerd's task
  * events), BENCH_NODE_ARGS (flags for node itself, space-separated, e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (a second kubelet binary to measure side by side),
- * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_KUBELET_ARGS
+ * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_NODE_ARGS
+ * (node flags for a tskubelet peer), BENCH_PEER_KUBELET_ARGS
  * (extra flags for the peer).
  */
 import { randomUUID } from 'node:crypto';
@@ -125,7 +126,9 @@ async function settings(): Promise<Settings> {
       binary,
       minor: id.minor,
       extraArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
-      description: `${id.kind} ${binary} (${id.version})`,
+      // Node's own flags apply to a tskubelet peer only (e.g. --lite-mode, to weigh a V8 flag).
+      nodeArgs: splitArgs(process.env.BENCH_PEER_NODE_ARGS),
+      description: `${id.kind} ${binary} (${id.version})${process.env.BENCH_PEER_NODE_ARGS ? ` with node ${process.env.BENCH_PEER_NODE_ARGS}` : ''}`,
     });
   }
   return {
