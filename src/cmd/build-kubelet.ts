@@ -328,6 +328,9 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
 }
 
 /** The rest of the kubelet, once the runtime has answered. `signal` cuts the build short on a stop. */
+/** A sync this soon after the pod's last one asks the PLEG for a relist (see the pod cache below). */
+const PROMPT_RELIST_WINDOW_MS = 2000;
+
 export async function buildKubelet(
   cfg: RunConfig,
   boot: KubeletBootstrap,
@@ -358,8 +361,15 @@ export async function buildKubelet(
     clock,
     ...(cluster ? { recorder: cluster.recorder, nodeName } : {}),
   });
-  // A worker that must wait for a newer reading asks for a relist (pleg is made below, used later).
-  const podCache = new InMemoryPodCache({ onWait: () => pleg.requestRelist?.() });
+  // A worker that must wait for a newer reading soon after its last sync (it just started or
+  // stopped containers, or an event woke it) asks for a relist: the wait lasts one relist, not up to
+  // a relist period. A periodic resync, long after the last sync, waits for the next relist as
+  // before: asking for one each time made the steady state relist every few seconds.
+  const podCache = new InMemoryPodCache({
+    onWait: (_uid, minTimeMs) => {
+      if (clock.now() - minTimeMs < PROMPT_RELIST_WINDOW_MS) pleg.requestRelist?.();
+    },
+  });
   const prober = new ProberManager({
     runtimeService: criRuntime,
     getContainerStatus: podCacheContainerStatus(podCache),

@@ -52,7 +52,7 @@ export interface InMemoryPodCacheOptions {
    * began). The kubelet asks the PLEG to relist then, so the wait lasts one relist rather than up to
    * a relist period: after a sync that started containers, the next sync reports them running.
    */
-  onWait?: (uid: string) => void;
+  onWait?: (uid: string, minTimeMs: number) => void;
 }
 
 export class InMemoryPodCache implements PodCache {
@@ -60,7 +60,7 @@ export class InMemoryPodCache implements PodCache {
   private readonly waiters = new Map<string, Set<Waiter>>();
   /** undefined until the first updateTime: until then only per-pod readings can satisfy a waiter. */
   private globalTimestampMs: number | undefined;
-  private readonly onWait: ((uid: string) => void) | undefined;
+  private readonly onWait: ((uid: string, minTimeMs: number) => void) | undefined;
 
   constructor(options: InMemoryPodCacheOptions = {}) {
     this.onWait = options.onWait;
@@ -99,7 +99,7 @@ export class InMemoryPodCache implements PodCache {
       };
       waiters.add(waiter);
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.onWait?.(uid);
+      this.onWait?.(uid, minTimeMs);
     });
   }
 
@@ -125,7 +125,7 @@ export class InMemoryPodCache implements PodCache {
       for (const waiter of set) {
         if (waiter.askedAgain || waiter.minTimeMs !== timestampMs) continue;
         waiter.askedAgain = true;
-        this.onWait?.(uid);
+        this.onWait?.(uid, waiter.minTimeMs);
       }
     }
   }
