@@ -10,20 +10,10 @@
  * answer is one such message and trailers carrying grpc-status and grpc-message (or, for an error
  * without a body, those in the headers alone).
  */
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import http2 from 'node:http2';
 import net from 'node:net';
 import { CallWatchdog } from '../lib/call-watchdog.js';
-
-/** gRPC status codes (grpc/doc/statuscodes.md) this client produces itself. */
-export const GrpcCode = {
-  OK: 0,
-  CANCELLED: 1,
-  UNKNOWN: 2,
-  DEADLINE_EXCEEDED: 4,
-  RESOURCE_EXHAUSTED: 8,
-  INTERNAL: 13,
-  UNAVAILABLE: 14,
-} as const;
 
 /**
  * A failed call: an Error with grpc-js's ServiceError shape (a numeric code and the details), so that
@@ -100,7 +90,7 @@ export class GrpcUnaryChannel {
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Response> {
-    if (this.closed) return Promise.reject(grpcCallError(GrpcCode.UNAVAILABLE, 'channel closed'));
+    if (this.closed) return Promise.reject(grpcCallError(GrpcStatus.UNAVAILABLE, 'channel closed'));
     const message = method.requestSerialize(request);
     const frame = Buffer.allocUnsafe(5 + message.length);
     frame[0] = 0;
@@ -112,7 +102,7 @@ export class GrpcUnaryChannel {
       try {
         session = this.currentSession();
       } catch (err) {
-        reject(grpcCallError(GrpcCode.UNAVAILABLE, errorText(err), err));
+        reject(grpcCallError(GrpcStatus.UNAVAILABLE, errorText(err), err));
         return;
       }
       const stream = session.request(
@@ -148,11 +138,11 @@ export class GrpcUnaryChannel {
         finish(err);
       };
       const deadline = this.deadlines.watch(timeoutMs, () =>
-        cancel(grpcCallError(GrpcCode.DEADLINE_EXCEEDED, 'Deadline exceeded')),
+        cancel(grpcCallError(GrpcStatus.DEADLINE_EXCEEDED, 'Deadline exceeded')),
       );
       const onAbort = (): void => {
         // The caller maps this one to its signal's reason.
-        cancel(grpcCallError(GrpcCode.CANCELLED, 'Cancelled on client'));
+        cancel(grpcCallError(GrpcStatus.CANCELLED, 'Cancelled on client'));
       };
       signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -173,7 +163,7 @@ export class GrpcUnaryChannel {
         if (received - 5 > this.opts.maxReceiveMessageBytes) {
           cancel(
             grpcCallError(
-              GrpcCode.RESOURCE_EXHAUSTED,
+              GrpcStatus.RESOURCE_EXHAUSTED,
               `Received message larger than max (${received - 5} vs. ${this.opts.maxReceiveMessageBytes})`,
             ),
           );
@@ -182,7 +172,7 @@ export class GrpcUnaryChannel {
         chunks.push(chunk);
       });
       stream.on('error', (err) => {
-        finish(grpcCallError(GrpcCode.UNAVAILABLE, errorText(err), err));
+        finish(grpcCallError(GrpcStatus.UNAVAILABLE, errorText(err), err));
       });
       stream.on('close', () => {
         if (settled) return;
@@ -192,23 +182,23 @@ export class GrpcUnaryChannel {
             headerStatus === undefined
               ? `connection to ${this.socketPath} closed (stream reset ${stream.rstCode})`
               : `no grpc-status in the answer (HTTP status ${headerStatus})`;
-          finish(grpcCallError(headerStatus === 200 ? GrpcCode.INTERNAL : GrpcCode.UNAVAILABLE, why));
+          finish(grpcCallError(headerStatus === 200 ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, why));
           return;
         }
-        if (grpcStatus !== GrpcCode.OK) {
+        if (grpcStatus !== GrpcStatus.OK) {
           finish(grpcCallError(grpcStatus, grpcMessage));
           return;
         }
         const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
         if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
           // The request advertised no compression, so a compressed or partial message is a fault.
-          finish(grpcCallError(GrpcCode.INTERNAL, 'malformed or compressed response message'));
+          finish(grpcCallError(GrpcStatus.INTERNAL, 'malformed or compressed response message'));
           return;
         }
         try {
           finish(undefined, method.responseDeserialize(body.subarray(5)));
         } catch (err) {
-          finish(grpcCallError(GrpcCode.INTERNAL, `response could not be decoded: ${errorText(err)}`));
+          finish(grpcCallError(GrpcStatus.INTERNAL, `response could not be decoded: ${errorText(err)}`));
         }
       });
       stream.end(frame);

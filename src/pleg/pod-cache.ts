@@ -48,9 +48,10 @@ function emptyStatus(uid: string): KubePodStatus {
 
 export interface InMemoryPodCacheOptions {
   /**
-   * Told when a pod worker has to wait for a newer reading of uid (it synced after the last relist
-   * began). The kubelet asks the PLEG to relist then, so the wait lasts one relist rather than up to
-   * a relist period: after a sync that started containers, the next sync reports them running.
+   * Told when a pod worker has to wait for a reading of uid newer than minTimeMs (it synced after
+   * the last relist began). When that sync was recent, the kubelet asks the PLEG to relist, so the
+   * wait lasts one relist rather than up to a relist period: after a sync that started containers,
+   * the next sync reports them running (see PROMPT_RELIST_WINDOW_MS in build-kubelet.ts).
    */
   onWait?: (uid: string, minTimeMs: number) => void;
 }

@@ -12,6 +12,7 @@ import type { ComponentStatus } from '../lib/component.js';
 import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 import { serveHealthz, type HealthChecker } from './healthz.js';
 import { PodListBody } from './pod-list-body.js';
+import { sendJson, sendJsonBody } from './request-context.js';
 
 const log = logger('server');
 
@@ -46,15 +47,6 @@ export interface LocalServer {
 
 // A request whose client has stalled must not hold a socket for ever.
 const REQUEST_TIMEOUT_MS = 60_000;
-
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  sendJsonBody(res, status, Buffer.from(JSON.stringify(body)));
-}
-
-function sendJsonBody(res: http.ServerResponse, status: number, body: Buffer): void {
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': body.length });
-  res.end(body);
-}
 
 function sendText(res: http.ServerResponse, status: number, text: string): void {
   res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8' });

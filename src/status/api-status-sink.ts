@@ -14,6 +14,7 @@
  * Failures are retried per pod with back-off; every 10 s a reconcile re-sends any status that differs
  * from the API's copy (as the ApiSource sees it). Failing and recovering are logged once each.
  */
+import { mutableCopy, type DeepReadonly } from '../lib/deep-readonly.js';
 import type { ContainerStatus, ContainerState, Pod, PodCondition, PodStatus } from '../api/core-v1.js';
 import { isTerminalPhase } from '../api/core-v1.js';
 import type { RestClient } from '../k8s/rest-client.js';
@@ -335,7 +336,7 @@ export class ApiStatusSink implements PodStatusSink {
 
   private mergedFor(pod: Pod, versioned: VersionedPodStatus): PodStatus {
     const couldRun = this.opts.podCouldHaveRunningContainers?.(versioned.uid) ?? !versioned.podIsFinished;
-    let local = versioned.status;
+    let local: DeepReadonly<PodStatus> = versioned.status;
     const apiPhase = pod.status?.phase;
     if (isTerminalPhase(apiPhase) && local.phase !== apiPhase) {
       // Another writer (or an earlier kubelet) made the pod terminal: it stays so.
@@ -344,9 +345,10 @@ export class ApiStatusSink implements PodStatusSink {
         phase: apiPhase,
         localPhase: local.phase,
       });
-      local = { ...local, phase: apiPhase };
-      setOrDelete(local, 'reason', pod.status?.reason);
-      setOrDelete(local, 'message', pod.status?.message);
+      const kept: PodStatus = { ...mutableCopy<PodStatus>(local), phase: apiPhase };
+      setOrDelete(kept, 'reason', pod.status?.reason);
+      setOrDelete(kept, 'message', pod.status?.message);
+      local = kept;
     }
     return mergePodStatus(pod.status ?? {}, local, couldRun, this.clock.now());
   }
@@ -382,20 +384,20 @@ function sameTarget(apiPod: Pod, uid: string): boolean {
  */
 export function mergePodStatus(
   oldStatus: PodStatus,
-  newStatus: PodStatus,
+  newStatus: DeepReadonly<PodStatus>,
   couldHaveRunningContainers: boolean,
   nowMs: number,
 ): PodStatus {
-  const merged: PodStatus = structuredClone(newStatus);
+  const merged: PodStatus = mutableCopy<PodStatus>(newStatus);
   const conditions: PodCondition[] = (oldStatus.conditions ?? []).filter(
     (c) => !isConditionOwnedByKubelet(c.type),
   );
   const transitioningToTerminal = !isTerminalPhase(oldStatus.phase) && isTerminalPhase(newStatus.phase);
   for (const c of newStatus.conditions ?? []) {
-    if (isConditionOwnedByKubelet(c.type)) conditions.push(structuredClone(c));
+    if (isConditionOwnedByKubelet(c.type)) conditions.push(mutableCopy<PodCondition>(c));
     else if (c.type === 'DisruptionTarget' && transitioningToTerminal && !couldHaveRunningContainers) {
       const old = oldStatus.conditions?.find((o) => o.type === c.type);
-      const copy = structuredClone(c);
+      const copy = mutableCopy<PodCondition>(c);
       if (!old || old.status !== c.status) copy.lastTransitionTime = rfc3339Seconds(nowMs);
       const i = conditions.findIndex((o) => o.type === c.type);
       if (i >= 0) conditions[i] = copy;

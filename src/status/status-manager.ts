@@ -29,7 +29,8 @@ export interface VersionedPodStatus {
   uid: string;
   podName: string;
   podNamespace: string;
-  status: PodStatus;
+  /** Shared, not copied: the status manager replaces a status, never edits it. */
+  status: DeepReadonly<PodStatus>;
   /** Increases with each change of this pod's status. */
   version: number;
   /** The pod has finished terminating: its status will change no more (upstream: podIsFinished). */
@@ -67,6 +68,8 @@ export interface LocalStatusManagerOptions {
 }
 
 interface Entry extends VersionedPodStatus {
+  /** Built here, then never changed: replaced by the next version. */
+  status: PodStatus;
   pod: Pod;
 }
 
@@ -89,7 +92,7 @@ export class LocalStatusManager implements StatusManager {
     const e = this.statuses.get(uid);
     if (!e) return undefined;
     const { pod: _pod, ...versioned } = e;
-    return structuredClone(versioned);
+    return versioned;
   }
 
   setPodStatus(pod: Pod, status: DeepReadonly<PodStatus>): void {
