@@ -4,18 +4,48 @@
  * $BENCH_LOOP_DELAY_FILE with that second's event-loop delay (max, p99, mean in ms, from
  * perf_hooks.monitorEventLoopDelay at 10 ms resolution) and the process's CPU and RSS, so a start of
  * N pods can be read second by second. Not part of the product: the bench alone loads it.
+ * `threadsCpuMs` splits the process's CPU by thread name (the main thread, V8's compiler and GC
+ * workers, libuv's pool), since `utime+stime` counts them all.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 
 const file = process.env.BENCH_LOOP_DELAY_FILE;
+/** CPU ms so far per thread name, from /proc/self/task/<tid>/stat (comm, then utime and stime). */
+function threadCpuMs(): Map<string, number> {
+  const byName = new Map<string, number>();
+  const tick = 1000 / 100; // USER_HZ
+  for (const tid of readdirSync('/proc/self/task')) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const close = stat.lastIndexOf(')');
+    const name = tid === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, close);
+    const fields = stat.slice(close + 2).split(' ');
+    const ms = (Number(fields[11]) + Number(fields[12])) * tick;
+    byName.set(name, (byName.get(name) ?? 0) + ms);
+  }
+  return byName;
+}
+
 if (file) {
+  let lastThreads = threadCpuMs();
   const histogram = monitorEventLoopDelay({ resolution: 10 });
   histogram.enable();
   let lastCpu = process.cpuUsage();
   const timer = setInterval(() => {
     const cpu = process.cpuUsage(lastCpu);
     lastCpu = process.cpuUsage();
+    const threads = threadCpuMs();
+    const threadsCpuMs: Record<string, number> = {};
+    for (const [name, spent] of threads) {
+      const delta = spent - (lastThreads.get(name) ?? 0);
+      if (delta > 0) threadsCpuMs[name] = delta;
+    }
+    lastThreads = threads;
     const ms = (ns: number) => Math.round(ns / 1e4) / 100;
     const line = {
       t: Date.now(),
@@ -25,6 +55,7 @@ if (file) {
       cpuMs: Math.round((cpu.user + cpu.system) / 1000),
       rssMiB: Math.round(process.memoryUsage.rss() / 1048576),
       heapMiB: Math.round(process.memoryUsage().heapUsed / 1048576),
+      threadsCpuMs,
     };
     histogram.reset();
     appendFileSync(file, `${JSON.stringify(line)}\n`);

@@ -8,6 +8,7 @@ import type { Pod } from '../api/core-v1.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { DEFAULT_SERVER, NodeClient } from './node-client.js';
 import { describePod, printEvents, printPods } from './printers.js';
+import { compareStrings } from '../lib/compare.js';
 
 export const CLI_COMMANDS = ['get', 'describe', 'logs', 'events'] as const;
 
@@ -149,7 +150,7 @@ function defaultContainer(pod: Pod, io: CliIo): string {
 
 function byNamespaceAndName(a: Pod, b: Pod): number {
   return (
-    (a.metadata.namespace ?? '').localeCompare(b.metadata.namespace ?? '') ||
-    (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '')
+    compareStrings(a.metadata.namespace ?? '', b.metadata.namespace ?? '') ||
+    compareStrings(a.metadata.name ?? '', b.metadata.name ?? '')
   );
 }

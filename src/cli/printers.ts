@@ -6,6 +6,7 @@ import type { Container, ContainerState, ContainerStatus, Pod, Probe } from '../
 import { ageText, podDisplay, restartsText } from '../api/pod-display.js';
 import type { CoreEvent } from '../events/event-types.js';
 import { DESCRIBE, TABLE, tabwrite } from './tabwriter.js';
+import { compareStrings } from '../lib/compare.js';
 
 export function printPods(pods: Pod[], nowMs: number, allNamespaces: boolean): string {
   const rows = [`${allNamespaces ? 'NAMESPACE\t' : ''}NAME\tREADY\tSTATUS\tRESTARTS\tAGE`];
@@ -54,7 +55,7 @@ function rfc1123z(ts: string | undefined): string {
 }
 
 function mapLines(label: string, m: Record<string, string> | undefined, sep: string): string[] {
-  const entries = Object.entries(m ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  const entries = Object.entries(m ?? {}).sort(([a], [b]) => compareStrings(a, b));
   if (entries.length === 0) return [`${label}\t<none>`];
   return entries.map(([k, v], i) => `${i === 0 ? label : ''}\t${k}${sep}${v}`);
 }

@@ -8,6 +8,7 @@
 import path from 'node:path';
 import { CgroupError } from './cgroup-error.js';
 import type { CgroupFs } from './cgroup-fs.js';
+import { compareStrings } from '../lib/compare.js';
 
 export const DEFAULT_CGROUP_MOUNT_ROOT = '/sys/fs/cgroup';
 
@@ -62,7 +63,7 @@ export async function detectCgroupSubsystems(
       .map((s) => (s === 'systemd' ? 'name=systemd' : s));
     byRealPath.set(real, { mountPoint: dir, subsystems });
   }
-  const hierarchies = [...byRealPath.values()].sort((a, b) => a.mountPoint.localeCompare(b.mountPoint));
+  const hierarchies = [...byRealPath.values()].sort((a, b) => compareStrings(a.mountPoint, b.mountPoint));
   if (hierarchies.length === 0) throw new CgroupError(`no cgroup mounts found under ${root}`);
   return { version: 'v1', root, hierarchies, ...(hybridUnified ? { hybridUnified } : {}) };
 }

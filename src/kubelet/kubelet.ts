@@ -50,6 +50,7 @@ import { SysctlAllowlist } from './sysctl-allowlist.js';
 import { AppArmorValidator } from './apparmor-validator.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 import { checkedPodUid } from '../api/pod-uid.js';
+import { compareStrings } from '../lib/compare.js';
 
 const log = logger('kubelet');
 
@@ -375,7 +376,7 @@ export class Kubelet implements ServerHost {
 
   private handlePodAdditions(pods: Pod[]): void {
     const createdAt = (p: Pod) => String(p.metadata.creationTimestamp ?? '');
-    const sorted = [...pods].sort((a, b) => createdAt(a).localeCompare(createdAt(b)));
+    const sorted = [...pods].sort((a, b) => compareStrings(createdAt(a), createdAt(b)));
     for (const pod of sorted) this.forPod(pod, 'add', () => this.handlePodAddition(pod));
   }
 

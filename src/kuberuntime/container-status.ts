@@ -186,6 +186,7 @@ export function convertPodStatusToRunningPod(podStatus: KubePodStatus): RunningP
       id: s.id,
       state: s.state === 'SANDBOX_READY' ? 'ready' : 'notready',
       createdAtMs: Math.floor(s.createdAt / NS_PER_MS),
+      createdAtNs: s.createdAt,
     })),
     containers: podStatus.containerStatuses
       .filter((c) => c.state === 'running')
@@ -196,6 +197,7 @@ export function convertPodStatusToRunningPod(podStatus: KubePodStatus): RunningP
         imageRef: c.imageRef,
         hash: c.hash,
         state: c.state,
+        podSandboxId: c.podSandboxId,
       })),
   };
 }

@@ -58,12 +58,15 @@ export interface RunningContainer {
   imageRef: string;
   hash: string;
   state: KubeContainerState;
+  podSandboxId: string;
 }
 
 export interface RunningSandbox {
   id: string;
   state: 'ready' | 'notready';
   createdAtMs: number;
+  /** The runtime's creation time in nanoseconds, which orders a pod's sandboxes. */
+  createdAtNs: number;
 }
 
 /** A pod as found in the runtime (upstream: kubecontainer.Pod). */
@@ -106,7 +109,12 @@ export interface Runtime {
    * else the pod's terminationGracePeriodSeconds (default 30), else what the runtime's annotations recorded.
    */
   killPod(pod: Pod | undefined, runningPod: RunningPod, gracePeriodOverrideSeconds?: number): Promise<void>;
-  getPodStatus(uid: string, name: string, namespace: string): Promise<KubePodStatus>;
+  /**
+   * The pod's sandboxes and containers as the runtime reports them now. With `listed` (the pod as a
+   * relist just found it) the sandboxes and containers are taken from that listing instead of being
+   * listed again, so the status is as new as that listing, not newer.
+   */
+  getPodStatus(uid: string, name: string, namespace: string, listed?: RunningPod): Promise<KubePodStatus>;
   /** The pods the runtime has; with all=false only those with a ready sandbox or a running container. */
   getPods(all: boolean): Promise<RunningPod[]>;
   /** Removes dead containers and sandboxes beyond what the GC policy keeps, and those of pods no longer wanted. */

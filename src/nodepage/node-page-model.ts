@@ -12,6 +12,7 @@ import type { CoreEvent } from '../events/event-types.js';
 import type { EventStore } from '../events/event-store.js';
 import type { Summary } from '../stats/summary-types.js';
 import type { PullsView } from '../images/pull-progress.js';
+import { compareStrings } from '../lib/compare.js';
 
 export type ProbeKind = 'liveness' | 'readiness' | 'startup';
 
@@ -296,7 +297,7 @@ export function pullsSnapshot(pulls: PullsView | undefined): PullsSnapshot {
 export function sortPods(pods: Pod[]): Pod[] {
   return [...pods].sort(
     (a, b) =>
-      (a.metadata.namespace ?? '').localeCompare(b.metadata.namespace ?? '') ||
-      (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''),
+      compareStrings(a.metadata.namespace ?? '', b.metadata.namespace ?? '') ||
+      compareStrings(a.metadata.name ?? '', b.metadata.name ?? ''),
   );
 }

@@ -342,7 +342,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     // in the cache: when many pods start together, the first need not wait for the last to be read.
     await forEachConcurrently([...eventsByPod], RELIST_STATUS_CONCURRENCY, async ([uid, events]) => {
       const current = this.records.get(uid)?.current;
-      const err = await this.updateCache(uid, current);
+      const err = await this.updateCache(uid, current, startMs);
       if (err) {
         // The record keeps its old listing, so the same events come again on the next relist.
         log.error('PLEG: Ignoring events for pod', { podUID: uid, err: errorMessage(err) });
@@ -365,7 +365,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
 
     const reinspect = [...this.podsToReinspect].filter((uid) => !eventsByPod.has(uid));
     await forEachConcurrently(reinspect, RELIST_STATUS_CONCURRENCY, async (uid) => {
-      const err = await this.updateCache(uid, this.records.get(uid)?.current);
+      const err = await this.updateCache(uid, this.records.get(uid)?.current, startMs);
       if (err) {
         log.v(5, 'PLEG: pod failed reinspection', { podUID: uid, err: errorMessage(err) });
         needsReinspection.add(uid);
@@ -388,15 +388,24 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     record.current = undefined;
   }
 
-  private async updateCache(uid: string, pod: RunningPod | undefined): Promise<Error | undefined> {
+  /**
+   * Reads the pod's status from the runtime, its sandboxes and containers as this relist listed
+   * them (at listedAtMs), so the reading is as new as that listing: a worker that created a
+   * container after it must not take a reading without that container for a newer one.
+   */
+  private async updateCache(
+    uid: string,
+    pod: RunningPod | undefined,
+    listedAtMs: number,
+  ): Promise<Error | undefined> {
     if (!pod) {
       // Nothing of the pod is left in the runtime: an absent entry reads as an empty status.
       this.cache.delete(uid);
       return undefined;
     }
-    const timestampMs = this.clock.now();
+    const timestampMs = listedAtMs;
     try {
-      const status = await this.runtime.getPodStatus(pod.uid, pod.name, pod.namespace);
+      const status = await this.runtime.getPodStatus(pod.uid, pod.name, pod.namespace, pod);
       this.cache.set(uid, { ...status, ips: this.podIPs(uid, status) }, undefined, timestampMs);
       return undefined;
     } catch (err) {

@@ -19,6 +19,7 @@ import { renderText, type Labels, type MetricFamily, type Sample } from '../lib/
 import type { Container, PodSandbox } from '../cri/types.js';
 import type { SummaryProvider } from '../stats/stats-provider.js';
 import type { Summary } from '../stats/summary-types.js';
+import { compareStrings } from '../lib/compare.js';
 
 const log = logger('server');
 
@@ -101,7 +102,7 @@ function seriesLabels(
 /** The labels with one more, in name order as the Prometheus client writes them. */
 function withLabel(labels: Labels, name: string, value: string): Labels {
   const entries: [string, string][] = [...Object.entries(labels), [name, value]];
-  return Object.fromEntries(entries.sort(([a], [b]) => (a < b ? -1 : 1)));
+  return Object.fromEntries(entries.sort(([a], [b]) => compareStrings(a, b)));
 }
 
 /** The exposition text; a stats or runtime failure is container_scrape_error 1 with the machine series. */

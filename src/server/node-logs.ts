@@ -11,6 +11,7 @@ import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { ServerState } from './kubelet-server.js';
 import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
+import { compareStrings } from '../lib/compare.js';
 
 const TEXT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -106,7 +107,7 @@ async function listDirectory(ctx: RequestContext, dir: string): Promise<void> {
       return isDir ? `${e.name}/` : e.name;
     }),
   );
-  names.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  names.sort(compareStrings);
   const body =
     '<!doctype html>\n<meta name="viewport" content="width=device-width">\n<pre>\n' +
     names.map((n) => `<a href="${escapeHref(n)}">${escapeHtml(n)}</a>\n`).join('') +

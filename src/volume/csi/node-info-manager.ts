@@ -8,6 +8,7 @@
 import type { RestClient } from '../../k8s/rest-client.js';
 import { errorMessage } from '../../lib/errors.js';
 import { logger } from '../../lib/log.js';
+import { compareStrings } from '../../lib/compare.js';
 
 const log = logger('csi');
 
@@ -209,5 +210,5 @@ function nodeIds(node: NodeObject): Record<string, string> {
 }
 
 function sortKeys(m: Record<string, string>): Record<string, string> {
-  return Object.fromEntries(Object.entries(m).sort(([a], [b]) => a.localeCompare(b)));
+  return Object.fromEntries(Object.entries(m).sort(([a], [b]) => compareStrings(a, b)));
 }

@@ -40,8 +40,20 @@ export class FakeKubeRuntime implements Runtime {
     this.calls.push(`killPod ${runningPod.uid}`);
   }
 
-  async getPodStatus(uid: string, name: string, namespace: string): Promise<KubePodStatus> {
+  /** Per pod UID, the listing the last getPodStatus was given. */
+  readonly listed = new Map<string, RunningPod | undefined>();
+  /** Runs inside each getPodStatus, e.g. to let time pass while the runtime answers. */
+  onGetPodStatus: (() => void) | undefined;
+
+  async getPodStatus(
+    uid: string,
+    name: string,
+    namespace: string,
+    listed?: RunningPod,
+  ): Promise<KubePodStatus> {
     this.calls.push(`getPodStatus ${uid}`);
+    this.listed.set(uid, listed);
+    this.onGetPodStatus?.();
     const err = this.podStatusErrors.get(uid);
     if (err) throw err;
     const status = this.statuses.get(uid);
@@ -68,7 +80,13 @@ export function runningPod(
     uid,
     name: `pod-${uid}`,
     namespace: 'default',
-    sandboxes: sandboxes.map((s, i) => ({ id: `sb-${uid}-${i}`, state: 'ready', createdAtMs: 0, ...s })),
+    sandboxes: sandboxes.map((s, i) => ({
+      id: `sb-${uid}-${i}`,
+      state: 'ready',
+      createdAtMs: 0,
+      createdAtNs: 0,
+      ...s,
+    })),
     containers: containers.map((c, i) => ({
       id: `c-${uid}-${i}`,
       name: `c${i}`,
@@ -76,6 +94,7 @@ export function runningPod(
       imageRef: 'sha256:abc',
       hash: '1',
       state: 'running',
+      podSandboxId: `sb-${uid}-0`,
       ...c,
     })),
   };

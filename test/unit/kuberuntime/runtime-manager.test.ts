@@ -381,6 +381,21 @@ describe('syncPod', () => {
   });
 });
 
+describe('getPodStatus', () => {
+  test("given a relist's listing of the pod, it lists nothing again and reads the same status", async () => {
+    const m = manager();
+    assert.equal((await sync(m, pod([app]))).failed, false);
+    const listed = (await m.getPods(true)).find((p) => p.uid === 'uid-1')!;
+    const lists = () => fake.callsOf('listPodSandbox').length + fake.callsOf('listContainers').length;
+    const full = await m.getPodStatus('uid-1', 'web', 'prod');
+    const before = lists();
+    const fromListing = await m.getPodStatus('uid-1', 'web', 'prod', listed);
+    assert.equal(lists(), before);
+    assert.deepEqual(fromListing, full);
+    assert.equal(fromListing.containerStatuses[0]?.podSandboxId, fromListing.sandboxStatuses[0]?.id);
+  });
+});
+
 describe('killPod', () => {
   test('stops every container with the pod grace period, then the sandbox', async () => {
     const m = manager();

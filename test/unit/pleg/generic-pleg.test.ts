@@ -104,6 +104,17 @@ describe('GenericPLEG relist', () => {
     assert.deepEqual(runtime.calls, ['getPods', 'getPodStatus b']);
   });
 
+  it("reads a changed pod's status from the relist's own listing, dated to that listing", async () => {
+    const { runtime, pleg, cache, clock } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}])];
+    runtime.onGetPodStatus = () => clock.advance(500);
+    const listedAtMs = clock.now();
+    await pleg.relist();
+    assert.deepEqual(runtime.listed.get('a'), runtime.pods[0]);
+    // Read 500 ms after the listing, yet no newer than it: a container made in between is not in it.
+    assert.equal(cache.get('a').modifiedMs, listedAtMs);
+  });
+
   it('marks the whole cache current as of the relist start, waking workers of quiet pods', async () => {
     const { runtime, pleg, cache, clock } = setup();
     runtime.pods = [runningPod('a', [{}], [{}])];
