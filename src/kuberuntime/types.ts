@@ -112,9 +112,16 @@ export interface Runtime {
   /**
    * The pod's sandboxes and containers as the runtime reports them now. With `listed` (the pod as a
    * relist just found it) the sandboxes and containers are taken from that listing instead of being
-   * listed again, so the status is as new as that listing, not newer.
+   * listed again, so the status is as new as that listing, not newer. With `previous` (the last
+   * status read), a sandbox listed in the state it had then is not read again.
    */
-  getPodStatus(uid: string, name: string, namespace: string, listed?: RunningPod): Promise<KubePodStatus>;
+  getPodStatus(
+    uid: string,
+    name: string,
+    namespace: string,
+    listed?: RunningPod,
+    previous?: KubePodStatus,
+  ): Promise<KubePodStatus>;
   /** The pods the runtime has; with all=false only those with a ready sandbox or a running container. */
   getPods(all: boolean): Promise<RunningPod[]>;
   /** Removes dead containers and sandboxes beyond what the GC policy keeps, and those of pods no longer wanted. */

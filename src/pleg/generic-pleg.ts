@@ -405,7 +405,8 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     }
     const timestampMs = listedAtMs;
     try {
-      const status = await this.runtime.getPodStatus(pod.uid, pod.name, pod.namespace, pod);
+      const previous = this.cache.get(uid).status;
+      const status = await this.runtime.getPodStatus(pod.uid, pod.name, pod.namespace, pod, previous);
       this.cache.set(uid, { ...status, ips: this.podIPs(uid, status) }, undefined, timestampMs);
       return undefined;
     } catch (err) {

@@ -394,6 +394,25 @@ describe('getPodStatus', () => {
     assert.deepEqual(fromListing, full);
     assert.equal(fromListing.containerStatuses[0]?.podSandboxId, fromListing.sandboxStatuses[0]?.id);
   });
+  test('a sandbox listed in the state it was last read in is not read again; one that changed is', async () => {
+    const m = manager();
+    assert.equal((await sync(m, pod([app]))).failed, false);
+    const listing = async () => (await m.getPods(true)).find((p) => p.uid === 'uid-1')!;
+    const previous = await m.getPodStatus('uid-1', 'web', 'prod');
+    const reads = () => fake.callsOf('podSandboxStatus').length;
+    let before = reads();
+    const again = await m.getPodStatus('uid-1', 'web', 'prod', await listing(), previous);
+    assert.equal(reads(), before);
+    assert.deepEqual(again.sandboxStatuses, previous.sandboxStatuses);
+    assert.deepEqual(again.ips, ['10.88.0.2']);
+
+    await fake.stopPodSandbox(previous.sandboxStatuses[0]!.id);
+    before = reads();
+    const stopped = await m.getPodStatus('uid-1', 'web', 'prod', await listing(), previous);
+    assert.equal(reads(), before + 1);
+    assert.equal(stopped.sandboxStatuses[0]?.state, 'SANDBOX_NOTREADY');
+    assert.deepEqual(stopped.ips, []);
+  });
 });
 
 describe('killPod', () => {
