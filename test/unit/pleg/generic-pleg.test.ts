@@ -251,6 +251,32 @@ describe('GenericPLEG health and loop', () => {
     assert.equal(clock.pendingTimers(), 0);
   });
 
+  it('a relist asked for during a relist of 40 ms starts 80 ms after it, not at once', async () => {
+    const { runtime, pleg, clock } = setup();
+    const relists = () => runtime.calls.filter((c) => c === 'getPods').length;
+    let open!: () => void;
+    runtime.getPodsGate = new Promise((resolve) => (open = resolve));
+    pleg.start();
+    await flushPromises();
+    clock.advance(40);
+    pleg.requestRelist();
+    runtime.getPodsGate = undefined;
+    open();
+    await flushPromises();
+    assert.equal(relists(), 1);
+    clock.advance(79);
+    await flushPromises();
+    assert.equal(relists(), 1);
+    clock.advance(1);
+    await flushPromises();
+    assert.equal(relists(), 2);
+    // That one took no time: the next asked for runs at once.
+    pleg.requestRelist();
+    await flushPromises();
+    assert.equal(relists(), 3);
+    await pleg.stop();
+  });
+
   it('measures relists', async () => {
     const { runtime, pleg, clock } = setup();
     let open!: () => void;
