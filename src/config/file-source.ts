@@ -32,6 +32,7 @@ import { formatPod } from '../kuberuntime/format.js';
 import { decodeManifest } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
+import { compareStrings } from '../lib/compare.js';
 
 export interface FileSourceOptions {
   /** A folder of manifests or one manifest file. */
@@ -85,6 +86,13 @@ export class FileSource {
   private watchedIno: bigint | undefined;
   private periodTimer: TimerHandle | undefined;
   private debounceTimer: TimerHandle | undefined;
+  /**
+   * Names in the folder that watch events reported since the last scan. A scan asked for by events
+   * alone reads only these (one stat each) instead of the whole folder, whose N stats per event made
+   * writing N manifests cost N² calls; the start and the periodic rescan still read everything.
+   */
+  private changedNames = new Set<string>();
+  private fullScanRequested = true;
   private scanning: Promise<void> | undefined;
   private rescanRequested = false;
   private lastSent: string | undefined;
@@ -117,6 +125,11 @@ export class FileSource {
 
   /** Scans now (or right after the scan in progress); resolves when that scan is done. */
   rescan(): Promise<void> {
+    this.fullScanRequested = true;
+    return this.scanSoon();
+  }
+
+  private scanSoon(): Promise<void> {
     if (this.stopController.signal.aborted) return Promise.resolve();
     if (this.scanning) {
       // The loop in progress scans once more before it settles.
@@ -146,8 +159,11 @@ export class FileSource {
   }
 
   private async scanOnce(): Promise<void> {
+    const changed = this.fullScanRequested ? undefined : this.changedNames;
+    this.fullScanRequested = false;
+    this.changedNames = new Set();
     try {
-      const pods = await this.readPods();
+      const pods = await this.readPods(changed);
       if (pods === undefined || this.stopController.signal.aborted) return;
       // A pod follows from its file's path and bytes, so those say whether the set changed, even
       // for a manifest that sets its own UID (whose config.hash then never changes), and without
@@ -164,10 +180,10 @@ export class FileSource {
   }
 
   /** The pods the path holds now; undefined when nothing should be sent. */
-  private async readPods(): Promise<Pod[] | undefined> {
+  private async readPods(changed: ReadonlySet<string> | undefined): Promise<Pod[] | undefined> {
     const deadline = this.fsDeadline();
     try {
-      return await this.readPodsWithin(deadline.signal);
+      return await this.readPodsWithin(deadline.signal, changed);
     } finally {
       deadline.dispose();
     }
@@ -181,7 +197,11 @@ export class FileSource {
     return withDeadline(this.clock, this.scanTimeoutMs, this.stopController.signal);
   }
 
-  private async readPodsWithin(signal: AbortSignal): Promise<Pod[] | undefined> {
+  /** With `changed`, only those names of the folder are read again; the rest are as last read. */
+  private async readPodsWithin(
+    signal: AbortSignal,
+    changed: ReadonlySet<string> | undefined,
+  ): Promise<Pod[] | undefined> {
     let rootStat: Stats;
     try {
       rootStat = await raceAbort(stat(this.root), signal);
@@ -194,6 +214,11 @@ export class FileSource {
     }
 
     if (rootStat.isDirectory()) {
+      // The same folder, watched since the last full scan: only what the events named can differ.
+      if (changed && this.watcher && BigInt(rootStat.ino) === this.watchedIno) {
+        this.clearPathProblem();
+        return this.rereadChanged(changed);
+      }
       this.ensureWatch(this.root, undefined, rootStat);
       const names = (await raceAbort(readdir(this.root), signal)).filter((n) => !n.startsWith('.')).sort();
       this.clearPathProblem();
@@ -222,6 +247,20 @@ export class FileSource {
 
     this.reportPathProblem('Path is not a directory or file');
     return undefined;
+  }
+
+  private async rereadChanged(changed: ReadonlySet<string>): Promise<Pod[]> {
+    for (const name of [...changed].sort()) {
+      const file = path.join(this.root, name);
+      // A file that is gone leaves the cache in readManifestBytes; so does one that is no longer a file.
+      await this.readManifest(file);
+    }
+    const found: { file: string; pod: Pod }[] = [];
+    for (const [file, entry] of this.cache)
+      if ('pod' in entry.result) found.push({ file, pod: entry.result.pod });
+    // As the full scan has them: in the order of their names.
+    found.sort((a, b) => compareStrings(a.file, b.file));
+    return this.withoutDuplicateNames(found);
   }
 
   /** The file's pod, or undefined when it is not a usable manifest (logged once per change). */
@@ -263,14 +302,17 @@ export class FileSource {
         this.reportEntry(file, 'Manifest path is a dangling symlink, ignoring');
       else if (code !== 'ENOENT')
         this.reportEntry(file, `Unable to read manifest path: ${errorMessage(err)}`);
-      // else: vanished between readdir and stat; the next scan settles it
+      // else: gone (or vanished between readdir and stat): a problem it had is no longer one
+      else this.clearEntry(file);
       return undefined;
     }
     if (st.isDirectory()) {
+      this.cache.delete(file);
       this.reportEntry(file, 'Not recursing into manifest path');
       return undefined;
     }
     if (!st.isFile()) {
+      this.cache.delete(file);
       this.reportEntry(file, 'Manifest path is not a directory or file');
       return undefined;
     }
@@ -390,7 +432,7 @@ export class FileSource {
         const name = filename?.toString();
         if (name && name.startsWith('.')) return;
         if (onlyName && name && name !== onlyName) return;
-        this.onWatchEvent();
+        this.onWatchEvent(onlyName === undefined ? name : undefined);
       });
       w.on('error', (err) => {
         this.log.v(2, 'Watch of manifest path failed; relying on rescans until it is back', {
@@ -406,16 +448,19 @@ export class FileSource {
     }
   }
 
-  private onWatchEvent(): void {
+  /** An event for `name` in the watched folder, or for the watched file or folder itself (no name). */
+  private onWatchEvent(name: string | undefined): void {
     if (this.stopController.signal.aborted) return;
+    if (name === undefined || name.includes('/')) this.fullScanRequested = true;
+    else this.changedNames.add(name);
     if (this.debounceMs <= 0) {
-      void this.rescan();
+      void this.scanSoon();
       return;
     }
     if (this.debounceTimer) this.clock.clearTimeout(this.debounceTimer);
     this.debounceTimer = this.clock.setTimeout(() => {
       this.debounceTimer = undefined;
-      void this.rescan();
+      void this.scanSoon();
     }, this.debounceMs);
   }
 

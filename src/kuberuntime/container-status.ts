@@ -3,7 +3,7 @@
  * toKubeContainerStatus, convertToKubeContainerStatus, getTerminationMessage,
  * readLastStringFromContainerLogs, determinePodSandboxIPs, ConvertPodStatusToRunningPod).
  */
-import type { Dirent } from 'node:fs';
+import { statSync, type Dirent } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import type { ContainerState, ContainerStatus, Mount, PodSandboxStatus } from '../cri/types.js';
@@ -208,6 +208,9 @@ export function convertPodStatusToRunningPod(podStatus: KubePodStatus): RunningP
  * a new start does not overwrite an old log.
  */
 export async function calcRestartCountByLogDir(dir: string): Promise<number> {
+  // Asked on every container's first start, when the folder does not exist yet: a rejected readdir
+  // costs an error with its stack each time, a stat that may return nothing does not.
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return 0;
   let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });

@@ -395,6 +395,38 @@ describe('FileSource', () => {
     await waitFor('a SET without it', () => last()?.pods.length === 0, 5000, 10);
   });
 
+  test('fs.watch: the files events name are read again, and the set stays whole and in order', async () => {
+    writeFileSync(join(dir, 'b.yaml'), manifest('b'));
+    writeFileSync(join(dir, 'd.yaml'), manifest('d'));
+    const s = newSource({ watch: true, debounceMs: 0 });
+    await s.rescan();
+    const order = () => (last()?.pods ?? []).map((p) => p.metadata.name);
+    // Written aside and renamed in, as the bench and most tools do.
+    writeFileSync(join(dir, '.a.tmp'), manifest('a'));
+    renameSync(join(dir, '.a.tmp'), join(dir, 'a.yaml'));
+    await waitFor('a added', () => order().includes('a-node-a'), 5000, 10);
+    assert.deepEqual(order(), ['a-node-a', 'b-node-a', 'd-node-a']);
+    writeFileSync(
+      join(dir, 'c.yaml'),
+      'apiVersion: v1\nkind: Pod\nmetadata:\n  name: c\nspec:\n  containers:\n  - name: main\n',
+    );
+    await waitFor('c reported', () => errors().some((l) => String(l.kv?.path).endsWith('c.yaml')), 5000, 10);
+    writeFileSync(join(dir, 'c.yaml'), manifest('c'));
+    await waitFor('c fixed', () => order().includes('c-node-a'), 5000, 10);
+    assert.deepEqual(order(), ['a-node-a', 'b-node-a', 'c-node-a', 'd-node-a']);
+    rmSync(join(dir, 'b.yaml'));
+    await waitFor('b gone', () => !order().includes('b-node-a'), 5000, 10);
+    // A file replaced by a folder is no pod any more.
+    rmSync(join(dir, 'd.yaml'));
+    mkdirSync(join(dir, 'd.yaml'));
+    await waitFor('d gone', () => !order().includes('d-node-a'), 5000, 10);
+    assert.deepEqual(order(), ['a-node-a', 'c-node-a']);
+    // A full rescan finds the same set, so it sends nothing.
+    const count = sent.length;
+    await s.rescan();
+    assert.equal(sent.length, count);
+  });
+
   test('fs.watch with debounce: a burst of writes is read after the quiet time', async () => {
     const s = newSource({ watch: true, debounceMs: 100 });
     await s.rescan();
