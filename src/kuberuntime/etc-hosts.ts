@@ -65,8 +65,15 @@ export async function makeHostsMount(pod: Pod, opts: HostsMountOptions): Promise
   const content = pod.spec.hostNetwork
     ? nodeHostsFileContent(await readFile(opts.nodeHostsFile, 'utf8'), aliases)
     : managedHostsFileContent(opts.podIPs, opts.hostname, opts.hostDomain, aliases);
-  await mkdir(opts.podDir, { recursive: true, mode: 0o750 });
-  await writeFile(hostsPath, content, { mode: 0o644 });
+  try {
+    await writeFile(hostsPath, content, { mode: 0o644 });
+  } catch (err) {
+    // The pod's folder is made before its containers start (makePodDataDirs); a mkdir on every
+    // container start, only for when it was not, cost as much as the write.
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await mkdir(opts.podDir, { recursive: true, mode: 0o750 });
+    await writeFile(hostsPath, content, { mode: 0o644 });
+  }
   return {
     containerPath: ETC_HOSTS_PATH,
     hostPath: hostsPath,
