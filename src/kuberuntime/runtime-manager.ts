@@ -1102,7 +1102,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     previous?: KubePodStatus,
   ): Promise<KubePodStatus> {
     // Upstream lists the pod's sandboxes and containers again here; a relist has just listed them
-    // all, and two calls fewer per changed pod is a third of a pod start's CRI calls.
+    // all, and two calls fewer per changed pod is a quarter of a pod start's CRI calls.
     const sandboxes = listed
       ? listed.sandboxes.map((s) => ({ id: s.id, createdAt: s.createdAtNs, ready: s.state === 'ready' }))
       : (
