@@ -7,26 +7,23 @@
  * `threadsCpuMs` splits the process's CPU by thread name (the main thread, V8's compiler and GC
  * workers, libuv's pool), since `utime+stime` counts them all.
  */
-import { appendFileSync, readdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, readdirSync } from 'node:fs';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { readStat } from './proc-stats.js';
 
 const file = process.env.BENCH_LOOP_DELAY_FILE;
-/** CPU ms so far per thread name, from /proc/self/task/<tid>/stat (comm, then utime and stime). */
+/** CPU ms so far per thread name, from /proc/self/task/<tid>/stat. */
 function threadCpuMs(): Map<string, number> {
   const byName = new Map<string, number>();
-  const tick = 1000 / 100; // USER_HZ
   for (const tid of readdirSync('/proc/self/task')) {
-    let stat: string;
+    let stat: { name: string; cpuSeconds: number };
     try {
-      stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      stat = readStat(`/proc/self/task/${tid}/stat`);
     } catch {
       continue; // the thread ended
     }
-    const close = stat.lastIndexOf(')');
-    const name = tid === String(process.pid) ? 'main' : stat.slice(stat.indexOf('(') + 1, close);
-    const fields = stat.slice(close + 2).split(' ');
-    const ms = (Number(fields[11]) + Number(fields[12])) * tick;
-    byName.set(name, (byName.get(name) ?? 0) + ms);
+    const name = tid === String(process.pid) ? 'main' : stat.name;
+    byName.set(name, (byName.get(name) ?? 0) + stat.cpuSeconds * 1000);
   }
   return byName;
 }
@@ -43,7 +40,7 @@ if (file) {
     const threadsCpuMs: Record<string, number> = {};
     for (const [name, spent] of threads) {
       const delta = spent - (lastThreads.get(name) ?? 0);
-      if (delta > 0) threadsCpuMs[name] = delta;
+      if (delta > 0) threadsCpuMs[name] = Math.round(delta);
     }
     lastThreads = threads;
     const ms = (ns: number) => Math.round(ns / 1e4) / 100;

@@ -5,24 +5,36 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
-/** Kernel ticks per second for /proc/<pid>/stat times; 100 on every common Linux build. */
-const CLOCK_TICKS_PER_S = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-  } catch {
-    return 100;
+/** Kernel ticks per second for /proc/<pid>/stat times; 100 on every common Linux build. Asked once, when first needed. */
+let clockTicksPerS: number | undefined;
+function clockTicks(): number {
+  if (clockTicksPerS === undefined) {
+    try {
+      clockTicksPerS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      clockTicksPerS = 100;
+    }
   }
-})();
+  return clockTicksPerS;
+}
 
-/** utime + stime of the process (its own threads, not reaped children), in seconds; 10 ms resolution. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/**
+ * A stat(5) file's command name and utime + stime in seconds (10 ms resolution): a process's
+ * (`/proc/<pid>/stat`, its own threads, not reaped children) or one thread's (`/proc/<pid>/task/<tid>/stat`).
+ */
+export function readStat(file: string): { name: string; cpuSeconds: number } {
+  const stat = readFileSync(file, 'utf8');
   // The command name (field 2) may hold spaces and parentheses: count fields after its last ')'.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
   // Fields 14 and 15 of stat(5) are utime and stime; fields[0] here is field 3.
   const utime = Number(fields[11]);
   const stime = Number(fields[12]);
-  return (utime + stime) / CLOCK_TICKS_PER_S;
+  return { name: stat.slice(stat.indexOf('(') + 1, close), cpuSeconds: (utime + stime) / clockTicks() };
+}
+
+export function cpuSeconds(pid: number): number {
+  return readStat(`/proc/${pid}/stat`).cpuSeconds;
 }
 
 function statusKiB(pid: number, key: string): number {

@@ -327,10 +327,10 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   };
 }
 
-/** The rest of the kubelet, once the runtime has answered. `signal` cuts the build short on a stop. */
 /** A sync this soon after the pod's last one asks the PLEG for a relist (see the pod cache below). */
 const PROMPT_RELIST_WINDOW_MS = 2000;
 
+/** The rest of the kubelet, once the runtime has answered. `signal` cuts the build short on a stop. */
 export async function buildKubelet(
   cfg: RunConfig,
   boot: KubeletBootstrap,

@@ -9,6 +9,8 @@
  * normalizes them), since the patch is the difference of those two encodings.
  */
 
+import { compareStrings } from '../lib/compare.js';
+
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
@@ -122,11 +124,8 @@ function diffListsOfMaps(
   mergeKey: string,
   schema: PatchSchema,
 ): { changes: JsonObject[]; deletions: JsonObject[] } {
-  const byKey = (a: JsonObject, b: JsonObject) => {
-    const x = keyString(a[mergeKey]);
-    const y = keyString(b[mergeKey]);
-    return x < y ? -1 : x > y ? 1 : 0;
-  };
+  const byKey = (a: JsonObject, b: JsonObject) =>
+    compareStrings(keyString(a[mergeKey]), keyString(b[mergeKey]));
   const o = [...original].sort(byKey);
   const m = [...modified].sort(byKey);
   const changes: JsonObject[] = [];

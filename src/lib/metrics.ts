@@ -4,6 +4,8 @@
  * /metrics serves, so the same Prometheus scrape config works against this kubelet and upstream's.
  */
 
+import { compareStrings } from './compare.js';
+
 export const PROMETHEUS_TEXT_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
@@ -241,7 +243,7 @@ export class MetricsRegistry {
   async gather(): Promise<MetricFamily[]> {
     const families = [...this.metrics.values()].map((m) => m.collect());
     for (const c of this.collectors) families.push(...(await c()));
-    return families.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return families.sort((a, b) => compareStrings(a.name, b.name));
   }
 
   /** The text exposition format; families without samples are left out, as client_golang does. */

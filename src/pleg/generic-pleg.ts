@@ -412,15 +412,14 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
       this.cache.delete(uid);
       return undefined;
     }
-    const timestampMs = listedAtMs;
     try {
       const previous = this.cache.get(uid).status;
       const status = await this.runtime.getPodStatus(pod.uid, pod.name, pod.namespace, pod, previous);
-      this.cache.set(uid, { ...status, ips: this.podIPs(uid, status) }, undefined, timestampMs);
+      this.cache.set(uid, { ...status, ips: this.podIPs(uid, status) }, undefined, listedAtMs);
       return undefined;
     } catch (err) {
       const error = err instanceof Error ? err : new Error(String(err));
-      this.cache.set(uid, this.cache.get(uid).status, error, timestampMs);
+      this.cache.set(uid, this.cache.get(uid).status, error, listedAtMs);
       return error;
     }
   }

@@ -393,15 +393,15 @@ export function mergePodStatus(
     (c) => !isConditionOwnedByKubelet(c.type),
   );
   const transitioningToTerminal = !isTerminalPhase(oldStatus.phase) && isTerminalPhase(newStatus.phase);
-  for (const c of newStatus.conditions ?? []) {
-    if (isConditionOwnedByKubelet(c.type)) conditions.push(mutableCopy<PodCondition>(c));
+  // merged's conditions are already copies of the new ones: taken as they are, not copied again.
+  for (const c of merged.conditions ?? []) {
+    if (isConditionOwnedByKubelet(c.type)) conditions.push(c);
     else if (c.type === 'DisruptionTarget' && transitioningToTerminal && !couldHaveRunningContainers) {
       const old = oldStatus.conditions?.find((o) => o.type === c.type);
-      const copy = mutableCopy<PodCondition>(c);
-      if (!old || old.status !== c.status) copy.lastTransitionTime = rfc3339Seconds(nowMs);
+      if (!old || old.status !== c.status) c.lastTransitionTime = rfc3339Seconds(nowMs);
       const i = conditions.findIndex((o) => o.type === c.type);
-      if (i >= 0) conditions[i] = copy;
-      else conditions.push(copy);
+      if (i >= 0) conditions[i] = c;
+      else conditions.push(c);
     }
   }
   merged.conditions = conditions;

@@ -19,6 +19,7 @@ import {
 } from './pod-conditions.js';
 import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import { isStaticPod } from '../api/pod-source.js';
+import { compareStrings } from '../lib/compare.js';
 
 const log = logger('status_manager');
 
@@ -316,8 +317,7 @@ function normalizeStatus(pod: Pod, status: PodStatus): void {
   status.containerStatuses?.forEach(truncate);
   status.initContainerStatuses?.forEach(truncate);
   status.ephemeralContainerStatuses?.forEach(truncate);
-  const byName = (a: { name: string }, b: { name: string }): number =>
-    a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  const byName = (a: { name: string }, b: { name: string }): number => compareStrings(a.name, b.name);
   status.containerStatuses?.sort(byName);
   status.ephemeralContainerStatuses?.sort(byName);
   if (status.initContainerStatuses) {
