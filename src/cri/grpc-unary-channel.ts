@@ -1,8 +1,10 @@
 /**
- * gRPC unary calls over node:http2 on a unix socket: the CRI's hot path. Hand-written rather than
- * through grpc-js because every pod start and relist makes these calls, and grpc-js spends about
- * twice the CPU per call (name resolution, load-balancing picks, call credentials, filter stacks)
- * on machinery a local unix socket does not need. Streaming calls (containerd's events) keep grpc-js.
+ * gRPC unary calls on a unix socket: the CRI's hot path. Hand-written rather than through grpc-js,
+ * and over this project's own HTTP/2 connection (src/lib/http2) rather than node:http2, because every
+ * pod start and relist makes these calls: grpc-js spends about twice the CPU per call of node:http2
+ * (name resolution, load-balancing picks, call credentials, filter stacks), and node:http2 about five
+ * times that of a plain connection (docs/benchmarks.md). Streaming calls (containerd's events) keep
+ * grpc-js.
  *
  * The wire format is gRPC over HTTP/2 (grpc/doc/PROTOCOL-HTTP2.md): a POST to /package.Service/Method
  * with `content-type: application/grpc`, `te: trailers` and `grpc-timeout`; the body is one
@@ -11,14 +13,11 @@
  * without a body, those in the headers alone).
  */
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import http2 from 'node:http2';
 import net from 'node:net';
 import { CallWatchdog } from '../lib/call-watchdog.js';
+import { Http2ClientConnection, type StreamHandler } from '../lib/http2/client-connection.js';
+import type { HeaderFields } from '../lib/http2/hpack.js';
 
-/**
- * A failed call: an Error with grpc-js's ServiceError shape (a numeric code and the details), so that
- * toCriError maps both alike. Not a class of its own: it never leaves src/cri (see to-cri-error.ts).
- */
 export type GrpcCallError = Error & { code: number; details: string };
 
 export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
@@ -45,10 +44,8 @@ const WINDOW_BYTES = 16 * 1024 * 1024;
 // The longest grpc-timeout value is 8 digits.
 const MAX_TIMEOUT_DIGITS = 99_999_999;
 
-const { HTTP2_HEADER_STATUS, NGHTTP2_CANCEL } = http2.constants;
-
 export class GrpcUnaryChannel {
-  private session: http2.ClientHttp2Session | undefined;
+  private connection: Http2ClientConnection | undefined;
   private inFlight = 0;
   // Deadlines are noticed within 50 ms; the runtime enforces grpc-timeout itself as well.
   private readonly deadlines = new CallWatchdog(50);
@@ -60,28 +57,20 @@ export class GrpcUnaryChannel {
   ) {}
 
   /**
-   * A session to the socket, made on first use and again after the last one failed or was closed by
-   * the runtime (a restart): the first call after the runtime is back connects afresh.
+   * A connection to the socket, made on first use and again after the last one failed, was closed by
+   * the runtime (a restart) or is going away: the first call after the runtime is back dials afresh.
    */
-  private currentSession(): http2.ClientHttp2Session {
-    const existing = this.session;
-    if (existing && !existing.closed && !existing.destroyed) return existing;
-    const session = http2.connect('http://localhost', {
-      createConnection: () => net.connect(this.socketPath),
-      settings: { initialWindowSize: WINDOW_BYTES, enablePush: false },
-    });
-    const forget = (): void => {
-      if (this.session === session) this.session = undefined;
-    };
+  private currentConnection(): Http2ClientConnection {
+    const existing = this.connection;
+    if (existing?.acceptsStreams) return existing;
+    const connection = new Http2ClientConnection(net.connect(this.socketPath), { windowBytes: WINDOW_BYTES });
     // A failed connect or a reset socket: each open stream gets its own error; the next call dials again.
-    session.on('error', forget);
-    session.on('close', forget);
-    // The runtime is going away: calls already sent finish, new ones go to a new session.
-    session.on('goaway', forget);
-    session.once('connect', () => session.setLocalWindowSize(WINDOW_BYTES));
-    if (this.inFlight === 0) session.unref();
-    this.session = session;
-    return session;
+    connection.onClose = () => {
+      if (this.connection === connection) this.connection = undefined;
+    };
+    if (this.inFlight === 0) connection.unref();
+    this.connection = connection;
+    return connection;
   }
 
   call<Request, Response>(
@@ -98,25 +87,14 @@ export class GrpcUnaryChannel {
     message.copy(frame, 5);
 
     return new Promise<Response>((resolve, reject) => {
-      let session: http2.ClientHttp2Session;
+      let connection: Http2ClientConnection;
       try {
-        session = this.currentSession();
+        connection = this.currentConnection();
       } catch (err) {
         reject(grpcCallError(GrpcStatus.UNAVAILABLE, errorText(err), err));
         return;
       }
-      const stream = session.request(
-        {
-          ':method': 'POST',
-          ':path': method.path,
-          'content-type': 'application/grpc',
-          te: 'trailers',
-          'grpc-timeout': grpcTimeout(timeoutMs),
-          'user-agent': 'tskubelet-grpc',
-        },
-        { endStream: false },
-      );
-      this.callStarted(session);
+      this.callStarted(connection);
 
       const chunks: Buffer[] = [];
       let received = 0;
@@ -124,17 +102,18 @@ export class GrpcUnaryChannel {
       let grpcStatus: number | undefined;
       let grpcMessage = '';
       let settled = false;
+      let streamId = 0;
       const finish = (err: GrpcCallError | undefined, value?: Response): void => {
         if (settled) return;
         settled = true;
         deadline.done();
         signal?.removeEventListener('abort', onAbort);
-        this.callEnded(session);
+        this.callEnded(connection);
         if (err) reject(err);
         else resolve(value!);
       };
       const cancel = (err: GrpcCallError): void => {
-        if (!stream.closed) stream.close(NGHTTP2_CANCEL);
+        connection.cancel(streamId);
         finish(err);
       };
       const deadline = this.deadlines.watch(timeoutMs, () =>
@@ -146,82 +125,96 @@ export class GrpcUnaryChannel {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
 
-      const readStatus = (headers: http2.IncomingHttpHeaders): void => {
-        const status = headers['grpc-status'];
+      const readStatus = (fields: HeaderFields): void => {
+        const status = fields.get('grpc-status');
         if (status !== undefined) {
           grpcStatus = Number(status);
-          grpcMessage = percentDecode(String(headers['grpc-message'] ?? ''));
+          grpcMessage = percentDecode(fields.get('grpc-message') ?? '');
         }
       };
-      stream.on('response', (headers) => {
-        headerStatus = Number(headers[HTTP2_HEADER_STATUS]);
-        readStatus(headers);
-      });
-      stream.on('trailers', readStatus);
-      stream.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received - 5 > this.opts.maxReceiveMessageBytes) {
-          cancel(
-            grpcCallError(
-              GrpcStatus.RESOURCE_EXHAUSTED,
-              `Received message larger than max (${received - 5} vs. ${this.opts.maxReceiveMessageBytes})`,
-            ),
-          );
-          return;
-        }
-        chunks.push(chunk);
-      });
-      stream.on('error', (err) => {
-        finish(grpcCallError(GrpcStatus.UNAVAILABLE, errorText(err), err));
-      });
-      stream.on('close', () => {
-        if (settled) return;
-        if (grpcStatus === undefined) {
-          // No status at all: the connection went, or something that is not a gRPC server answered.
-          const why =
-            headerStatus === undefined
-              ? `connection to ${this.socketPath} closed (stream reset ${stream.rstCode})`
-              : `no grpc-status in the answer (HTTP status ${headerStatus})`;
-          finish(grpcCallError(headerStatus === 200 ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, why));
-          return;
-        }
-        if (grpcStatus !== GrpcStatus.OK) {
-          finish(grpcCallError(grpcStatus, grpcMessage));
-          return;
-        }
-        const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
-        if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
-          // The request advertised no compression, so a compressed or partial message is a fault.
-          finish(grpcCallError(GrpcStatus.INTERNAL, 'malformed or compressed response message'));
-          return;
-        }
-        try {
-          finish(undefined, method.responseDeserialize(body.subarray(5)));
-        } catch (err) {
-          finish(grpcCallError(GrpcStatus.INTERNAL, `response could not be decoded: ${errorText(err)}`));
-        }
-      });
-      stream.end(frame);
+      const handler: StreamHandler = {
+        onHeaders: (fields) => {
+          if (headerStatus === undefined) headerStatus = Number(fields.get(':status'));
+          readStatus(fields);
+        },
+        onData: (chunk) => {
+          received += chunk.length;
+          if (received - 5 > this.opts.maxReceiveMessageBytes) {
+            cancel(
+              grpcCallError(
+                GrpcStatus.RESOURCE_EXHAUSTED,
+                `Received message larger than max (${received - 5} vs. ${this.opts.maxReceiveMessageBytes})`,
+              ),
+            );
+            return;
+          }
+          chunks.push(chunk);
+        },
+        onError: (err) => {
+          const why = err.code === undefined ? `${err.message} (${this.socketPath})` : err.message;
+          finish(grpcCallError(GrpcStatus.UNAVAILABLE, why, err));
+        },
+        onEnd: () => {
+          if (settled) return;
+          if (grpcStatus === undefined) {
+            // No status at all: something that is not a gRPC server answered.
+            const why =
+              headerStatus === undefined
+                ? `connection to ${this.socketPath} ended the stream without an answer`
+                : `no grpc-status in the answer (HTTP status ${headerStatus})`;
+            finish(grpcCallError(headerStatus === 200 ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, why));
+            return;
+          }
+          if (grpcStatus !== GrpcStatus.OK) {
+            finish(grpcCallError(grpcStatus, grpcMessage));
+            return;
+          }
+          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
+          if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
+            // The request advertised no compression, so a compressed or partial message is a fault.
+            finish(grpcCallError(GrpcStatus.INTERNAL, 'malformed or compressed response message'));
+            return;
+          }
+          try {
+            finish(undefined, method.responseDeserialize(body.subarray(5)));
+          } catch (err) {
+            finish(grpcCallError(GrpcStatus.INTERNAL, `response could not be decoded: ${errorText(err)}`));
+          }
+        },
+      };
+      streamId = connection.request(
+        [
+          [':method', 'POST'],
+          [':scheme', 'http'],
+          [':path', method.path],
+          [':authority', 'localhost'],
+          ['content-type', 'application/grpc'],
+          ['te', 'trailers'],
+          ['grpc-timeout', grpcTimeout(timeoutMs)],
+          ['user-agent', 'tskubelet-grpc'],
+        ],
+        frame,
+        handler,
+      );
     });
   }
 
   close(): void {
     this.closed = true;
-    this.session?.close();
-    this.session = undefined;
+    this.connection?.close();
+    this.connection = undefined;
   }
 
-  // The session keeps the process up only while a call waits on it, as a grpc-js channel does.
-  private callStarted(session: http2.ClientHttp2Session): void {
-    if (this.inFlight++ === 0) session.ref();
+  // The connection keeps the process up only while a call waits on it, as a grpc-js channel does.
+  private callStarted(connection: Http2ClientConnection): void {
+    if (this.inFlight++ === 0) connection.ref();
   }
 
-  private callEnded(session: http2.ClientHttp2Session): void {
+  private callEnded(connection: Http2ClientConnection): void {
     if (--this.inFlight > 0) return;
-    for (const s of [session, this.session]) if (s && !s.destroyed) s.unref();
+    for (const c of [connection, this.connection]) c?.unref();
   }
 }
-
 function grpcTimeout(timeoutMs: number): string {
   const ms = Math.max(1, Math.ceil(timeoutMs));
   return ms <= MAX_TIMEOUT_DIGITS ? `${ms}m` : `${Math.ceil(ms / 1000)}S`;
