@@ -4,7 +4,7 @@
  * EnsureImageExists, applyDefaultImageTag, shouldPullImage, evalCRIPullErr).
  */
 import type { Container, Pod, PullPolicy } from '../api/core-v1.js';
-import type { AuthConfig, ImageService, ImageSpec, PodSandboxConfig } from '../cri/types.js';
+import type { AuthConfig, Image, ImageService, ImageSpec, PodSandboxConfig } from '../cri/types.js';
 import type { Backoff } from '../lib/backoff.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -28,8 +28,14 @@ export type ImageFailureReason =
   | 'RegistryUnavailable'
   | 'SignatureValidationFailed';
 
+/**
+ * On success, the image's ID and, when this call read it, its status: the container's config needs
+ * the image's user, and taking it from here saves the runtime a second ImageStatus per container
+ * (upstream asks again in getImageUser).
+ */
 export type EnsureImageResult =
-  { ok: true; imageRef: string } | { ok: false; reason: ImageFailureReason; message: string };
+  | { ok: true; imageRef: string; image?: Image }
+  | { ok: false; reason: ImageFailureReason; message: string };
 
 // The CRI errors a runtime may prefix its pull errors with (cri-api pkg/errors).
 const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
@@ -233,10 +239,11 @@ export class ImagePuller {
     const requested = container.image ?? '';
     const fieldPath = containerFieldPath(pod, container.name);
     const emit = (type: EventType, reason: string, message: string, logLevel: 'info' | 'warn'): void => {
-      log[logLevel](message, {
-        pod: `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`,
-        image: requested,
-      });
+      const kv = { pod: `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`, image: requested };
+      // A success is the event alone at the default verbosity, as upstream (its events are logged
+      // at 3; standalone tskubelet logs each event at 0): not a second line per container start.
+      if (logLevel === 'warn') log.warn(message, kv);
+      else log.v(3, message, kv);
       this.opts.recorder?.event(pod, fieldPath, type, reason, message);
     };
 
@@ -252,8 +259,10 @@ export class ImagePuller {
     if (this.opts.runtimeHandler) spec.runtimeHandler = this.opts.runtimeHandler;
 
     let imageRef = '';
+    let present: Image | undefined;
     try {
-      imageRef = (await this.opts.imageService.imageStatus(spec, false, { signal }))?.id ?? '';
+      present = await this.opts.imageService.imageStatus(spec, false, { signal });
+      imageRef = present?.id ?? '';
     } catch (err) {
       const message = `Failed to inspect image "${requested}": ${runtimeErrorMessage(err)}`;
       emit('Warning', EventReason.FailedToInspectImage, message, 'warn');
@@ -261,16 +270,15 @@ export class ImagePuller {
     }
 
     const policy = container.imagePullPolicy ?? defaultPullPolicy(requested);
-    const present = imageRef !== '';
-    if (!shouldPullImage(policy, present)) {
-      if (present) {
+    if (!shouldPullImage(policy, imageRef !== '')) {
+      if (imageRef !== '') {
         emit(
           'Normal',
           EventReason.PulledImage,
           `Container image "${requested}" already present on machine`,
           'info',
         );
-        return { ok: true, imageRef };
+        return { ok: true, imageRef, image: present };
       }
       const message = `Container image "${requested}" is not present with pull policy of Never`;
       emit('Warning', EventReason.ErrImageNeverPullPolicy, message, 'warn');
@@ -310,11 +318,12 @@ export class ImagePuller {
     }
     const tookMs = this.opts.clock.now() - startMs;
     let size = 0;
+    let pulled: Image | undefined;
     try {
-      const status = await this.opts.imageService.imageStatus({ ...spec, image: imageRef }, false, {
+      pulled = await this.opts.imageService.imageStatus({ ...spec, image: imageRef }, false, {
         signal,
       });
-      size = status?.size ?? 0;
+      size = pulled?.size ?? 0;
     } catch {
       // The size is only for the event.
     }
@@ -328,7 +337,7 @@ export class ImagePuller {
     this.opts.backoff.gc();
     for (const k of this.lastFailureMs.keys())
       if (this.opts.backoff.get(k) === 0) this.lastFailureMs.delete(k);
-    return { ok: true, imageRef };
+    return { ok: true, imageRef, image: pulled };
   }
 
   /**

@@ -628,7 +628,8 @@ export class KubeGenericRuntimeManager implements Runtime {
 
     let config;
     try {
-      const image = await this.imageService.imageStatus({ image: pulled.imageRef }, false, { signal });
+      const image =
+        pulled.image ?? (await this.imageService.imageStatus({ image: pulled.imageRef }, false, { signal }));
       config = await generateContainerConfig(
         { pod, container, restartCount, imageRef: pulled.imageRef, image, podIP, podIPs, targetContainerId },
         {

@@ -65,7 +65,10 @@ test('IfNotPresent: present image is used without a pull', async () => {
   const { fake, events, puller } = setup();
   const img = fake.addImage('busybox:1.36');
   const c: Container = { name: 'app', image: 'busybox:1.36', imagePullPolicy: 'IfNotPresent' };
-  assert.deepEqual(await puller.ensureImageExists(pod(c), c, undefined), { ok: true, imageRef: img.id });
+  const result = await puller.ensureImageExists(pod(c), c, undefined);
+  // One status read, and it comes back too, so that the container's config needs no second one.
+  assert.equal(fake.callsOf('imageStatus').length, 1);
+  assert.deepEqual(result, { ok: true, imageRef: img.id, image: await fake.imageStatus({ image: img.id }) });
   assert.equal(fake.callsOf('pullImage').length, 0);
   assert.deepEqual(events, [
     'spec.containers{app} Normal Pulled Container image "busybox:1.36" already present on machine',
