@@ -34,8 +34,7 @@ export type ImageFailureReason =
  * (upstream asks again in getImageUser).
  */
 export type EnsureImageResult =
-  | { ok: true; imageRef: string; image?: Image }
-  | { ok: false; reason: ImageFailureReason; message: string };
+  { ok: true; imageRef: string; image?: Image } | { ok: false; reason: ImageFailureReason; message: string };
 
 // The CRI errors a runtime may prefix its pull errors with (cri-api pkg/errors).
 const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';

@@ -23,7 +23,35 @@ export interface VModuleEntry {
 let verbosity = 0;
 let format: LogFormat = 'text';
 let vmodule: { pattern: RegExp; verbosity: number }[] = [];
-let sink: (line: string) => void = (line) => process.stderr.write(line + '\n');
+/**
+ * Lines go to stderr in one write per tick rather than one each: a write to a pipe or journald's
+ * socket is a system call, and a 100-pod start logs about 800 lines, in bursts. What is still
+ * buffered when the process exits (an uncaught error included) is written on the way out.
+ */
+let buffered: string[] = [];
+let flushQueued = false;
+let exitHooked = false;
+
+function flushStderr(): void {
+  flushQueued = false;
+  if (buffered.length === 0) return;
+  const text = buffered.join('\n') + '\n';
+  buffered = [];
+  process.stderr.write(text);
+}
+
+function stderrSink(line: string): void {
+  buffered.push(line);
+  if (flushQueued) return;
+  flushQueued = true;
+  process.nextTick(flushStderr);
+  if (!exitHooked) {
+    exitHooked = true;
+    process.on('exit', flushStderr);
+  }
+}
+
+let sink: (line: string) => void = stderrSink;
 
 export function setVerbosity(v: number): void {
   verbosity = v;
