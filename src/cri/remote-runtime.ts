@@ -13,6 +13,7 @@ import {
 } from './convert.js';
 import {
   AttachRequest as CriAttachRequest,
+  Container as CriContainer,
   ContainerStatsRequest,
   ContainerStatusRequest,
   CreateContainerRequest,
@@ -21,6 +22,7 @@ import {
   ListContainerStatsRequest,
   ListContainersRequest,
   ListPodSandboxRequest,
+  PodSandbox as CriPodSandbox,
   PodSandboxStatusRequest,
   PortForwardRequest as CriPortForwardRequest,
   RemoveContainerRequest,
@@ -36,6 +38,7 @@ import {
   VersionRequest,
 } from './generated/runtime/v1/api.js';
 import { GrpcConnection, type CriMethod, type GrpcConnectionOptions } from './grpc-connection.js';
+import { ListItemCache } from './list-item-cache.js';
 import type {
   AttachRequest,
   CallOptions,
@@ -68,6 +71,21 @@ export const DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS = 2 * 60_000;
 export interface RemoteRuntimeOptions extends GrpcConnectionOptions {
   /** Deadline of every call that does not give its own timeoutMs (default 2 min). */
   runtimeRequestTimeoutMs?: number;
+}
+
+/** A list call whose answer comes back as its bytes, for ListItemCache to decode item by item. */
+function rawAnswer<Request, Response>(method: CriMethod<Request, Response>): CriMethod<Request, Buffer> {
+  return { ...method, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
+}
+
+const LIST_CONTAINERS = rawAnswer(RS.listContainers);
+const LIST_POD_SANDBOX = rawAnswer(RS.listPodSandbox);
+
+/** True when a filter filters nothing: such a listing holds every item, so the cache may forget the rest. */
+function filtersNothing(filter: PodSandboxFilter | ContainerFilter | undefined): boolean {
+  if (!filter) return true;
+  const f = filter as ContainerFilter;
+  return !f.id && f.state === undefined && !f.podSandboxId && Object.keys(f.labelSelector ?? {}).length === 0;
 }
 
 function invalidResponse(method: string, problem: string): KubeletError {
@@ -110,6 +128,16 @@ export class RemoteRuntimeService implements RuntimeService {
   readonly runtimeRequestTimeoutMs: number;
   private readonly connection: GrpcConnection;
   private readonly ownsConnection: boolean;
+  // Listed items are shared between calls and callers, frozen (see ListItemCache). The map fields:
+  // Container's labels (8) and annotations (9), PodSandbox's labels (5) and annotations (6).
+  private readonly containerItems = new ListItemCache(
+    (b) => containerFromCri(CriContainer.decode(b)),
+    new Set([8, 9]),
+  );
+  private readonly sandboxItems = new ListItemCache(
+    (b) => podSandboxFromCri(CriPodSandbox.decode(b)),
+    new Set([5, 6]),
+  );
 
   /** Dials endpoint (`unix:///path` or `/path`), or shares an existing connection, which it then does not close. */
   constructor(endpointOrConnection: string | GrpcConnection, options: RemoteRuntimeOptions = {}) {
@@ -178,8 +206,8 @@ export class RemoteRuntimeService implements RuntimeService {
 
   async listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]> {
     const req = ListPodSandboxRequest.fromPartial({ filter: podSandboxFilterToCri(filter) });
-    const res = await this.call(RS.listPodSandbox, req, opts);
-    return res.items.map(podSandboxFromCri);
+    const answer = await this.call(LIST_POD_SANDBOX, req, opts);
+    return this.sandboxItems.decodeList(answer, filtersNothing(filter));
   }
 
   async createContainer(
@@ -214,8 +242,8 @@ export class RemoteRuntimeService implements RuntimeService {
 
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
     const req = ListContainersRequest.fromPartial({ filter: containerFilterToCri(filter) });
-    const res = await this.call(RS.listContainers, req, opts);
-    return res.containers.map(containerFromCri);
+    const answer = await this.call(LIST_CONTAINERS, req, opts);
+    return this.containerItems.decodeList(answer, filtersNothing(filter));
   }
 
   async containerStatus(
