@@ -18,6 +18,10 @@ import { CallWatchdog } from '../lib/call-watchdog.js';
 import { Http2ClientConnection, type StreamHandler } from '../lib/http2/client-connection.js';
 import type { HeaderFields } from '../lib/http2/hpack.js';
 
+/**
+ * A failed call: an Error with grpc-js's ServiceError shape (a numeric code and the details), so that
+ * toCriError maps both alike. Not a class of its own: it never leaves src/cri (see to-cri-error.ts).
+ */
 export type GrpcCallError = Error & { code: number; details: string };
 
 export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
@@ -150,10 +154,7 @@ export class GrpcUnaryChannel {
           }
           chunks.push(chunk);
         },
-        onError: (err) => {
-          const why = err.code === undefined ? `${err.message} (${this.socketPath})` : err.message;
-          finish(grpcCallError(GrpcStatus.UNAVAILABLE, why, err));
-        },
+        onError: (err) => finish(grpcCallError(GrpcStatus.UNAVAILABLE, err.message, err)),
         onEnd: () => {
           if (settled) return;
           if (grpcStatus === undefined) {
