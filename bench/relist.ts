@@ -12,6 +12,9 @@
  *  - cold: the first relist of a fresh PLEG, every pod new (a kubelet restart): a getPodStatus for
  *    every pod (ListPodSandbox, PodSandboxStatus, ListContainers, ContainerStatus each).
  *
+ * And, once, the client's CPU per unary call: Version (the smallest answer), 16 at a time, so that
+ * the cost of a call itself (framing, HTTP/2, the promise) shows apart from what its answer holds.
+ *
  * Env: BENCH_RELIST_SIZES (default "100,500,1000"), BENCH_RELIST_COUNT (relists per shape, default 20).
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -129,7 +132,39 @@ function report(n: number, shape: string, samples: Sample[], note: string): void
   emit({ bench: BENCH, n, metric: `${shape}_us_per_container`, value: (p50 * 1000) / n });
 }
 
-async function benchSize(containers: number, relists: number, logsDir: string): Promise<void> {
+const CALLS = 4000;
+const CALLS_AT_ONCE = 16;
+
+/** Client CPU per Version call, median of three batches of CALLS (after one to warm up). */
+async function benchCalls(conn: RuntimeConnection): Promise<void> {
+  const batch = async (): Promise<number> => {
+    const cpu0 = process.cpuUsage();
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      while (next++ < CALLS) await conn.runtime.version();
+    };
+    await Promise.all(Array.from({ length: CALLS_AT_ONCE }, worker));
+    const cpu = process.cpuUsage(cpu0);
+    return (cpu.user + cpu.system) / CALLS;
+  };
+  await batch();
+  const perCall = [await batch(), await batch(), await batch()];
+  emit({
+    bench: BENCH,
+    n: 1,
+    metric: 'unary_call_cpu_us',
+    value: percentile(perCall, 50),
+    note: `client CPU per Version call, ${CALLS_AT_ONCE} at a time, median of 3 × ${CALLS}`,
+  });
+  say(`relist: a unary call costs the client ${percentile(perCall, 50).toFixed(0)} µs of CPU`);
+}
+
+async function benchSize(
+  containers: number,
+  relists: number,
+  logsDir: string,
+  withCalls: boolean,
+): Promise<void> {
   const fake = FakeRuntimeProcess.start();
   let conn: RuntimeConnection | undefined;
   try {
@@ -148,6 +183,8 @@ async function benchSize(containers: number, relists: number, logsDir: string): 
       rootDir: logsDir,
       legacyContainerLogsDir: '',
     });
+
+    if (withCalls) await benchCalls(conn);
 
     const pleg = newPleg(runtime, containers);
     for (let i = 0; i < WARMUP_RELISTS; i++) await timedRelist(pleg);
@@ -194,7 +231,7 @@ async function main(): Promise<void> {
     `relist: ${sizes.join(', ')} containers (one per pod), ${relists} relists per shape, node ${process.version}`,
   );
   try {
-    for (const n of sizes) await benchSize(n, relists, logsDir);
+    for (const [i, n] of sizes.entries()) await benchSize(n, relists, logsDir, i === 0);
   } finally {
     rmSync(logsDir, { recursive: true, force: true });
   }
