@@ -92,6 +92,15 @@ function invalidResponse(method: string, problem: string): KubeletError {
   return new KubeletError('CRI_ERROR', `${method}: the runtime's response is invalid: ${problem}`);
 }
 
+/** A list answer that does not decode fails as CRI_ERROR, as any other call's undecodable answer does. */
+function decodeListAnswer<T>(method: string, decode: () => T): T {
+  try {
+    return decode();
+  } catch (err) {
+    throw invalidResponse(method, err instanceof Error ? err.message : String(err));
+  }
+}
+
 // The same sanity checks upstream's remote client makes, so a broken runtime fails loudly here
 // rather than as a pod with an empty name or a zero creation time further up.
 function verifySandboxStatus(status: PodSandboxStatus): void {
@@ -207,7 +216,9 @@ export class RemoteRuntimeService implements RuntimeService {
   async listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]> {
     const req = ListPodSandboxRequest.fromPartial({ filter: podSandboxFilterToCri(filter) });
     const answer = await this.call(LIST_POD_SANDBOX, req, opts);
-    return this.sandboxItems.decodeList(answer, filtersNothing(filter));
+    return decodeListAnswer('ListPodSandbox', () =>
+      this.sandboxItems.decodeList(answer, filtersNothing(filter)),
+    );
   }
 
   async createContainer(
@@ -243,7 +254,9 @@ export class RemoteRuntimeService implements RuntimeService {
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
     const req = ListContainersRequest.fromPartial({ filter: containerFilterToCri(filter) });
     const answer = await this.call(LIST_CONTAINERS, req, opts);
-    return this.containerItems.decodeList(answer, filtersNothing(filter));
+    return decodeListAnswer('ListContainers', () =>
+      this.containerItems.decodeList(answer, filtersNothing(filter)),
+    );
   }
 
   async containerStatus(

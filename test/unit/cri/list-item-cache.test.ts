@@ -107,3 +107,16 @@ test('an item whose ID is not its first field is decoded every time, not kept', 
   assert.notEqual(one, two);
   assert.equal(cache.size, 0);
 });
+
+test('bytes that are not a list answer are refused, not read past their end', () => {
+  const cache = new ListItemCache((b) => containerFromCri(CriContainer.decode(b)), MAP_FIELDS);
+  const whole = Buffer.from(answer(criContainer('a')));
+  // Cut inside the item, and an item whose inner field claims more than the item holds.
+  assert.throws(() => cache.decodeList(whole.subarray(0, whole.length - 3), true), /malformed protobuf/);
+  const item = Buffer.from([0x0a, 0x01, 0x61, 0x12, 0x09, 0x62]);
+  const overlong = Buffer.concat([Buffer.from([0x0a, item.length]), item]);
+  assert.throws(() => cache.decodeList(overlong, true), /malformed protobuf/);
+  // A group (wire type 3) is not protobuf the CRI sends.
+  assert.throws(() => cache.decodeList(Buffer.from([0x0b]), true), /malformed protobuf/);
+  assert.equal(cache.size, 0);
+});
