@@ -174,7 +174,8 @@ export class Http2ClientConnection {
     const id = this.nextStreamId;
     this.nextStreamId += 2;
     const headers = hpackEncode(fields);
-    if (this.streams.size >= this.peerMaxConcurrentStreams) {
+    // Behind any that wait already: streams must open in the order of their IDs.
+    if (this.queued.length > 0 || this.streams.size >= this.peerMaxConcurrentStreams) {
       this.queued.push({ headers, body, handler, id });
       return id;
     }
