@@ -216,9 +216,11 @@ export class GrpcUnaryChannel {
     for (const c of [connection, this.connection]) c?.unref();
   }
 }
+/** grpc-timeout: at most 8 digits; beyond about three years (or Infinity) the longest it can say. */
 function grpcTimeout(timeoutMs: number): string {
   const ms = Math.max(1, Math.ceil(timeoutMs));
-  return ms <= MAX_TIMEOUT_DIGITS ? `${ms}m` : `${Math.ceil(ms / 1000)}S`;
+  if (ms <= MAX_TIMEOUT_DIGITS) return `${ms}m`;
+  return `${Math.min(Math.ceil(ms / 1000), MAX_TIMEOUT_DIGITS)}S`;
 }
 
 /** grpc-message is percent-encoded UTF-8; a malformed one is shown as it came. */

@@ -56,6 +56,9 @@ const DEFAULT_WINDOW = 65_535;
 const DEFAULT_MAX_FRAME_SIZE = 16_384;
 const MAX_WINDOW = 2 ** 31 - 1;
 const MAX_STREAM_ID = 2 ** 31 - 1;
+// The largest header block taken in (HEADERS and its CONTINUATIONs), grpc-go's own default limit: a
+// server that sends more is broken, and the block is not kept growing.
+const MAX_HEADER_BLOCK_BYTES = 16 * 1024 * 1024;
 
 /** What a stream's owner hears, in order: headers (maybe twice: response, then trailers), data, then one end. */
 export interface StreamHandler {
@@ -112,7 +115,7 @@ export class Http2ClientConnection {
   private connectionUnacked = 0;
   private inbox: Buffer | undefined;
   // A header block that continues in CONTINUATION frames.
-  private headerBlock: { streamId: number; parts: Buffer[]; endStream: boolean } | undefined;
+  private headerBlock: { streamId: number; parts: Buffer[]; bytes: number; endStream: boolean } | undefined;
   private goAwayReceived = false;
   private closedWith: Http2StreamError | undefined;
   private corked = false;
@@ -195,6 +198,7 @@ export class Http2ClientConnection {
     payload.writeUInt32BE(Http2ErrorCode.CANCEL, 0);
     this.writeFrame(FrameType.RstStream, 0, id, payload);
     this.openQueued();
+    this.maybeDrained();
   }
 
   /** Closes at once (GOAWAY NO_ERROR, then the socket); streams still open fail. */
@@ -323,8 +327,14 @@ export class Http2ClientConnection {
         this.frame(type, flags, streamId, payload);
       }
     } catch (err) {
-      // Anything else is a bug in a stream's handler, not the server's: it is not hidden.
-      if (!isConnectionError(err) && !isHpackError(err)) throw err;
+      // Anything else is a bug in a stream's handler, not the server's: it is not hidden, but the
+      // connection, whose input is now half read, is given up first.
+      if (!isConnectionError(err) && !isHpackError(err)) {
+        this.fail(
+          http2StreamError(`a stream's handler failed: ${err instanceof Error ? err.message : String(err)}`),
+        );
+        throw err;
+      }
       const code = isConnectionError(err) ? err.connectionErrorCode : Http2ErrorCode.COMPRESSION_ERROR;
       const message = err.message;
       this.goAway(code);
@@ -398,7 +408,7 @@ export class Http2ClientConnection {
     }
     const endStream = (flags & FLAG_END_STREAM) !== 0;
     if (!(flags & FLAG_END_HEADERS)) {
-      this.headerBlock = { streamId, parts: [Buffer.from(block)], endStream };
+      this.headerBlock = { streamId, parts: [Buffer.from(block)], bytes: block.length, endStream };
       return;
     }
     this.headerBlockDone(streamId, block, endStream);
@@ -410,6 +420,13 @@ export class Http2ClientConnection {
       throw connectionError(Http2ErrorCode.PROTOCOL_ERROR, 'CONTINUATION without a header block');
     }
     pending.parts.push(Buffer.from(payload));
+    pending.bytes += payload.length;
+    if (pending.bytes > MAX_HEADER_BLOCK_BYTES) {
+      throw connectionError(
+        Http2ErrorCode.PROTOCOL_ERROR,
+        `a header block over ${MAX_HEADER_BLOCK_BYTES} octets`,
+      );
+    }
     if (!(flags & FLAG_END_HEADERS)) return;
     this.headerBlock = undefined;
     this.headerBlockDone(streamId, Buffer.concat(pending.parts), pending.endStream);
@@ -512,13 +529,12 @@ export class Http2ClientConnection {
       `the server is going away (code ${code}) and did not take the stream`,
       Http2ErrorCode.REFUSED_STREAM,
     );
+    // Each is taken out before its handler hears of it: a handler that cancels or closes in turn
+    // must not make another one hear twice, or hear after its cancel.
     for (const s of [...this.streams.values()]) {
-      if (s.id > lastStreamId) {
-        this.streams.delete(s.id);
-        s.handler.onError(refused);
-      }
+      if (s.id > lastStreamId && this.streams.delete(s.id)) s.handler.onError(refused);
     }
-    for (const q of this.queued.splice(0)) q.handler.onError(refused);
+    for (let q = this.queued.shift(); q; q = this.queued.shift()) q.handler.onError(refused);
     this.maybeDrained();
   }
 
@@ -535,9 +551,6 @@ export class Http2ClientConnection {
   private fail(error: Http2StreamError): void {
     if (this.closedWith) return;
     this.closedWith = error;
-    const streams = [...this.streams.values()];
-    this.streams.clear();
-    const queued = this.queued.splice(0);
     if (this.corked) {
       this.corked = false;
       this.socket.uncork();
@@ -545,8 +558,10 @@ export class Http2ClientConnection {
     // What was written (a GOAWAY) goes out first; then the socket is gone.
     const socket = this.socket;
     socket.end(() => socket.destroy());
-    for (const s of streams) s.handler.onError(error);
-    for (const q of queued) q.handler.onError(error);
+    for (const s of [...this.streams.values()]) {
+      if (this.streams.delete(s.id)) s.handler.onError(error);
+    }
+    for (let q = this.queued.shift(); q; q = this.queued.shift()) q.handler.onError(error);
     this.onClose?.(error);
   }
 }

@@ -91,7 +91,7 @@ export function isHpackError(err: unknown): err is HpackError {
 /**
  * RFC 7541 Appendix B: the Huffman code's length in bits for each byte value 0–255, then EOS (256).
  * The code is canonical (codes of one length are consecutive, in symbol order, shorter codes first),
- * so the lengths are the whole table; `huffman-table.test.ts` checks the codes this gives against
+ * so the lengths are the whole table; `hpack.test.ts` checks the codes this gives against
  * the RFC's.
  */
 // prettier-ignore
@@ -161,7 +161,9 @@ export const HUFFMAN = buildHuffmanTable(HUFFMAN_CODE_LENGTHS);
 /** Decodes a Huffman-coded string (RFC 7541 §5.2) into its bytes, as latin1 (one char per byte). */
 export function huffmanDecode(bytes: Uint8Array, start: number, end: number): string {
   const { firstCode, count, offset, symbols } = HUFFMAN;
-  const out: number[] = [];
+  // The shortest code is 5 bits: at most 8/5 symbols a byte.
+  const out = Buffer.allocUnsafe(Math.ceil(((end - start) * 8) / 5));
+  let written = 0;
   let code = 0;
   let length = 0;
   for (let i = start; i < end; i++) {
@@ -173,7 +175,7 @@ export function huffmanDecode(bytes: Uint8Array, start: number, end: number): st
       if (n >= 0 && n < count[length]!) {
         const symbol = symbols[offset[length]! + n]!;
         if (symbol === EOS) throw hpackError('EOS in a Huffman-coded string');
-        out.push(symbol);
+        out[written++] = symbol;
         code = 0;
         length = 0;
       } else if (length >= 30) {
@@ -183,7 +185,7 @@ export function huffmanDecode(bytes: Uint8Array, start: number, end: number): st
   }
   // What is left is padding: fewer than 8 bits, all ones (the EOS code's first bits).
   if (length > 7 || code !== (1 << length) - 1) throw hpackError('invalid Huffman padding');
-  return String.fromCharCode(...out);
+  return out.toString('latin1', 0, written);
 }
 
 /** A decoded header block: each name with its value (a repeated name keeps the last one). */

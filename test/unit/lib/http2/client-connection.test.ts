@@ -340,3 +340,102 @@ test('a socket that cannot connect fails the stream with the reason', async () =
   assert.match(a.error!.message, /ENOENT/);
   assert.equal(conn.acceptsStreams, false);
 });
+
+test('after GOAWAY, cancelling the last stream closes the connection', async () => {
+  let opened = false;
+  const s = await h2Server((stream) => {
+    stream.resume();
+    opened = true;
+  });
+  const conn = connect(s.socketPath);
+  let closed = false;
+  conn.onClose = () => (closed = true);
+  try {
+    const id = conn.request(
+      [
+        [':method', 'POST'],
+        [':scheme', 'http'],
+        [':path', '/hang'],
+        [':authority', 'x'],
+      ],
+      Buffer.alloc(0),
+      {
+        onHeaders: () => undefined,
+        onData: () => undefined,
+        onEnd: () => undefined,
+        onError: () => undefined,
+      },
+    );
+    while (!opened) await new Promise((r) => setTimeout(r, 5));
+    [...s.sessions][0]!.goaway(http2.constants.NGHTTP2_NO_ERROR, id);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(conn.acceptsStreams, false);
+    assert.equal(closed, false);
+    conn.cancel(id);
+    assert.equal(closed, true);
+  } finally {
+    conn.close();
+    await s.close();
+  }
+});
+
+test('when the connection fails, each stream hears once, even if a handler closes or cancels', async () => {
+  const socketPath = path.join(dir, `raw${serial++}.sock`);
+  const server = net.createServer((socket) => {
+    socket.on('error', () => undefined);
+    // Two requests' worth of frames, then the server goes.
+    let got = 0;
+    socket.on('data', (c: Buffer) => {
+      got += c.length;
+      if (got > 80) socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  const conn = new Http2ClientConnection(net.connect(socketPath), { windowBytes: 65_535 });
+  const heard: string[] = [];
+  let second = 0;
+  const handler = (name: string, onError: () => void): StreamHandler => ({
+    onHeaders: () => heard.push(`${name} headers`),
+    onData: () => heard.push(`${name} data`),
+    onEnd: () => heard.push(`${name} end`),
+    onError: () => {
+      heard.push(`${name} error`);
+      onError();
+    },
+  });
+  try {
+    const fields: [string, string][] = [
+      [':method', 'POST'],
+      [':scheme', 'http'],
+      [':path', '/x'],
+      [':authority', 'x'],
+    ];
+    let third = 0;
+    // The first to hear cancels the third and closes the connection: the third must then hear
+    // nothing, and no one twice.
+    conn.request(
+      fields,
+      Buffer.from('one'),
+      handler('first', () => {
+        conn.cancel(third);
+        conn.close();
+      }),
+    );
+    second = conn.request(
+      fields,
+      Buffer.from('two'),
+      handler('second', () => undefined),
+    );
+    third = conn.request(
+      fields,
+      Buffer.from('three'),
+      handler('third', () => undefined),
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    assert.ok(second > 0);
+    assert.deepEqual(heard, ['first error', 'second error']);
+  } finally {
+    conn.close();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});

@@ -112,3 +112,18 @@ test('what the encoder writes decodes to the same fields, static entries indexed
   assert.equal(block[1], 0x86);
   assert.deepEqual([...new HpackDecoder().decode(block)], fields);
 });
+
+test('a Huffman string far longer than any header decodes whole (no argument-count limit)', () => {
+  // 'a' is 00011: 160,000 of them are 800,000 bits, 100,000 bytes, with no padding.
+  const count = 160_000;
+  const bytes = Buffer.alloc((count * 5) / 8);
+  for (let i = 0; i < count; i++) {
+    for (const [j, bit] of [0, 0, 0, 1, 1].entries()) {
+      const at = i * 5 + j;
+      if (bit) bytes[at >> 3]! |= 0x80 >> (at & 7);
+    }
+  }
+  const text = huffmanDecode(bytes, 0, bytes.length);
+  assert.equal(text.length, count);
+  assert.ok(/^a+$/.test(text));
+});
