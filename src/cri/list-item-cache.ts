@@ -60,14 +60,15 @@ export class ListItemCache<T extends object> {
     const cursor = { pos: 0 };
     while (cursor.pos < answer.length) {
       const tag = readVarint(answer, cursor);
-      const fieldStart = cursor.pos;
-      skipField(answer, cursor, tag & 7);
-      if (tag >>> 3 !== 1 || (tag & 7) !== LEN) continue;
-      // The item's bytes: after the length prefix.
-      const lengthCursor = { pos: fieldStart };
-      const length = readVarint(answer, lengthCursor);
-      const start = lengthCursor.pos;
+      if (tag >>> 3 !== 1 || (tag & 7) !== LEN) {
+        skipField(answer, cursor, tag & 7);
+        continue;
+      }
+      const length = readVarint(answer, cursor);
+      const start = cursor.pos;
       const end = start + length;
+      if (end > answer.length) throw malformed();
+      cursor.pos = end;
       const id = itemId(answer, start, end);
       if (id === undefined) {
         out.push(deepFreeze(this.decode(answer.subarray(start, end))));
@@ -86,43 +87,53 @@ export class ListItemCache<T extends object> {
 
   /** Whether the item in bytes[start, end) is the one entry was made from (see the top of the file). */
   private same(entry: Entry<T>, bytes: Buffer, start: number, end: number): boolean {
-    const cursor = { pos: start };
     let at = 0;
-    let mapBytes = 0;
-    while (cursor.pos < end) {
-      const fieldStart = cursor.pos;
-      const tag = readVarint(bytes, cursor);
-      skipField(bytes, cursor, tag & 7);
-      const size = cursor.pos - fieldStart;
-      if (this.mapFields.has(tag >>> 3)) {
-        mapBytes += size;
-        continue;
-      }
-      if (at + size > entry.fixed.length) return false;
-      if (entry.fixed.compare(bytes, fieldStart, cursor.pos, at, at + size) !== 0) return false;
+    const mapBytes = this.walkFields(bytes, start, end, (from, to) => {
+      const size = to - from;
+      if (at + size > entry.fixed.length || entry.fixed.compare(bytes, from, to, at, at + size) !== 0)
+        return false;
       at += size;
-    }
-    if (cursor.pos !== end) throw malformed();
-    return at === entry.fixed.length && mapBytes === entry.mapBytes;
+      return true;
+    });
+    return mapBytes === entry.mapBytes && at === entry.fixed.length;
   }
 
   private entry(bytes: Buffer, start: number, end: number): Entry<T> {
     const parts: Buffer[] = [];
-    let mapBytes = 0;
-    const cursor = { pos: start };
-    while (cursor.pos < end) {
-      const fieldStart = cursor.pos;
-      const tag = readVarint(bytes, cursor);
-      skipField(bytes, cursor, tag & 7);
-      if (this.mapFields.has(tag >>> 3)) mapBytes += cursor.pos - fieldStart;
-      else parts.push(bytes.subarray(fieldStart, cursor.pos));
-    }
-    if (cursor.pos !== end) throw malformed();
+    const mapBytes = this.walkFields(
+      bytes,
+      start,
+      end,
+      (from, to) => parts.push(bytes.subarray(from, to)) > 0,
+    );
     return {
       fixed: Buffer.concat(parts),
       mapBytes,
       value: deepFreeze(this.decode(bytes.subarray(start, end))),
     };
+  }
+
+  /**
+   * Calls onFixed with the bounds of each of the item's fields outside the maps, in order, until it
+   * returns false; returns the maps' total size, or -1 when onFixed stopped the walk.
+   */
+  private walkFields(
+    bytes: Buffer,
+    start: number,
+    end: number,
+    onFixed: (from: number, to: number) => boolean,
+  ): number {
+    const cursor = { pos: start };
+    let mapBytes = 0;
+    while (cursor.pos < end) {
+      const fieldStart = cursor.pos;
+      const tag = readVarint(bytes, cursor);
+      skipField(bytes, cursor, tag & 7);
+      if (this.mapFields.has(tag >>> 3)) mapBytes += cursor.pos - fieldStart;
+      else if (!onFixed(fieldStart, cursor.pos)) return -1;
+    }
+    if (cursor.pos !== end) throw malformed();
+    return mapBytes;
   }
 }
 

@@ -30,7 +30,6 @@ let vmodule: { pattern: RegExp; verbosity: number }[] = [];
  */
 let buffered: string[] = [];
 let flushQueued = false;
-let exitHooked = false;
 
 function flushStderr(): void {
   flushQueued = false;
@@ -45,11 +44,8 @@ function stderrSink(line: string): void {
   if (flushQueued) return;
   flushQueued = true;
   process.nextTick(flushStderr);
-  if (!exitHooked) {
-    exitHooked = true;
-    process.on('exit', flushStderr);
-  }
 }
+process.on('exit', flushStderr);
 
 let sink: (line: string) => void = stderrSink;
 

@@ -28,6 +28,21 @@ interface Answer {
   error?: Http2StreamError;
 }
 
+/** A POST's pseudo-headers. */
+function postTo(requestPath: string): [string, string][] {
+  return [
+    [':method', 'POST'],
+    [':scheme', 'http'],
+    [':path', requestPath],
+    [':authority', 'localhost'],
+  ];
+}
+
+/** A handler that calls heard() for whatever comes. */
+function listener(heard: () => void): StreamHandler {
+  return { onHeaders: heard, onData: heard, onEnd: heard, onError: heard };
+}
+
 /** Sends one request and collects what comes back, until the stream ends or fails. */
 function exchange(
   conn: Http2ClientConnection,
@@ -44,17 +59,7 @@ function exchange(
       onEnd: () => resolve({ headers, body: Buffer.concat(chunks) }),
       onError: (error) => resolve({ headers, body: Buffer.concat(chunks), error }),
     };
-    conn.request(
-      [
-        [':method', 'POST'],
-        [':scheme', 'http'],
-        [':path', requestPath],
-        [':authority', 'localhost'],
-        ...extra,
-      ],
-      body,
-      handler,
-    );
+    conn.request([...postTo(requestPath), ...extra], body, handler);
   });
 }
 
@@ -87,6 +92,19 @@ async function h2Server(
         server.close(() => resolve());
       }),
   };
+}
+
+/** A plain socket server, for what a well-behaved HTTP/2 server never sends. */
+async function rawServer(
+  onData: (socket: net.Socket, chunk: Buffer) => void,
+): Promise<{ socketPath: string; close: () => Promise<void> }> {
+  const socketPath = path.join(dir, `raw${serial++}.sock`);
+  const server = net.createServer((socket) => {
+    socket.on('error', () => undefined);
+    socket.on('data', (chunk: Buffer) => onData(socket, chunk));
+  });
+  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+  return { socketPath, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 function connect(socketPath: string, windowBytes = 16 * 1024 * 1024): Http2ClientConnection {
@@ -228,19 +246,9 @@ test('a reset stream fails alone; cancel() resets ours; the connection keeps ser
     assert.equal(reset.error.code, Http2ErrorCode.REFUSED_STREAM);
     let heard = false;
     const id = conn.request(
-      [
-        [':method', 'POST'],
-        [':scheme', 'http'],
-        [':path', '/hang'],
-        [':authority', 'x'],
-      ],
+      postTo('/hang'),
       Buffer.alloc(0),
-      {
-        onHeaders: () => (heard = true),
-        onData: () => (heard = true),
-        onEnd: () => (heard = true),
-        onError: () => (heard = true),
-      },
+      listener(() => (heard = true)),
     );
     await new Promise((r) => setTimeout(r, 50));
     conn.cancel(id);
@@ -292,26 +300,21 @@ test('PING is answered; after GOAWAY streams in flight finish, new ones are refu
 });
 
 test('a server that breaks the protocol fails every stream and the connection, with a GOAWAY', async () => {
-  const socketPath = path.join(dir, `raw${serial++}.sock`);
   let fromClient = Buffer.alloc(0);
   let sent = false;
-  const server = net.createServer((socket) => {
-    socket.on('error', () => undefined);
-    socket.on('data', (c: Buffer) => {
-      fromClient = Buffer.concat([fromClient, c]);
-      // After the client's request: a frame larger than the 16 KiB it allows.
-      if (fromClient.length > 60 && !sent) {
-        sent = true;
-        const header = Buffer.alloc(9);
-        header.writeUIntBE(20_000, 0, 3);
-        header[3] = 0x0;
-        header.writeUInt32BE(1, 5);
-        socket.write(Buffer.concat([header, Buffer.alloc(20_000)]));
-      }
-    });
+  const server = await rawServer((socket, c) => {
+    fromClient = Buffer.concat([fromClient, c]);
+    // After the client's request: a frame larger than the 16 KiB it allows.
+    if (fromClient.length > 60 && !sent) {
+      sent = true;
+      const header = Buffer.alloc(9);
+      header.writeUIntBE(20_000, 0, 3);
+      header[3] = 0x0;
+      header.writeUInt32BE(1, 5);
+      socket.write(Buffer.concat([header, Buffer.alloc(20_000)]));
+    }
   });
-  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
-  const conn = new Http2ClientConnection(net.connect(socketPath), { windowBytes: 65_535 });
+  const conn = new Http2ClientConnection(net.connect(server.socketPath), { windowBytes: 65_535 });
   let closedWith: Http2StreamError | undefined;
   conn.onClose = (e) => (closedWith = e);
   try {
@@ -330,7 +333,7 @@ test('a server that breaks the protocol fails every stream and the connection, w
     assert.ok(late.error);
   } finally {
     conn.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
   }
 });
 
@@ -352,19 +355,9 @@ test('after GOAWAY, cancelling the last stream closes the connection', async () 
   conn.onClose = () => (closed = true);
   try {
     const id = conn.request(
-      [
-        [':method', 'POST'],
-        [':scheme', 'http'],
-        [':path', '/hang'],
-        [':authority', 'x'],
-      ],
+      postTo('/hang'),
       Buffer.alloc(0),
-      {
-        onHeaders: () => undefined,
-        onData: () => undefined,
-        onEnd: () => undefined,
-        onError: () => undefined,
-      },
+      listener(() => undefined),
     );
     while (!opened) await new Promise((r) => setTimeout(r, 5));
     [...s.sessions][0]!.goaway(http2.constants.NGHTTP2_NO_ERROR, id);
@@ -380,18 +373,13 @@ test('after GOAWAY, cancelling the last stream closes the connection', async () 
 });
 
 test('when the connection fails, each stream hears once, even if a handler closes or cancels', async () => {
-  const socketPath = path.join(dir, `raw${serial++}.sock`);
-  const server = net.createServer((socket) => {
-    socket.on('error', () => undefined);
-    // Two requests' worth of frames, then the server goes.
-    let got = 0;
-    socket.on('data', (c: Buffer) => {
-      got += c.length;
-      if (got > 80) socket.destroy();
-    });
+  // Two requests' worth of frames, then the server goes.
+  let got = 0;
+  const server = await rawServer((socket, c) => {
+    got += c.length;
+    if (got > 80) socket.destroy();
   });
-  await new Promise<void>((resolve) => server.listen(socketPath, resolve));
-  const conn = new Http2ClientConnection(net.connect(socketPath), { windowBytes: 65_535 });
+  const conn = new Http2ClientConnection(net.connect(server.socketPath), { windowBytes: 65_535 });
   const heard: string[] = [];
   let second = 0;
   const handler = (name: string, onError: () => void): StreamHandler => ({
@@ -404,12 +392,7 @@ test('when the connection fails, each stream hears once, even if a handler close
     },
   });
   try {
-    const fields: [string, string][] = [
-      [':method', 'POST'],
-      [':scheme', 'http'],
-      [':path', '/x'],
-      [':authority', 'x'],
-    ];
+    const fields = postTo('/x');
     let third = 0;
     // The first to hear cancels the third and closes the connection: the third must then hear
     // nothing, and no one twice.
@@ -436,6 +419,6 @@ test('when the connection fails, each stream hears once, even if a handler close
     assert.deepEqual(heard, ['first error', 'second error']);
   } finally {
     conn.close();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
   }
 });
