@@ -49,6 +49,7 @@ import {
 } from './labels.js';
 import { LifecycleHandlerRunner, type HandlerRunner } from './lifecycle-handler-runner.js';
 import { readHostDNSConfig } from './pod-dns.js';
+import { RunningPodAssembler } from './running-pods.js';
 import { makeHostsMount, shouldMountHostsFile } from './etc-hosts.js';
 import {
   buildContainerLogsDirectory,
@@ -71,7 +72,6 @@ const log = logger('kuberuntime');
 export const MINIMUM_GRACE_PERIOD_SECONDS = 2;
 /** The API server's default terminationGracePeriodSeconds. */
 export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
-const NS_PER_MS = 1_000_000;
 // ext4's file name limit, for the legacy log symlinks.
 const MAX_FILE_NAME_LENGTH = 255;
 
@@ -183,6 +183,9 @@ export class KubeGenericRuntimeManager implements Runtime {
   private readonly handlerRunner: HandlerRunner;
   private readonly gc: ContainerGC;
   private readonly legacyContainerLogsDir: string;
+  /** getPods(true) and getPods(false), each reusing the pods of its own last listing. */
+  private readonly allPods = new RunningPodAssembler();
+  private readonly runningPods = new RunningPodAssembler();
   private legacyDirReady: Promise<void> | undefined;
 
   /** Dials nothing: asks the runtime its name first, as upstream's constructor does. */
@@ -1168,72 +1171,11 @@ export class KubeGenericRuntimeManager implements Runtime {
   }
 
   async getPods(all: boolean): Promise<RunningPod[]> {
-    const pods = new Map<string, RunningPod & { createdAtNs: number }>();
     const sandboxes = await this.runtimeService.listPodSandbox(all ? undefined : { state: 'SANDBOX_READY' });
-    for (const s of sandboxes) {
-      const uid = s.metadata.uid;
-      let p = pods.get(uid);
-      if (!p) {
-        p = {
-          uid,
-          name: s.metadata.name,
-          namespace: s.metadata.namespace,
-          sandboxes: [],
-          containers: [],
-          createdAtNs: 0,
-        };
-        pods.set(uid, p);
-      }
-      p.sandboxes.push({
-        id: s.id,
-        state: s.state === 'SANDBOX_READY' ? 'ready' : 'notready',
-        createdAtMs: Math.floor(s.createdAt / NS_PER_MS),
-        createdAtNs: s.createdAt,
-      });
-      p.createdAtNs = s.createdAt;
-    }
     const containers = await this.runtimeService.listContainers(
       all ? undefined : { state: 'CONTAINER_RUNNING' },
     );
-    for (const c of containers) {
-      const l = getContainerInfoFromLabels(c.labels);
-      const a = getContainerInfoFromAnnotations(c.annotations);
-      let p = pods.get(l.podUid);
-      if (!p) {
-        p = {
-          uid: l.podUid,
-          name: l.podName,
-          namespace: l.podNamespace,
-          sandboxes: [],
-          containers: [],
-          createdAtNs: 0,
-        };
-        pods.set(l.podUid, p);
-      }
-      if (p.terminationGracePeriodSeconds === undefined && a.podTerminationGracePeriodSeconds !== undefined) {
-        p.terminationGracePeriodSeconds = a.podTerminationGracePeriodSeconds;
-      }
-      p.containers.push({
-        id: c.id,
-        name: c.metadata.name,
-        image: c.image.image,
-        imageRef: c.imageRef,
-        hash: a.hash,
-        podSandboxId: c.podSandboxId,
-        state:
-          c.state === 'CONTAINER_RUNNING'
-            ? 'running'
-            : c.state === 'CONTAINER_EXITED'
-              ? 'exited'
-              : c.state === 'CONTAINER_CREATED'
-                ? 'created'
-                : 'unknown',
-      });
-    }
-    // Newest first: of two pods with one name (one still terminating), the newer is found first.
-    return [...pods.values()]
-      .sort((a, b) => b.createdAtNs - a.createdAtNs)
-      .map(({ createdAtNs: _createdAtNs, ...p }) => p);
+    return (all ? this.allPods : this.runningPods).assemble(sandboxes, containers);
   }
 
   garbageCollect(isPodWanted: (uid: string) => boolean): Promise<void> {
@@ -1248,7 +1190,7 @@ export class KubeGenericRuntimeManager implements Runtime {
  */
 function terminationTurns(
   pod: Pod | undefined,
-  running: RunningContainer[],
+  running: readonly RunningContainer[],
 ): { waitFor(id: string): (() => Promise<void>) | undefined; terminated(id: string): void } {
   const sidecars = (pod?.spec.initContainers ?? []).filter(isRestartableInitContainer).map((c) => c.name);
   const stopped = new Map<string, { promise: Promise<void>; resolve: () => void }>();

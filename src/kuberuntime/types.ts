@@ -76,8 +76,9 @@ export interface RunningPod {
   namespace: string;
   /** From the sandbox's annotation, for killing with the right grace period after a restart. */
   terminationGracePeriodSeconds?: number;
-  sandboxes: RunningSandbox[];
-  containers: RunningContainer[];
+  /** Frozen, as the whole pod: getPods hands back the same object while the pod is unchanged. */
+  readonly sandboxes: readonly RunningSandbox[];
+  readonly containers: readonly RunningContainer[];
 }
 
 /** What SyncPod tried and what failed (upstream: kubecontainer.PodSyncResult). */

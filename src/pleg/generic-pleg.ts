@@ -342,6 +342,8 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
 
     const eventsByPod = new Map<string, PodLifecycleEvent[]>();
     for (const [uid, record] of this.records) {
+      // The runtime hands back the same frozen pod while nothing about it changed.
+      if (record.old === record.current) continue;
       const events = computePodEvents(uid, record.old, record.current);
       if (events.length > 0) eventsByPod.set(uid, events);
     }

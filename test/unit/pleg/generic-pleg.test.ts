@@ -47,8 +47,12 @@ describe('GenericPLEG relist', () => {
     clock.advance(1000);
     // c0 dies; c1 vanishes while running; c2 (already dead) is removed; a new c3 starts.
     const pod = runningPod('a', [{}], [{ state: 'exited' }]);
-    pod.containers.push({ ...pod.containers[0]!, id: 'c-a-3', name: 'c3', state: 'running' });
-    runtime.pods = [pod];
+    runtime.pods = [
+      {
+        ...pod,
+        containers: [...pod.containers, { ...pod.containers[0]!, id: 'c-a-3', name: 'c3', state: 'running' }],
+      },
+    ];
     await pleg.relist();
     assert.deepEqual(drain(pleg), [
       'a ContainerDied c-a-0',

@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Container, PodSandbox } from '../../../src/cri/types.js';
+import { RunningPodAssembler } from '../../../src/kuberuntime/running-pods.js';
+
+function sandbox(uid: string, createdAt: number, state: PodSandbox['state'] = 'SANDBOX_READY'): PodSandbox {
+  return {
+    id: `sb-${uid}-${createdAt}`,
+    metadata: { name: `pod-${uid}`, namespace: 'ns', uid, attempt: 0 },
+    state,
+    createdAt,
+    labels: {},
+    annotations: {},
+    runtimeHandler: '',
+  };
+}
+
+function container(uid: string, name: string, state: Container['state'] = 'CONTAINER_RUNNING'): Container {
+  return {
+    id: `c-${uid}-${name}`,
+    podSandboxId: `sb-${uid}`,
+    metadata: { name, attempt: 0 },
+    image: { image: 'busybox' },
+    imageRef: 'sha256:abc',
+    state,
+    createdAt: 5,
+    labels: {
+      'io.kubernetes.pod.uid': uid,
+      'io.kubernetes.pod.name': `pod-${uid}`,
+      'io.kubernetes.pod.namespace': 'ns',
+      'io.kubernetes.container.name': name,
+    },
+    annotations: {
+      'io.kubernetes.container.hash': '00ab',
+      'io.kubernetes.pod.terminationGracePeriod': '7',
+    },
+  };
+}
+
+/** What the list cache hands out: frozen items, the maps inside included. */
+function frozen<T extends object>(item: T): T {
+  for (const value of Object.values(item)) if (typeof value === 'object' && value) Object.freeze(value);
+  return Object.freeze(item);
+}
+
+describe('RunningPodAssembler', () => {
+  it('groups sandboxes and containers into pods, newest sandbox first', () => {
+    const pods = new RunningPodAssembler().assemble(
+      [sandbox('a', 100), sandbox('b', 300, 'SANDBOX_NOTREADY')],
+      [container('a', 'app', 'CONTAINER_EXITED'), container('c', 'orphan', 'CONTAINER_CREATED')],
+    );
+    assert.deepEqual(pods, [
+      {
+        uid: 'b',
+        name: 'pod-b',
+        namespace: 'ns',
+        sandboxes: [{ id: 'sb-b-300', state: 'notready', createdAtMs: 0, createdAtNs: 300 }],
+        containers: [],
+      },
+      {
+        uid: 'a',
+        name: 'pod-a',
+        namespace: 'ns',
+        terminationGracePeriodSeconds: 7,
+        sandboxes: [{ id: 'sb-a-100', state: 'ready', createdAtMs: 0, createdAtNs: 100 }],
+        containers: [
+          {
+            id: 'c-a-app',
+            name: 'app',
+            image: 'busybox',
+            imageRef: 'sha256:abc',
+            hash: 'ab',
+            podSandboxId: 'sb-a',
+            state: 'exited',
+          },
+        ],
+      },
+      {
+        // A container whose sandbox is gone is still a pod (its name and UID from its labels).
+        uid: 'c',
+        name: 'pod-c',
+        namespace: 'ns',
+        terminationGracePeriodSeconds: 7,
+        sandboxes: [],
+        containers: [
+          {
+            id: 'c-c-orphan',
+            name: 'orphan',
+            image: 'busybox',
+            imageRef: 'sha256:abc',
+            hash: 'ab',
+            podSandboxId: 'sb-c',
+            state: 'created',
+          },
+        ],
+      },
+    ]);
+    for (const pod of pods) {
+      assert.ok(Object.isFrozen(pod) && Object.isFrozen(pod.sandboxes) && Object.isFrozen(pod.containers));
+    }
+  });
+
+  it('hands back the same pod while its listed items are the same objects', () => {
+    const assembler = new RunningPodAssembler();
+    const sandboxes = [frozen(sandbox('a', 1)), frozen(sandbox('b', 2))];
+    const containers = [frozen(container('a', 'app')), frozen(container('b', 'app'))];
+    const [b1, a1] = assembler.assemble(sandboxes, containers);
+    const [b2, a2] = assembler.assemble([...sandboxes], [...containers]);
+    assert.equal(a2, a1);
+    assert.equal(b2, b1);
+
+    // b's container changed (the list cache made a new object for it): only b is new.
+    const [b3, a3] = assembler.assemble(sandboxes, [
+      containers[0]!,
+      frozen(container('b', 'app', 'CONTAINER_EXITED')),
+    ]);
+    assert.equal(a3, a1);
+    assert.notEqual(b3, b1);
+    assert.equal(b3!.containers[0]!.state, 'exited');
+    // Its sandbox, unchanged, is the same converted object.
+    assert.equal(b3!.sandboxes[0], b1!.sandboxes[0]);
+  });
+
+  it('a pod that lost an item is a new pod', () => {
+    const assembler = new RunningPodAssembler();
+    const sb = frozen(sandbox('a', 1));
+    const app = frozen(container('a', 'app'));
+    const [before] = assembler.assemble([sb], [app, frozen(container('a', 'sidecar'))]);
+    const [after] = assembler.assemble([sb], [app]);
+    assert.notEqual(after, before);
+    assert.deepEqual(
+      after!.containers.map((c) => c.name),
+      ['app'],
+    );
+  });
+
+  it('converts items that are not frozen every time (an object that can change is not kept)', () => {
+    const assembler = new RunningPodAssembler();
+    const sb = sandbox('a', 1);
+    const app = container('a', 'app');
+    const [first] = assembler.assemble([sb], [app]);
+    app.state = 'CONTAINER_EXITED';
+    sb.state = 'SANDBOX_NOTREADY';
+    const [second] = assembler.assemble([sb], [app]);
+    assert.notEqual(second, first);
+    assert.equal(second!.containers[0]!.state, 'exited');
+    assert.equal(second!.sandboxes[0]!.state, 'notready');
+  });
+});
