@@ -362,14 +362,12 @@ export async function buildKubelet(
     ...(cluster ? { recorder: cluster.recorder, nodeName } : {}),
   });
   // A worker that must wait for a newer reading soon after its last sync (it just started or
-  // stopped containers, or an event woke it) asks for its pod to be read: the wait lasts one look at
-  // that pod, not up to a relist period. A periodic resync, long after the last sync, waits for the
-  // next relist as before: asking each time made the steady state read pods every few seconds.
+  // stopped containers, or an event woke it) asks for a relist: the wait lasts one relist, not up to
+  // a relist period. A periodic resync, long after the last sync, waits for the next relist as
+  // before: asking for one each time made the steady state relist every few seconds.
   const podCache = new InMemoryPodCache({
-    onWait: (uid, minTimeMs) => {
-      if (clock.now() - minTimeMs >= PROMPT_RELIST_WINDOW_MS) return;
-      if (pleg.requestInspection) void pleg.requestInspection(uid);
-      else pleg.requestRelist?.();
+    onWait: (_uid, minTimeMs) => {
+      if (clock.now() - minTimeMs < PROMPT_RELIST_WINDOW_MS) pleg.requestRelist?.();
     },
   });
   const prober = new ProberManager({

@@ -186,7 +186,6 @@ export class KubeGenericRuntimeManager implements Runtime {
   /** getPods(true) and getPods(false), each reusing the pods of its own last listing. */
   private readonly allPods = new RunningPodAssembler();
   private readonly runningPods = new RunningPodAssembler();
-  private readonly onePod = new RunningPodAssembler();
   private legacyDirReady: Promise<void> | undefined;
 
   /** Dials nothing: asks the runtime its name first, as upstream's constructor does. */
@@ -1177,32 +1176,6 @@ export class KubeGenericRuntimeManager implements Runtime {
       all ? undefined : { state: 'CONTAINER_RUNNING' },
     );
     return (all ? this.allPods : this.runningPods).assemble(sandboxes, containers);
-  }
-
-  async getPod(uid: string): Promise<RunningPod | undefined> {
-    const filter = { labelSelector: { [KUBERNETES_POD_UID_LABEL]: uid } };
-    const [sandboxes, containers] = await Promise.all([
-      this.runtimeService.listPodSandbox(filter),
-      this.runtimeService.listContainers(filter),
-    ]);
-    return this.onePod.assemble(sandboxes, containers).find((p) => p.uid === uid);
-  }
-
-  async podUidOf(id: string): Promise<string | undefined> {
-    // A task event names a container, or a sandbox by its pause container's ID.
-    try {
-      const { status } = await this.runtimeService.containerStatus(id, false);
-      return status.labels[KUBERNETES_POD_UID_LABEL];
-    } catch (err) {
-      if (!isNotFound(err)) throw err;
-    }
-    try {
-      const { status } = await this.runtimeService.podSandboxStatus(id, false);
-      return status.metadata.uid;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
   }
 
   garbageCollect(isPodWanted: (uid: string) => boolean): Promise<void> {

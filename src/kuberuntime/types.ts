@@ -125,10 +125,6 @@ export interface Runtime {
   ): Promise<KubePodStatus>;
   /** The pods the runtime has; with all=false only those with a ready sandbox or a running container. */
   getPods(all: boolean): Promise<RunningPod[]>;
-  /** One pod's sandboxes and containers, listed by its UID; undefined when the runtime has none. */
-  getPod(uid: string): Promise<RunningPod | undefined>;
-  /** The UID of the pod a sandbox or container belongs to; undefined when the runtime has no such ID. */
-  podUidOf(id: string): Promise<string | undefined>;
   /** Removes dead containers and sandboxes beyond what the GC policy keeps, and those of pods no longer wanted. */
   garbageCollect(isPodWanted: (uid: string) => boolean): Promise<void>;
 }

@@ -1,20 +1,15 @@
 /**
  * The evented PLEG (upstream: pleg.EventedPLEG, feature gate EventedPLEG). Upstream reads CRI's
  * GetContainerEvents; containerd 1.6 does not implement it, so this one reads containerd's own task
- * events (start, exit, OOM, delete) and answers each by inspecting the one pod the event names
- * (GenericPLEG.requestInspection: that pod's listing, events and cache entry), not by relisting: the
- * sync loop learns of an exit within one look at its pod, and the runtime does not list every pod
- * for each event. An ID the PLEG has not seen yet (a container made since the last look) is asked of
- * the runtime; one the runtime does not know yet either, or a change that never shows, ends in a
- * relist as before.
+ * events (start, exit, OOM, delete) and answers each with an immediate relist of the GenericPLEG it
+ * wraps: the sync loop learns of an exit within one relist instead of within a relist period.
  *
  * The relist stays as the safety net, at relistPeriodMs (10 s) while the event stream is healthy and
  * at fallbackRelistPeriodMs (1 s, the generic PLEG's period) while it is broken; every new stream
  * also relists at once, since containerd does not replay what happened while it was down. When the
  * runtime has no Events service (UNIMPLEMENTED), it stays a plain generic PLEG.
  */
-import type { Clock } from '../lib/clock.js';
-import type { RunningPod } from '../kuberuntime/types.js';
+import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { TaskEvent } from '../cri/containerd-events/subscribe-task-events.js';
@@ -34,12 +29,11 @@ const log = logger('pleg');
 export const EVENTED_RELIST_PERIOD_MS = 10_000;
 
 /**
- * Looks at a task event's pod again, counted from the event, while the change does not show yet.
- * containerd publishes the event before its CRI plugin has handled it (an exit is recorded only after
- * the task is deleted; a sandbox is in the CRI's books only once RunPodSandbox ends), so the look at
+ * Relists after a task event, counted from the event. containerd publishes the event before its
+ * CRI plugin has handled it (an exit is recorded only after the task is deleted), so the relist at
  * once may still see the old state; these catch the new one soon after.
  */
-export const FOLLOW_UP_MS = [100, 400, 1500] as const;
+export const FOLLOW_UP_RELISTS_MS = [100, 400, 1500] as const;
 
 /** What the evented PLEG needs of an event source: subscribeTaskEvents bound to a socket and namespace. */
 export type TaskEventSubscriber = (
@@ -57,7 +51,7 @@ export interface EventedPlegOptions {
 }
 
 export interface EventedPlegMetrics extends PlegMetrics {
-  /** Task events that asked for a look at their pod. */
+  /** Task events that asked for a relist. */
   taskEvents: number;
   /** Whether an event stream is open now. */
   subscribed: boolean;
@@ -77,6 +71,8 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private taskEvents = 0;
   /** The last stream error reported, so that a stream failing the same way is logged once. */
   private lastBreak: string | undefined;
+  /** The pending follow-up relist of the last task event. */
+  private followUp: TimerHandle | undefined;
 
   constructor(opts: EventedPlegOptions) {
     this.generic = opts.generic;
@@ -110,6 +106,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     if (!subscription) return;
     this.subscription = undefined;
     subscription.controller.abort();
+    this.cancelFollowUps();
     await subscription.done;
     this.subscribed = false;
     await this.generic.stop();
@@ -117,10 +114,6 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
 
   requestRelist(): void {
     this.generic.requestRelist();
-  }
-
-  requestInspection(uid: string): Promise<RunningPod | undefined> {
-    return this.generic.requestInspection(uid);
   }
 
   healthy(): PlegHealth {
@@ -134,38 +127,35 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private onTaskEvent(event: TaskEvent): void {
     // An exec's process (an exec probe, kubectl exec) changes no container's state.
     if ((event.type === 'TaskExit' || event.type === 'TaskDelete') && event.execId !== '') return;
-    const signal = this.subscription?.controller.signal;
-    if (!signal) return;
     this.taskEvents++;
     if (this.lastBreak !== undefined) {
       log.info('EventedPLEG: containerd task events flow again', { brokenBy: this.lastBreak });
       this.lastBreak = undefined;
     }
-    log.v(5, 'EventedPLEG: task event', { type: event.type, containerID: event.containerId });
-    void this.follow(event, signal);
+    log.v(5, 'EventedPLEG: task event, relisting', { type: event.type, containerID: event.containerId });
+    this.generic.requestRelist();
+    // Each event restarts the series, so the last one of a burst gets all its follow-ups.
+    this.cancelFollowUps();
+    this.scheduleFollowUp(0, this.clock.now());
   }
 
-  /** Inspects the event's pod at once and at FOLLOW_UP_MS until the change shows; else relists. */
-  private async follow(event: TaskEvent, signal: AbortSignal): Promise<void> {
-    const eventMs = this.clock.now();
-    for (const atMs of [0, ...FOLLOW_UP_MS]) {
-      const waitMs = eventMs + atMs - this.clock.now();
-      if (waitMs > 0) await this.clock.sleep(waitMs, signal).catch(() => undefined);
-      if (signal.aborted) return;
-      let uid: string | undefined;
-      try {
-        uid = await this.generic.podUidOf(event.containerId);
-      } catch (err) {
-        log.v(4, 'EventedPLEG: finding the pod of a task event failed', {
-          containerID: event.containerId,
-          err: errorMessage(err),
-        });
-      }
-      if (uid === undefined) continue;
-      const pod = await this.generic.requestInspection(uid);
-      if (signal.aborted || shows(pod, event)) return;
-    }
-    this.generic.requestRelist();
+  private scheduleFollowUp(index: number, eventMs: number): void {
+    const atMs = FOLLOW_UP_RELISTS_MS[index];
+    if (atMs === undefined || !this.subscription) return;
+    const timer = this.clock.setTimeout(
+      () => {
+        this.followUp = undefined;
+        this.generic.requestRelist();
+        this.scheduleFollowUp(index + 1, eventMs);
+      },
+      eventMs + atMs - this.clock.now(),
+    );
+    this.followUp = timer;
+  }
+
+  private cancelFollowUps(): void {
+    if (this.followUp) this.clock.clearTimeout(this.followUp);
+    this.followUp = undefined;
   }
 
   private onSubscribe(): void {
@@ -203,26 +193,5 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     this.subscribed = false;
     this.generic.setRelistPeriod(this.fallbackRelistPeriodMs);
     this.generic.requestRelist();
-  }
-}
-
-/** Whether a pod's listing shows what a task event reported. */
-function shows(pod: RunningPod | undefined, event: TaskEvent): boolean {
-  const container = pod?.containers.find((c) => c.id === event.containerId);
-  const sandbox = pod?.sandboxes.find((s) => s.id === event.containerId);
-  switch (event.type) {
-    case 'TaskStart':
-      // A container may have exited since: its start showed all the same.
-      if (container) return container.state === 'running' || container.state === 'exited';
-      return sandbox?.state === 'ready';
-    case 'TaskExit':
-    case 'TaskDelete':
-      if (container) return container.state === 'exited';
-      if (sandbox) return sandbox.state === 'notready';
-      // Gone already.
-      return true;
-    case 'TaskOOM':
-      // The exit that follows is an event of its own.
-      return true;
   }
 }

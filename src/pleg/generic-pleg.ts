@@ -3,11 +3,6 @@
  * pods in the runtime, compares each container's and sandbox's state with the previous listing, turns
  * the differences into events, refreshes the PodCache for the pods that changed, and then marks the
  * whole cache as current so that pod workers waiting on quiet pods move on.
- *
- * Between relists it inspects single pods when asked (requestInspection): a task event named one of
- * its containers, or its pod worker waits for a reading newer than its last sync. An inspection is a
- * relist of one pod: its sandboxes and containers listed by its UID, its events, its cache entry. While
- * many pods start this replaces most relists, each of which made the runtime list every pod.
  */
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -48,8 +43,6 @@ export interface PlegMetrics {
   lastRelistTimeMs: number;
   /** Events dropped because the consumer let the channel fill up. */
   discardedEvents: number;
-  /** Single pods read between relists (requestInspection). */
-  podInspections: number;
 }
 
 /** What the sync loop needs of a PLEG (upstream: pleg.PodLifecycleEventGenerator). */
@@ -63,25 +56,15 @@ export interface PodLifecycleEventGenerator {
   metrics(): PlegMetrics;
   /** Asks for a relist soon, for a change the kubelet made itself (a pod's containers and sandbox stopped). */
   requestRelist?(): void;
-  /**
-   * Asks for one pod to be read again soon (its worker waits for a newer reading); resolves with the
-   * pod as then listed, undefined when the runtime has nothing of it or could not be read.
-   */
-  requestInspection?(uid: string): Promise<RunningPod | undefined>;
 }
 
 export const DEFAULT_RELIST_PERIOD_MS = 1000;
 /** Upstream's RelistThreshold: past this without a successful relist the node is reported unhealthy. */
 export const DEFAULT_RELIST_THRESHOLD_MS = 3 * 60 * 1000;
 export const DEFAULT_EVENT_CHANNEL_CAPACITY = 1000;
-/**
- * Past this many pods waiting to be inspected, one relist reads them all: a relist's two listings
- * cost about as much as a few pods' listings by UID (the runtime walks all its items either way).
- */
-export const MAX_INSPECTION_BATCH = 16;
 
 export interface GenericPlegOptions {
-  runtime: Pick<Runtime, 'getPods' | 'getPod' | 'getPodStatus' | 'podUidOf'>;
+  runtime: Pick<Runtime, 'getPods' | 'getPodStatus'>;
   cache: PodCache;
   clock: Clock;
   relistPeriodMs?: number;
@@ -195,10 +178,6 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private relistRequested = false;
   /** Ends the loop's current sleep early, while it sleeps. */
   private wakeLoop: (() => void) | undefined;
-  /** Pods to inspect, each with the callers waiting for its reading. */
-  private pendingInspections = new Map<string, ((pod: RunningPod | undefined) => void)[]>();
-  /** The relist or inspections under way: they share the records, so they take turns. */
-  private turn: Promise<void> = Promise.resolve();
   private loop: { controller: AbortController; done: Promise<void> } | undefined;
   private readonly counters: PlegMetrics = {
     relistCount: 0,
@@ -206,7 +185,6 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     lastRelistDurationMs: 0,
     lastRelistTimeMs: 0,
     discardedEvents: 0,
-    podInspections: 0,
   };
 
   /** The reason relists fail, while they do (reported once per change). */
@@ -225,7 +203,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
 
   /**
    * Relists now, then relistPeriodMs after each relist ends (so relists never overlap), or at once
-   * when requestRelist asks for one; in between, inspects the pods requestInspection names.
+   * when requestRelist asks for one.
    */
   start(): void {
     if (this.loop) return;
@@ -235,28 +213,18 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
         this.relistRequested = false;
         await this.relist();
         const endMs = this.clock.now();
-        const dueMs = endMs + this.relistPeriodMs;
-        while (!this.relistRequested && !controller.signal.aborted) {
-          if (this.pendingInspections.size > MAX_INSPECTION_BATCH) {
-            this.relistRequested = true;
-          } else if (this.pendingInspections.size > 0) {
-            await this.inspectPending();
-          } else {
-            const waitMs = dueMs - this.clock.now();
-            if (waitMs <= 0) break;
-            const wake = new AbortController();
-            this.wakeLoop = () => wake.abort();
-            try {
-              await this.clock.sleep(waitMs, AbortSignal.any([controller.signal, wake.signal]));
-              break;
-            } catch {
-              if (controller.signal.aborted) return;
-            } finally {
-              this.wakeLoop = undefined;
-            }
+        if (!this.relistRequested) {
+          const wake = new AbortController();
+          this.wakeLoop = () => wake.abort();
+          try {
+            await this.clock.sleep(this.relistPeriodMs, AbortSignal.any([controller.signal, wake.signal]));
+            continue;
+          } catch {
+            if (controller.signal.aborted) return;
+          } finally {
+            this.wakeLoop = undefined;
           }
         }
-        if (!this.relistRequested) continue;
         // Asked for: at once, but no sooner than twice the last relist's length after it. While many
         // pods start, requests come faster than relists end, and back-to-back relists of 100 pods
         // took as much CPU as starting them; this keeps relisting to a third of the time.
@@ -275,31 +243,6 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   requestRelist(): void {
     this.relistRequested = true;
     this.wakeLoop?.();
-  }
-
-  /**
-   * Asks for one pod to be read soon: at once while the loop sleeps, after the relist or inspections
-   * under way otherwise. Resolves with the pod as then listed (undefined when the runtime has nothing
-   * of it, or could not be read); a relist that runs first answers for it. Without a running loop
-   * (start not called) it waits for the next relist.
-   */
-  requestInspection(uid: string): Promise<RunningPod | undefined> {
-    return new Promise((resolve) => {
-      const waiting = this.pendingInspections.get(uid);
-      if (waiting) waiting.push(resolve);
-      else this.pendingInspections.set(uid, [resolve]);
-      this.wakeLoop?.();
-    });
-  }
-
-  /** The pod a sandbox or container belongs to: from the last readings, else from the runtime. */
-  async podUidOf(id: string): Promise<string | undefined> {
-    for (const [uid, record] of this.records) {
-      const pod = record.old;
-      if (pod && (pod.containers.some((c) => c.id === id) || pod.sandboxes.some((s) => s.id === id)))
-        return uid;
-    }
-    return this.runtime.podUidOf(id);
   }
 
   /** Changes the pause between relists from the next pause on. */
@@ -341,72 +284,11 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   /** One relist; a call while one is under way joins it instead of starting another. */
   relist(): Promise<void> {
     if (!this.relistInFlight) {
-      this.relistInFlight = this.inTurn(() => this.doRelist()).finally(() => {
+      this.relistInFlight = this.doRelist().finally(() => {
         this.relistInFlight = undefined;
       });
     }
     return this.relistInFlight;
-  }
-
-  /** Runs fn once the relist or inspections under way have ended (fn must not throw). */
-  private inTurn(fn: () => Promise<void>): Promise<void> {
-    const run = this.turn.then(fn);
-    this.turn = run;
-    return run;
-  }
-
-  /** Inspects the pods asked for so far, a few at a time. */
-  private inspectPending(): Promise<void> {
-    const batch = this.pendingInspections;
-    this.pendingInspections = new Map();
-    return this.inTurn(() =>
-      forEachConcurrently([...batch], RELIST_STATUS_CONCURRENCY, async ([uid, waiting]) => {
-        const pod = await this.inspect(uid);
-        for (const resolve of waiting) resolve(pod);
-      }),
-    );
-  }
-
-  /**
-   * A relist of one pod: its listing by UID against its record, its events, its cache entry. A pod
-   * the runtime has nothing of and the PLEG never saw leaves no trace to date a reading by: a relist
-   * answers for it.
-   */
-  private async inspect(uid: string): Promise<RunningPod | undefined> {
-    const startMs = this.clock.now();
-    this.counters.podInspections++;
-    let pod: RunningPod | undefined;
-    try {
-      pod = await this.runtime.getPod(uid);
-    } catch (err) {
-      log.v(4, 'PLEG: inspecting a pod failed; the next relist reads it', {
-        podUID: uid,
-        err: errorMessage(err),
-      });
-      this.podsToReinspect.add(uid);
-      return undefined;
-    }
-    let record = this.records.get(uid);
-    if (!record) {
-      if (!pod) {
-        this.relistRequested = true;
-        return undefined;
-      }
-      record = {};
-      this.records.set(uid, record);
-    }
-    record.current = pod;
-    const events = computePodEvents(uid, record.old, pod);
-    if (events.length === 0 && !this.podsToReinspect.has(uid)) {
-      // Nothing changed since the last reading, which is then as new as this listing.
-      record.current = undefined;
-      const entry = this.cache.get(uid);
-      if (entry.modifiedMs > 0) this.cache.set(uid, entry.status, entry.error, startMs);
-      return pod;
-    }
-    if (await this.applyPodChange(uid, pod, events, startMs)) this.podsToReinspect.delete(uid);
-    else this.podsToReinspect.add(uid);
-    return pod;
   }
 
   private async doRelist(): Promise<void> {
@@ -448,19 +330,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   }
 
   private async relistOnce(startMs: number): Promise<void> {
-    const answered = this.pendingInspections;
-    this.pendingInspections = new Map();
-    let pods: RunningPod[];
-    try {
-      pods = await this.runtime.getPods(true);
-    } catch (err) {
-      // Still to be answered: by an inspection, or the next relist.
-      for (const [uid, waiting] of answered) {
-        const later = this.pendingInspections.get(uid) ?? [];
-        this.pendingInspections.set(uid, [...waiting, ...later]);
-      }
-      throw err;
-    }
+    const pods = await this.runtime.getPods(true);
     this.counters.lastRelistTimeMs = startMs;
 
     for (const record of this.records.values()) record.current = undefined;
@@ -482,8 +352,26 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     // Changed pods are read a few at a time, and each pod's events go out as soon as its status is
     // in the cache: when many pods start together, the first need not wait for the last to be read.
     await forEachConcurrently([...eventsByPod], RELIST_STATUS_CONCURRENCY, async ([uid, events]) => {
-      if (!(await this.applyPodChange(uid, this.records.get(uid)?.current, events, startMs)))
+      const current = this.records.get(uid)?.current;
+      const err = await this.updateCache(uid, current, startMs);
+      if (err) {
+        // The record keeps its old listing, so the same events come again on the next relist.
+        log.error('PLEG: Ignoring events for pod', { podUID: uid, err: errorMessage(err) });
         needsReinspection.add(uid);
+        return;
+      }
+      this.commitRecord(uid);
+      for (const event of events) {
+        // Upstream does not pass these on: an unknown state tells the sync loop nothing it can act on.
+        if (event.type === 'ContainerChanged') continue;
+        if (!this.events.trySend(event)) {
+          this.counters.discardedEvents++;
+          log.error('Event channel is full, discard this relist() cycle event', {
+            podUID: uid,
+            type: event.type,
+          });
+        }
+      }
     });
 
     const reinspect = [...this.podsToReinspect].filter((uid) => !eventsByPod.has(uid));
@@ -498,43 +386,6 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     // Only now is every changed pod in the cache, so only now may quiet pods be declared current.
     this.cache.updateTime(startMs);
     this.podsToReinspect = needsReinspection;
-    // Pods asked for before this relist listed are answered by it; those asked for since wait for
-    // an inspection of their own (their change may have come after the listing).
-    for (const [uid, waiting] of answered) {
-      const pod = pods.find((p) => p.uid === uid);
-      for (const resolve of waiting) resolve(pod);
-    }
-  }
-
-  /**
-   * Reads a changed pod's status into the cache, then takes its listing as the pod's record and sends
-   * its events. False when the status could not be read: the record keeps its old listing, so the
-   * same events come again on the next look.
-   */
-  private async applyPodChange(
-    uid: string,
-    current: RunningPod | undefined,
-    events: PodLifecycleEvent[],
-    listedAtMs: number,
-  ): Promise<boolean> {
-    const err = await this.updateCache(uid, current, listedAtMs);
-    if (err) {
-      log.error('PLEG: Ignoring events for pod', { podUID: uid, err: errorMessage(err) });
-      return false;
-    }
-    this.commitRecord(uid);
-    for (const event of events) {
-      // Upstream does not pass these on: an unknown state tells the sync loop nothing it can act on.
-      if (event.type === 'ContainerChanged') continue;
-      if (!this.events.trySend(event)) {
-        this.counters.discardedEvents++;
-        log.error('Event channel is full, discard this relist() cycle event', {
-          podUID: uid,
-          type: event.type,
-        });
-      }
-    }
-    return true;
   }
 
   private commitRecord(uid: string): void {

@@ -49,10 +49,9 @@ function emptyStatus(uid: string): KubePodStatus {
 export interface InMemoryPodCacheOptions {
   /**
    * Told when a pod worker has to wait for a reading of uid newer than minTimeMs (it synced after
-   * the last relist began). When that sync was recent, the kubelet asks the PLEG to inspect the pod,
-   * so the wait lasts one look at that pod rather than up to a relist period: after a sync that
-   * started containers, the next sync reports them running (see PROMPT_RELIST_WINDOW_MS in
-   * build-kubelet.ts).
+   * the last relist began). When that sync was recent, the kubelet asks the PLEG to relist, so the
+   * wait lasts one relist rather than up to a relist period: after a sync that started containers,
+   * the next sync reports them running (see PROMPT_RELIST_WINDOW_MS in build-kubelet.ts).
    */
   onWait?: (uid: string, minTimeMs: number) => void;
 }
@@ -113,7 +112,6 @@ export class InMemoryPodCache implements PodCache {
       error ? { status, error, modifiedMs: timestampMs } : { status, modifiedMs: timestampMs },
     );
     this.notify(uid);
-    this.askAgain(uid, timestampMs);
   }
 
   delete(uid: string): void {
@@ -123,15 +121,13 @@ export class InMemoryPodCache implements PodCache {
   updateTime(timestampMs: number): void {
     this.globalTimestampMs = timestampMs;
     for (const uid of [...this.waiters.keys()]) this.notify(uid);
-    for (const uid of [...this.waiters.keys()]) this.askAgain(uid, timestampMs);
-  }
-
-  /** A reading that began in the millisecond a sync ended satisfies no waiter of that sync: ask once more. */
-  private askAgain(uid: string, timestampMs: number): void {
-    for (const waiter of this.waiters.get(uid) ?? []) {
-      if (waiter.askedAgain || waiter.minTimeMs !== timestampMs) continue;
-      waiter.askedAgain = true;
-      this.onWait?.(uid, waiter.minTimeMs);
+    // A relist that began in the millisecond a sync ended satisfies no waiter of that sync: ask once more.
+    for (const [uid, set] of this.waiters) {
+      for (const waiter of set) {
+        if (waiter.askedAgain || waiter.minTimeMs !== timestampMs) continue;
+        waiter.askedAgain = true;
+        this.onWait?.(uid, waiter.minTimeMs);
+      }
     }
   }
 

@@ -68,19 +68,6 @@ export class FakeKubeRuntime implements Runtime {
     return structuredClone(this.pods);
   }
 
-  async getPod(uid: string): Promise<RunningPod | undefined> {
-    this.calls.push(`getPod ${uid}`);
-    if (this.getPodsError) throw this.getPodsError;
-    const pod = this.pods.find((p) => p.uid === uid);
-    return pod && structuredClone(pod);
-  }
-
-  async podUidOf(id: string): Promise<string | undefined> {
-    this.calls.push(`podUidOf ${id}`);
-    return this.pods.find((p) => p.containers.some((c) => c.id === id) || p.sandboxes.some((s) => s.id === id))
-      ?.uid;
-  }
-
   async garbageCollect(): Promise<void> {}
 }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
-import { GenericPLEG, MAX_INSPECTION_BATCH, type PodLifecycleEvent } from '../../../src/pleg/generic-pleg.js';
+import { GenericPLEG, type PodLifecycleEvent } from '../../../src/pleg/generic-pleg.js';
 import { formatGoDuration } from '../../../src/lib/go-duration.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
 import { FakeKubeRuntime, flushPromises, kubePodStatus, runningPod } from '../helpers/fake-kube-runtime.js';
@@ -205,102 +205,6 @@ describe('GenericPLEG relist', () => {
     await Promise.all([first, second]);
     assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 1);
     assert.equal(pleg.metrics().relistCount, 1);
-  });
-});
-
-describe('GenericPLEG inspections', () => {
-  it('reads one pod between relists: its listing, its events, its cache entry dated by the listing', async () => {
-    const { runtime, pleg, cache, clock } = setup();
-    runtime.pods = [runningPod('a', [{}], [{}]), runningPod('b', [{}], [{}])];
-    pleg.start();
-    await flushPromises();
-    drain(pleg);
-    runtime.calls.length = 0;
-
-    clock.advance(300);
-    runtime.pods = [
-      runningPod('a', [{}], [{ state: 'exited' }]),
-      runningPod('b', [{}], [{ state: 'exited' }]),
-    ];
-    const pod = await pleg.requestInspection('a');
-    assert.equal(pod?.containers[0]?.state, 'exited');
-    assert.deepEqual(runtime.calls, ['getPod a', 'getPodStatus a']);
-    assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0']);
-    assert.equal(cache.get('a').modifiedMs, clock.now());
-    assert.equal(pleg.metrics().podInspections, 1);
-
-    // b changed too, unseen until the relist, which then reports only b.
-    clock.advance(700);
-    await flushPromises();
-    assert.deepEqual(drain(pleg), ['b ContainerDied c-b-0']);
-    await pleg.stop();
-  });
-
-  it("dates an unchanged pod's reading anew without reading its status", async () => {
-    const { runtime, pleg, cache, clock } = setup();
-    runtime.pods = [runningPod('a', [{}], [{}])];
-    pleg.start();
-    await flushPromises();
-    runtime.calls.length = 0;
-    clock.advance(300);
-    const waiting = cache.getNewerThan('a', clock.now() - 1);
-    await pleg.requestInspection('a');
-    assert.equal((await waiting).modifiedMs, clock.now());
-    assert.deepEqual(runtime.calls, ['getPod a']);
-    assert.deepEqual(drain(pleg), ['a ContainerStarted sb-a-0', 'a ContainerStarted c-a-0']);
-    await pleg.stop();
-  });
-
-  it('relists for a pod the runtime has nothing of and the PLEG never saw', async () => {
-    const { runtime, pleg, clock } = setup();
-    pleg.start();
-    await flushPromises();
-    runtime.calls.length = 0;
-    clock.advance(10);
-    assert.equal(await pleg.requestInspection('ghost'), undefined);
-    await flushPromises();
-    assert.deepEqual(runtime.calls, ['getPod ghost', 'getPods']);
-    await pleg.stop();
-  });
-
-  it('answers many pods asked for at once with one relist', async () => {
-    const { runtime, pleg } = setup();
-    const uids = Array.from({ length: MAX_INSPECTION_BATCH + 1 }, (_, i) => `p${i}`);
-    runtime.pods = uids.map((uid) => runningPod(uid, [{}], [{}]));
-    let open!: () => void;
-    runtime.getPodsGate = new Promise((resolve) => (open = resolve));
-    pleg.start();
-    await flushPromises();
-    // Asked for while the first relist lists: it may have listed before their change.
-    const answers = uids.map((uid) => pleg.requestInspection(uid));
-    runtime.getPodsGate = undefined;
-    open();
-    const pods = await Promise.all(answers);
-    assert.deepEqual(
-      pods.map((p) => p?.uid),
-      uids,
-    );
-    assert.equal(runtime.calls.filter((c) => c === 'getPods').length, 2);
-    assert.equal(runtime.calls.filter((c) => c.startsWith('getPod ')).length, 0);
-    await pleg.stop();
-  });
-
-  it('a failed inspection leaves the pod to the next relist, which reports its events', async () => {
-    const { runtime, pleg, clock } = setup();
-    runtime.pods = [runningPod('a', [{}], [{}])];
-    pleg.start();
-    await flushPromises();
-    drain(pleg);
-    runtime.pods = [runningPod('a', [{}], [{ state: 'exited' }])];
-    runtime.podStatusErrors.set('a', new Error('deadline exceeded'));
-    clock.advance(10);
-    await pleg.requestInspection('a');
-    assert.deepEqual(drain(pleg), []);
-    runtime.podStatusErrors.clear();
-    clock.advance(1000);
-    await flushPromises();
-    assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0']);
-    await pleg.stop();
   });
 });
 

@@ -35,19 +35,6 @@ describe('InMemoryPodCache', () => {
     assert.equal((await p).status.uid, 'u1');
   });
 
-  it("asks once more after a reading of the pod's own in the same millisecond", async () => {
-    const asked: string[] = [];
-    const cache = new InMemoryPodCache({ onWait: (uid) => asked.push(uid) });
-    const p = cache.getNewerThan('u1', 100);
-    cache.set('u2', kubePodStatus('u2'), undefined, 100);
-    assert.deepEqual(asked, ['u1'], "another pod's reading asks nothing");
-    cache.set('u1', kubePodStatus('u1'), undefined, 100);
-    cache.set('u1', kubePodStatus('u1'), undefined, 100);
-    assert.deepEqual(asked, ['u1', 'u1'], 'asked again once');
-    cache.set('u1', kubePodStatus('u1', { ips: ['10.0.0.3'] }), undefined, 101);
-    assert.deepEqual((await p).status.ips, ['10.0.0.3']);
-  });
-
   it('waits while the status is not newer, and wakes on set', async () => {
     const cache = new InMemoryPodCache();
     cache.set('u1', kubePodStatus('u1'), undefined, 100);
