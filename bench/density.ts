@@ -26,7 +26,7 @@
  * root of its own, and the bench waits until no other kubelet uses the runtime and no foreign pod is
  * up (refusing after BENCH_QUIET_WAIT_S); a size during which one showed up anyway is flagged.
  *
- * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_ROUNDS (3; quick: 2),
+ * Env: CONTAINER_RUNTIME_ENDPOINT, BENCH_DENSITY_SIZES ("1,30,100"), BENCH_ROUNDS (3, 4 with a peer; quick: 2),
  * BENCH_STEADY_S (15), BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 10), BENCH_SETTLE_S (from the
  * last pod running to the steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
  * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_STARTS (pods started one after another per round for N = 1;
@@ -134,7 +134,8 @@ async function settings(): Promise<Settings> {
   return {
     endpoint: process.env.CONTAINER_RUNTIME_ENDPOINT ?? 'unix:///run/tskubelet/containerd.sock',
     sizes: (process.env.BENCH_DENSITY_SIZES ?? '1,30,100').split(',').map((s) => Number(s.trim())),
-    rounds: Math.max(1, envNumber('BENCH_ROUNDS', quick ? 2 : 3)),
+    // With a peer, an even number of rounds by default: each kubelet goes first in half of them.
+    rounds: Math.max(1, envNumber('BENCH_ROUNDS', quick ? 2 : peerBinary ? 4 : 3)),
     steadyMs: steadyS * 1000,
     steadyLargeMs: envNumber('BENCH_STEADY_LARGE_S', Math.min(steadyS, quick ? 5 : 10)) * 1000,
     idleMs: envNumber('BENCH_IDLE_S', quick ? 5 : 10) * 1000,
@@ -309,6 +310,31 @@ function containerdPid(endpoint: string): number | undefined {
   return undefined;
 }
 
+/**
+ * Waits (bounded) until containerd has done the work a removal leaves behind (shims exiting,
+ * snapshots, cgroups): the next one measured would share the machine with it. Before this, the
+ * kubelet that ran right after the floor's 100 sandboxes were removed was the slower of the two in
+ * most rounds, whichever it was. Quiet: under 2 % of a core over two half-second windows in a row.
+ */
+async function waitForIdleContainerd(endpoint: string, maxWaitMs = 30_000): Promise<void> {
+  const pid = containerdPid(endpoint);
+  if (pid === undefined) return;
+  const deadline = Date.now() + maxWaitMs;
+  let quiet = 0;
+  while (quiet < 2) {
+    if (Date.now() > deadline) {
+      say(`density: containerd still busy ${maxWaitMs / 1000} s after a removal; going on`);
+      return;
+    }
+    const before = containerdCpuSeconds(pid);
+    await sleep(500);
+    const used = containerdCpuSeconds(pid) - before;
+    // NaN: containerd went away; the next step says so.
+    if (Number.isNaN(used)) return;
+    quiet = used < 0.01 ? quiet + 1 : 0;
+  }
+}
+
 function containerdCpuSeconds(pid: number | undefined): number {
   if (pid === undefined) return NaN;
   try {
@@ -411,6 +437,7 @@ async function floorRun(
   await removeNamespace(conn, FLOOR_NAMESPACE);
   await rm(podLogsDir, { recursive: true, force: true });
   await rm(rootDir, { recursive: true, force: true });
+  await waitForIdleContainerd(endpoint);
   return { latenciesMs: started.map((s) => s.doneMs), allMs, stopAllMs, containerdCpuS };
 }
 
@@ -721,6 +748,7 @@ async function kubeletRun(
     phase(`${label}: removing the sandboxes`);
     await removeNamespace(conn, KUBELET_NAMESPACE);
     await cgroupRoot.destroy();
+    await waitForIdleContainerd(s.endpoint);
   }
 }
 

@@ -22,13 +22,20 @@ interface ListedContainer {
   terminationGracePeriodSeconds: number | undefined;
 }
 
+/**
+ * A pod while a listing is read. While its items come in as the same objects, in the same order, as
+ * in its last pod, only a count moves; its own arrays are made at the first item that differs.
+ */
 interface PodDraft {
   uid: string;
   name: string;
   namespace: string;
   terminationGracePeriodSeconds?: number;
-  sandboxes: RunningSandbox[];
-  containers: RunningContainer[];
+  last: RunningPod | undefined;
+  sandboxCount: number;
+  containerCount: number;
+  sandboxes?: RunningSandbox[];
+  containers?: RunningContainer[];
   /** The newest sandbox's creation time, which orders the pods. */
   createdAtNs: number;
 }
@@ -46,12 +53,6 @@ function containerState(state: Container['state']): KubeContainerState {
   }
 }
 
-function sameItems<T>(a: readonly T[], b: readonly T[]): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
 /** A group of getPods results: one per listing filter, since each keeps its own last pods. */
 export class RunningPodAssembler {
   // Keyed by the listed objects, which the list cache keeps alive only while they are listed. Only
@@ -67,14 +68,26 @@ export class RunningPodAssembler {
     const draftOf = (uid: string, name: string, namespace: string): PodDraft => {
       let draft = drafts.get(uid);
       if (!draft) {
-        draft = { uid, name, namespace, sandboxes: [], containers: [], createdAtNs: 0 };
+        draft = {
+          uid,
+          name,
+          namespace,
+          last: this.lastPods.get(uid),
+          sandboxCount: 0,
+          containerCount: 0,
+          createdAtNs: 0,
+        };
         drafts.set(uid, draft);
       }
       return draft;
     };
     for (const s of sandboxes) {
       const draft = draftOf(s.metadata.uid, s.metadata.name, s.metadata.namespace);
-      draft.sandboxes.push(this.sandbox(s));
+      const sandbox = this.sandbox(s);
+      if (draft.sandboxes === undefined && draft.last?.sandboxes[draft.sandboxCount] !== sandbox)
+        draft.sandboxes = draft.last?.sandboxes.slice(0, draft.sandboxCount) ?? [];
+      draft.sandboxes?.push(sandbox);
+      draft.sandboxCount++;
       draft.createdAtNs = s.createdAt;
     }
     for (const c of containers) {
@@ -82,33 +95,21 @@ export class RunningPodAssembler {
       const draft = draftOf(listed.podUid, listed.podName, listed.podNamespace);
       if (draft.terminationGracePeriodSeconds === undefined)
         draft.terminationGracePeriodSeconds = listed.terminationGracePeriodSeconds;
-      draft.containers.push(listed.running);
+      if (draft.containers === undefined && draft.last?.containers[draft.containerCount] !== listed.running)
+        draft.containers = draft.last?.containers.slice(0, draft.containerCount) ?? [];
+      draft.containers?.push(listed.running);
+      draft.containerCount++;
     }
 
+    const ordered = [...drafts.values()].sort((a, b) => b.createdAtNs - a.createdAtNs);
     const pods = new Map<string, RunningPod>();
-    const order: { pod: RunningPod; createdAtNs: number }[] = [];
-    for (const draft of drafts.values()) {
-      const pod = this.reuse(draft) ?? freezePod(draft);
+    const out = ordered.map((draft) => {
+      const pod = reuse(draft) ?? freezePod(draft);
       pods.set(pod.uid, pod);
-      order.push({ pod, createdAtNs: draft.createdAtNs });
-    }
+      return pod;
+    });
     this.lastPods = pods;
-    return order.sort((a, b) => b.createdAtNs - a.createdAtNs).map((o) => o.pod);
-  }
-
-  /** The last listing's pod when nothing about it changed. */
-  private reuse(draft: PodDraft): RunningPod | undefined {
-    const last = this.lastPods.get(draft.uid);
-    if (
-      last &&
-      last.name === draft.name &&
-      last.namespace === draft.namespace &&
-      last.terminationGracePeriodSeconds === draft.terminationGracePeriodSeconds &&
-      sameItems(last.sandboxes, draft.sandboxes) &&
-      sameItems(last.containers, draft.containers)
-    )
-      return last;
-    return undefined;
+    return out;
   }
 
   private sandbox(s: PodSandbox): RunningSandbox {
@@ -149,13 +150,32 @@ export class RunningPodAssembler {
   }
 }
 
+/** The last listing's pod when nothing about it changed. */
+function reuse(draft: PodDraft): RunningPod | undefined {
+  const last = draft.last;
+  if (
+    last &&
+    draft.sandboxes === undefined &&
+    draft.containers === undefined &&
+    draft.sandboxCount === last.sandboxes.length &&
+    draft.containerCount === last.containers.length &&
+    last.name === draft.name &&
+    last.namespace === draft.namespace &&
+    last.terminationGracePeriodSeconds === draft.terminationGracePeriodSeconds
+  )
+    return last;
+  return undefined;
+}
+
 function freezePod(draft: PodDraft): RunningPod {
   const pod: RunningPod = {
     uid: draft.uid,
     name: draft.name,
     namespace: draft.namespace,
-    sandboxes: Object.freeze(draft.sandboxes),
-    containers: Object.freeze(draft.containers),
+    sandboxes: Object.freeze(draft.sandboxes ?? draft.last?.sandboxes.slice(0, draft.sandboxCount) ?? []),
+    containers: Object.freeze(
+      draft.containers ?? draft.last?.containers.slice(0, draft.containerCount) ?? [],
+    ),
   };
   if (draft.terminationGracePeriodSeconds !== undefined)
     pod.terminationGracePeriodSeconds = draft.terminationGracePeriodSeconds;

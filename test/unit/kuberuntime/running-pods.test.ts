@@ -134,6 +134,28 @@ describe('RunningPodAssembler', () => {
     );
   });
 
+  it('a change in the middle keeps the items before and after it', () => {
+    const assembler = new RunningPodAssembler();
+    const sb = frozen(sandbox('a', 1));
+    const [one, two, three] = ['one', 'two', 'three'].map((name) => frozen(container('a', name)));
+    const [before] = assembler.assemble([sb], [one!, two!, three!]);
+    const [after] = assembler.assemble(
+      [sb],
+      [one!, frozen(container('a', 'two', 'CONTAINER_EXITED')), three!],
+    );
+    assert.notEqual(after, before);
+    assert.deepEqual(
+      after!.containers.map((c) => `${c.name} ${c.state}`),
+      ['one running', 'two exited', 'three running'],
+    );
+    assert.equal(after!.containers[0], before!.containers[0]);
+    assert.equal(after!.containers[2], before!.containers[2]);
+    // A pod with one more item than before is new too, its first items the same objects.
+    const [more] = assembler.assemble([sb], [one!, two!, three!, frozen(container('a', 'four'))]);
+    assert.equal(more!.containers.length, 4);
+    assert.equal(more!.containers[0], before!.containers[0]);
+  });
+
   it('converts items that are not frozen every time (an object that can change is not kept)', () => {
     const assembler = new RunningPodAssembler();
     const sb = sandbox('a', 1);
