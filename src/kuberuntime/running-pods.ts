@@ -36,7 +36,7 @@ interface PodDraft {
   containerCount: number;
   sandboxes?: RunningSandbox[];
   containers?: RunningContainer[];
-  /** The newest sandbox's creation time, which orders the pods. */
+  /** The creation time of its last listed sandbox, which orders the pods. */
   createdAtNs: number;
 }
 

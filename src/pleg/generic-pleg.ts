@@ -342,6 +342,11 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
 
     const eventsByPod = new Map<string, PodLifecycleEvent[]>();
     for (const [uid, record] of this.records) {
+      // Listed once, never read into the cache (its reading failed), and gone since: nothing to tell.
+      if (!record.old && !record.current) {
+        this.records.delete(uid);
+        continue;
+      }
       // The runtime hands back the same frozen pod while nothing about it changed.
       if (record.old === record.current) continue;
       const events = computePodEvents(uid, record.old, record.current);

@@ -5,6 +5,7 @@ import { setLogSink } from '../../../src/lib/log.js';
 import { GenericPLEG, type PodLifecycleEvent } from '../../../src/pleg/generic-pleg.js';
 import { formatGoDuration } from '../../../src/lib/go-duration.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
+import type { RunningPod } from '../../../src/kuberuntime/types.js';
 import { FakeKubeRuntime, flushPromises, kubePodStatus, runningPod } from '../helpers/fake-kube-runtime.js';
 
 const logLines: string[] = [];
@@ -106,6 +107,40 @@ describe('GenericPLEG relist', () => {
     runtime.pods = [runningPod('a', [{}], [{}]), runningPod('b', [{}], [{ state: 'exited' }])];
     await pleg.relist();
     assert.deepEqual(runtime.calls, ['getPods', 'getPodStatus b']);
+  });
+
+  it('passes over a pod listed as the same object, and still sends the events of a failed reading later', async () => {
+    const { runtime, pleg } = setup();
+    // As the runtime manager hands them out: the same frozen pod while nothing changed.
+    let listed: RunningPod[] = [Object.freeze(runningPod('a', [{}], [{}]))];
+    runtime.getPods = async () => {
+      runtime.calls.push('getPods');
+      return listed;
+    };
+    runtime.podStatusErrors.set('a', new Error('deadline exceeded'));
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), [], 'no events before the status is in the cache');
+    runtime.podStatusErrors.clear();
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), ['a ContainerStarted sb-a-0', 'a ContainerStarted c-a-0']);
+    runtime.calls.length = 0;
+    await pleg.relist();
+    assert.deepEqual(runtime.calls, ['getPods'], 'the unchanged pod is not read again');
+    listed = [Object.freeze(runningPod('a', [{}], [{ state: 'exited' }]))];
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0']);
+  });
+
+  it('forgets a pod that was listed, could not be read and went away', async () => {
+    const { runtime, pleg, cache } = setup();
+    runtime.pods = [runningPod('a', [{}], [{}])];
+    runtime.podStatusErrors.set('a', new Error('deadline exceeded'));
+    await pleg.relist();
+    runtime.pods = [];
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), []);
+    assert.equal((pleg as unknown as { records: Map<string, unknown> }).records.size, 0);
+    assert.equal(cache.size, 0);
   });
 
   it("reads a changed pod's status from the relist's own listing, dated to that listing", async () => {
