@@ -8,8 +8,9 @@
  * the PLEG pass over it with one comparison.
  */
 import type { Container, PodSandbox } from '../cri/types.js';
+import { toKubeContainerState } from './container-status.js';
 import { getContainerInfoFromAnnotations, getContainerInfoFromLabels } from './labels.js';
-import type { KubeContainerState, RunningContainer, RunningPod, RunningSandbox } from './types.js';
+import type { RunningContainer, RunningPod, RunningSandbox } from './types.js';
 
 const NS_PER_MS = 1_000_000;
 
@@ -38,19 +39,6 @@ interface PodDraft {
   containers?: RunningContainer[];
   /** The creation time of its last listed sandbox, which orders the pods. */
   createdAtNs: number;
-}
-
-function containerState(state: Container['state']): KubeContainerState {
-  switch (state) {
-    case 'CONTAINER_RUNNING':
-      return 'running';
-    case 'CONTAINER_EXITED':
-      return 'exited';
-    case 'CONTAINER_CREATED':
-      return 'created';
-    default:
-      return 'unknown';
-  }
 }
 
 /** A group of getPods results: one per listing filter, since each keeps its own last pods. */
@@ -138,7 +126,7 @@ export class RunningPodAssembler {
         imageRef: c.imageRef,
         hash: annotations.hash,
         podSandboxId: c.podSandboxId,
-        state: containerState(c.state),
+        state: toKubeContainerState(c.state),
       }),
       podUid: labels.podUid,
       podName: labels.podName,
