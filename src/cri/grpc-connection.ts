@@ -1,4 +1,4 @@
-import type * as grpc from '@grpc/grpc-js';
+import type { GrpcMethod } from '../lib/grpc-definitions.js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { parseCriEndpoint } from './cri-endpoint.js';
@@ -21,7 +21,7 @@ export interface GrpcConnectionOptions {
 }
 
 /** One generated RPC (see ./generated): its path and codecs; the request and response types follow from it. */
-export type CriMethod<Request, Response> = grpc.MethodDefinition<Request, Response>;
+export type CriMethod<Request, Response> = GrpcMethod<Request, Response>;
 
 /** `Version` of `/runtime.v1.RuntimeService/Version`: the name errors and logs use. */
 export function methodName(method: { path: string }): string {

@@ -12,9 +12,9 @@
  * answer is one such message and trailers carrying grpc-status and grpc-message (or, for an error
  * without a body, those in the headers alone).
  */
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import net from 'node:net';
 import { CallWatchdog } from '../lib/call-watchdog.js';
+import { GrpcStatus } from '../lib/grpc-status.js';
 import { Http2ClientConnection, type StreamHandler } from '../lib/http2/client-connection.js';
 import type { HeaderFields } from '../lib/http2/hpack.js';
 

@@ -2,12 +2,13 @@ import { KubeletError } from '../lib/errors.js';
 import { filesystemUsageFromCri, imageFromCri } from './convert.js';
 import {
   ImageFsInfoRequest,
-  ImageServiceService as IS,
+  ImageServiceDefinition,
   ImageStatusRequest,
   ListImagesRequest,
   PullImageRequest,
   RemoveImageRequest,
 } from './generated/runtime/v1/api.js';
+import { grpcMethods } from '../lib/grpc-definitions.js';
 import { GrpcConnection, type CriMethod, type GrpcConnectionOptions } from './grpc-connection.js';
 import { DEFAULT_RUNTIME_REQUEST_TIMEOUT_MS } from './remote-runtime.js';
 import type {
@@ -19,6 +20,8 @@ import type {
   ImageSpec,
   PodSandboxConfig,
 } from './types.js';
+
+const IS = grpcMethods(ImageServiceDefinition);
 
 /**
  * Default deadline of PullImage. Upstream sets none and relies on the runtime to notice a stalled

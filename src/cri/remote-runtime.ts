@@ -29,7 +29,7 @@ import {
   RemovePodSandboxRequest,
   ReopenContainerLogRequest,
   RunPodSandboxRequest,
-  RuntimeServiceService as RS,
+  RuntimeServiceDefinition,
   StartContainerRequest,
   StatusRequest,
   StopContainerRequest,
@@ -37,6 +37,7 @@ import {
   UpdateContainerResourcesRequest,
   VersionRequest,
 } from './generated/runtime/v1/api.js';
+import { grpcMethods } from '../lib/grpc-definitions.js';
 import { GrpcConnection, type CriMethod, type GrpcConnectionOptions } from './grpc-connection.js';
 import { ListItemCache } from './list-item-cache.js';
 import type {
@@ -78,6 +79,7 @@ function rawAnswer<Request, Response>(method: CriMethod<Request, Response>): Cri
   return { ...method, responseSerialize: (b: Buffer) => b, responseDeserialize: (b: Buffer) => b };
 }
 
+const RS = grpcMethods(RuntimeServiceDefinition);
 const LIST_CONTAINERS = rawAnswer(RS.listContainers);
 const LIST_POD_SANDBOX = rawAnswer(RS.listPodSandbox);
 

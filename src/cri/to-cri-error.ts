@@ -1,5 +1,6 @@
-import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import type { ServiceError } from '@grpc/grpc-js';
 import { KubeletError, errorMessage } from '../lib/errors.js';
+import { GrpcStatus, grpcStatusName } from '../lib/grpc-status.js';
 import { CriNotFoundError } from './errors.js';
 
 function isServiceError(err: unknown): err is ServiceError {
@@ -19,7 +20,7 @@ export function toCriError(err: unknown, method: string, endpoint: string, timeo
   // grpc-js appends an empty "Resolution note:" to connection failures on unix sockets; drop it.
   const details =
     err.details.replace(/\s*Resolution note:\s*$/, '') ||
-    `${method} failed with gRPC status ${GrpcStatus[err.code] ?? err.code}`;
+    `${method} failed with gRPC status ${grpcStatusName(err.code) ?? err.code}`;
   switch (err.code) {
     case GrpcStatus.NOT_FOUND:
       return new CriNotFoundError(details, { cause: err });

@@ -4,9 +4,11 @@
  * within what is left of it. SERVING is a success; everything else, a failed connection included, is
  * a failure with the message grpc_health_probe users know.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpcTypes from '@grpc/grpc-js';
 import { formatGoDuration } from '../lib/go-duration.js';
 import type { Clock } from '../lib/clock.js';
+import { loadGrpcJs } from '../lib/grpc-definitions.js';
+import { GrpcStatus } from '../lib/grpc-status.js';
 import { joinHostPort } from './go-net-error.js';
 import {
   decodeHealthCheckResponse,
@@ -28,12 +30,14 @@ export interface GrpcProbeOptions {
   signal?: AbortSignal;
 }
 
-export function doGrpcProbe(
+export async function doGrpcProbe(
   host: string,
   service: string,
   port: number,
   opts: GrpcProbeOptions,
 ): Promise<ProbeOutcome> {
+  // Loaded at the first gRPC probe: a node whose pods have none never loads grpc-js.
+  const grpc = await loadGrpcJs();
   const addr = joinHostPort(host, port);
   const timeout = formatGoDuration(opts.timeoutMs);
   const client = new grpc.Client(
@@ -48,7 +52,7 @@ export function doGrpcProbe(
   return new Promise((resolve) => {
     let settled = false;
     let connected = false;
-    let call: grpc.ClientUnaryCall | undefined;
+    let call: grpcTypes.ClientUnaryCall | undefined;
     const finish = (outcome: ProbeOutcome) => {
       if (settled) return;
       settled = true;
@@ -97,12 +101,12 @@ export function doGrpcProbe(
         (callErr, res) => {
           if (callErr) {
             switch (callErr.code) {
-              case grpc.status.UNIMPLEMENTED:
+              case GrpcStatus.UNIMPLEMENTED:
                 return finish({
                   result: 'failure',
                   output: `error: this server does not implement the grpc health protocol (grpc.health.v1.Health): ${callErr.details}`,
                 });
-              case grpc.status.DEADLINE_EXCEEDED:
+              case GrpcStatus.DEADLINE_EXCEEDED:
                 return finish(rpcTimedOut());
               default:
                 return finish({

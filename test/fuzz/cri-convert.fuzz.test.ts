@@ -10,10 +10,11 @@ import { test } from 'node:test';
 import fc from 'fast-check';
 import * as convert from '../../src/cri/convert.js';
 import * as cri from '../../src/cri/generated/runtime/v1/api.js';
+import { grpcMethods } from '../../src/lib/grpc-definitions.js';
 import { fuzzRuns } from './fuzz-runs.js';
 
-const RS = cri.RuntimeServiceService;
-const IS = cri.ImageServiceService;
+const RS = grpcMethods(cri.RuntimeServiceDefinition);
+const IS = grpcMethods(cri.ImageServiceDefinition);
 
 /** Each response the facade reads, with what it does to it. */
 const readers: [string, (bytes: Buffer) => unknown][] = [

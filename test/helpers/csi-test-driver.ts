@@ -9,14 +9,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { grpcJsService } from '../../src/lib/grpc-definitions.js';
 import {
-  RegistrationService,
+  RegistrationDefinition,
   type PluginInfo,
   type RegistrationStatus,
 } from '../../src/pluginmanager/generated/pluginregistration/v1/api.js';
 import {
-  IdentityService,
-  NodeService,
+  IdentityDefinition,
+  NodeDefinition,
   NodeServiceCapability_RPC_Type,
 } from '../../src/volume/csi/generated/csi/v1/csi.js';
 
@@ -83,7 +84,7 @@ export class CsiTestDriver {
         this.record(m, req);
         return fn(req);
       });
-    s.addService(IdentityService, {
+    s.addService(grpcJsService(IdentityDefinition), {
       getPluginInfo: rec('GetPluginInfo', () => ({
         name: this.opts.name,
         vendorVersion: '0.1.0',
@@ -91,7 +92,7 @@ export class CsiTestDriver {
       })),
       probe: rec('Probe', () => ({ ready: true })),
     } as unknown as grpc.UntypedServiceImplementation);
-    s.addService(NodeService, {
+    s.addService(grpcJsService(NodeDefinition), {
       nodeStageVolume: rec('NodeStageVolume'),
       nodeUnstageVolume: rec('NodeUnstageVolume'),
       nodePublishVolume: rec('NodePublishVolume', async (req) => {
@@ -127,7 +128,7 @@ export class CsiTestDriver {
 
   async startRegistration(): Promise<void> {
     const s = new grpc.Server();
-    s.addService(RegistrationService, {
+    s.addService(grpcJsService(RegistrationDefinition), {
       getInfo: unary((req) => {
         this.record('GetInfo', req);
         const info: PluginInfo = {

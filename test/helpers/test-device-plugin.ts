@@ -7,16 +7,17 @@
 import * as grpc from '@grpc/grpc-js';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
+import { grpcJsService, grpcJsUnary, grpcMethods } from '../../src/lib/grpc-definitions.js';
 import {
   AllocateResponse,
   DevicePluginOptions,
-  DevicePluginService,
+  DevicePluginDefinition,
   Empty,
   ListAndWatchResponse,
   PreferredAllocationResponse,
   PreStartContainerResponse,
   RegisterRequest,
-  RegistrationClient,
+  RegistrationDefinition,
   type AllocateRequest,
   type Device,
   type PreferredAllocationRequest,
@@ -58,7 +59,7 @@ export class TestDevicePlugin {
   async serve(): Promise<void> {
     await rm(this.socketPath, { force: true });
     const server = new grpc.Server();
-    server.addService(DevicePluginService, {
+    server.addService(grpcJsService(DevicePluginDefinition), {
       getDevicePluginOptions: (_c: unknown, cb: grpc.sendUnaryData<DevicePluginOptions>) =>
         cb(
           null,
@@ -121,8 +122,8 @@ export class TestDevicePlugin {
   }
 
   /** Registers with the kubelet's kubelet.sock; rejects with the kubelet's refusal. */
-  register(overrides: Partial<RegisterRequest> = {}): Promise<void> {
-    const client = new RegistrationClient(
+  async register(overrides: Partial<RegisterRequest> = {}): Promise<void> {
+    const client = new grpc.Client(
       `unix://${path.join(this.opts.pluginDir, 'kubelet.sock')}`,
       grpc.credentials.createInsecure(),
     );
@@ -133,13 +134,12 @@ export class TestDevicePlugin {
       options: { getPreferredAllocationAvailable: this.opts.preferredAllocation ?? false },
       ...overrides,
     });
-    return new Promise<void>((resolve, reject) =>
-      client.register(req, new grpc.Metadata(), { deadline: Date.now() + 15_000 }, (err) => {
-        client.close();
-        if (err) reject(err);
-        else resolve();
-      }),
-    );
+    const register = grpcMethods(RegistrationDefinition).register;
+    try {
+      await grpcJsUnary(client, register, req, new grpc.Metadata(), { deadline: Date.now() + 15_000 });
+    } finally {
+      client.close();
+    }
   }
 
   /** Changes the device list and streams it to the kubelet. */

@@ -4,12 +4,13 @@
  * the device manager makes on it. Once the stream ends the endpoint is stopped: its devices stay
  * counted (as unhealthy) for upstream's grace period, then the resource goes to zero.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { errorMessage } from '../../lib/errors.js';
+import { grpcJsUnary, grpcMethods, loadGrpcJs, type GrpcMethod } from '../../lib/grpc-definitions.js';
 import { logger } from '../../lib/log.js';
 import {
   AllocateRequest,
-  DevicePluginClient,
+  DevicePluginDefinition,
   Empty,
   PreStartContainerRequest,
   PreferredAllocationRequest,
@@ -82,26 +83,14 @@ export interface PluginEndpointHandler {
   onDisconnected(endpoint: PluginEndpoint): void;
 }
 
-function unary<Req, Res>(
-  fn: (
-    req: Req,
-    md: grpc.Metadata,
-    opts: grpc.CallOptions,
-    cb: (err: grpc.ServiceError | null, res: Res) => void,
-  ) => grpc.ClientUnaryCall,
-  req: Req,
-  timeoutMs: number,
-): Promise<Res> {
-  return new Promise((resolve, reject) => {
-    fn(req, new grpc.Metadata(), { deadline: Date.now() + timeoutMs }, (err, res) =>
-      err ? reject(err) : resolve(res),
-    );
-  });
-}
+const DEVICE_PLUGIN = grpcMethods(DevicePluginDefinition);
 
-/** A live plugin: dialled at registration, streaming its devices until it goes away. */
+/**
+ * A live plugin: dialled at registration, streaming its devices until it goes away. grpc-js is loaded
+ * when the first plugin registers: a node without device plugins never loads it.
+ */
 export class PluginEndpoint implements Endpoint {
-  private readonly client: DevicePluginClient;
+  private connection: { grpcJs: typeof grpc; client: grpc.Client } | undefined;
   private stoppedAtMs: number | undefined;
   private stream: grpc.ClientReadableStream<ListAndWatchResponse> | undefined;
   options: DevicePluginOptions = { preStartRequired: false, getPreferredAllocationAvailable: false };
@@ -111,20 +100,22 @@ export class PluginEndpoint implements Endpoint {
     readonly socketPath: string,
     private readonly handler: PluginEndpointHandler,
     private readonly now: () => number,
-  ) {
-    this.client = new DevicePluginClient(`unix://${socketPath}`, grpc.credentials.createInsecure());
-  }
+  ) {}
 
   /** Dials the plugin (waiting up to 10 s for its socket) and asks for its options; throws when it cannot. */
   async connect(): Promise<void> {
+    const grpcJs = await loadGrpcJs();
+    this.checkRunning();
+    const client = new grpcJs.Client(`unix://${this.socketPath}`, grpcJs.credentials.createInsecure());
+    this.connection = { grpcJs, client };
     await new Promise<void>((resolve, reject) =>
-      this.client.waitForReady(Date.now() + PLUGIN_DIAL_TIMEOUT_MS, (err) => (err ? reject(err) : resolve())),
+      client.waitForReady(Date.now() + PLUGIN_DIAL_TIMEOUT_MS, (err) => (err ? reject(err) : resolve())),
     ).catch((err: unknown) => {
       throw new Error(`failed to dial device plugin: ${errorMessage(err)}`);
     });
     try {
-      this.options = await unary(
-        this.client.getDevicePluginOptions.bind(this.client),
+      this.options = await this.unary(
+        DEVICE_PLUGIN.getDevicePluginOptions,
         Empty.fromPartial({}),
         OPTIONS_TIMEOUT_MS,
       );
@@ -135,7 +126,15 @@ export class PluginEndpoint implements Endpoint {
 
   /** Opens ListAndWatch; each answer goes to the handler, and the end of the stream stops the endpoint. */
   run(): void {
-    const stream = this.client.listAndWatch(Empty.fromPartial({}));
+    const { grpcJs, client } = this.connected();
+    const method = DEVICE_PLUGIN.listAndWatch;
+    const stream = client.makeServerStreamRequest(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      Empty.fromPartial({}),
+      new grpcJs.Metadata(),
+    );
     this.stream = stream;
     let ended = false;
     const end = (why: string): void => {
@@ -173,11 +172,21 @@ export class PluginEndpoint implements Endpoint {
   stop(): void {
     if (this.stoppedAtMs === undefined) this.stoppedAtMs = this.now();
     this.stream?.cancel();
-    this.client.close();
+    this.connection?.client.close();
   }
 
   private checkRunning(): void {
     if (this.isStopped()) throw new Error(`endpoint ${this.resourceName} has been stopped`);
+  }
+
+  private connected(): { grpcJs: typeof grpc; client: grpc.Client } {
+    if (!this.connection) throw new Error(`endpoint ${this.resourceName} is not connected`);
+    return this.connection;
+  }
+
+  private unary<Req, Res>(method: GrpcMethod<Req, Res>, request: Req, timeoutMs: number): Promise<Res> {
+    const { grpcJs, client } = this.connected();
+    return grpcJsUnary(client, method, request, new grpcJs.Metadata(), { deadline: Date.now() + timeoutMs });
   }
 
   async getPreferredAllocation(
@@ -191,18 +200,18 @@ export class PluginEndpoint implements Endpoint {
         { availableDeviceIDs: available, mustIncludeDeviceIDs: mustInclude, allocationSize: size },
       ],
     });
-    return unary(this.client.getPreferredAllocation.bind(this.client), req, ALLOCATE_TIMEOUT_MS);
+    return this.unary(DEVICE_PLUGIN.getPreferredAllocation, req, ALLOCATE_TIMEOUT_MS);
   }
 
   async allocate(deviceIds: string[]): Promise<AllocateResponse> {
     this.checkRunning();
     const req = AllocateRequest.fromPartial({ containerRequests: [{ devicesIds: deviceIds }] });
-    return unary(this.client.allocate.bind(this.client), req, ALLOCATE_TIMEOUT_MS);
+    return this.unary(DEVICE_PLUGIN.allocate, req, ALLOCATE_TIMEOUT_MS);
   }
 
   async preStartContainer(deviceIds: string[]): Promise<void> {
     this.checkRunning();
     const req = PreStartContainerRequest.fromPartial({ devicesIds: deviceIds });
-    await unary(this.client.preStartContainer.bind(this.client), req, PRE_START_CONTAINER_TIMEOUT_MS);
+    await this.unary(DEVICE_PLUGIN.preStartContainer, req, PRE_START_CONTAINER_TIMEOUT_MS);
   }
 }

@@ -5,9 +5,12 @@
  * by a ref such as `layer-sha256:…`; the ingest's offset grows as bytes arrive, and the ingest is
  * gone once its blob is committed. The client is generated from ./proto (`npm run gen:cri`).
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
+import { grpcJsUnary, grpcMethods, loadGrpcJs } from '../../lib/grpc-definitions.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
-import { ContentClient, ListStatusesRequest, type Status } from './generated/content_statuses.js';
+import { ContentDefinition, ListStatusesRequest, type Status } from './generated/content_statuses.js';
+
+const CONTENT = grpcMethods(ContentDefinition);
 
 /** One download in progress in the content store. */
 export interface IngestStatus {
@@ -39,41 +42,52 @@ function toIngestStatus(s: Status): IngestStatus {
   };
 }
 
-/** A client of one containerd socket and namespace; close() releases its channel. */
+/**
+ * A client of one containerd socket and namespace; close() releases its channel. grpc-js is loaded
+ * and the channel made at the first listing: a kubelet that pulls nothing never pays for them.
+ */
 export class ContentStatusClient {
-  private readonly client: ContentClient;
+  private client: Promise<{ grpcJs: typeof grpc; client: grpc.Client }> | undefined;
+  private closed = false;
 
   /** socket: the runtime endpoint (`unix:///run/containerd/containerd.sock` or a path). */
   constructor(
-    socket: string,
+    private readonly socket: string,
     private readonly namespace: string,
-  ) {
-    this.client = new ContentClient(parseCriEndpoint(socket).grpcTarget, grpc.credentials.createInsecure());
+  ) {}
+
+  private connect(): Promise<{ grpcJs: typeof grpc; client: grpc.Client }> {
+    this.client ??= loadGrpcJs().then((grpcJs) => ({
+      grpcJs,
+      client: new grpcJs.Client(
+        parseCriEndpoint(this.socket).grpcTarget,
+        grpcJs.credentials.createInsecure(),
+      ),
+    }));
+    return this.client;
   }
 
   /** The ingests in progress in the namespace; rejects with the gRPC error (UNIMPLEMENTED from a runtime that is not containerd). */
-  listStatuses(options: ListIngestStatusesOptions): Promise<IngestStatus[]> {
-    const metadata = new grpc.Metadata();
+  async listStatuses(options: ListIngestStatusesOptions): Promise<IngestStatus[]> {
+    if (options.signal?.aborted) throw options.signal.reason;
+    if (this.closed) throw new Error('the content store client is closed');
+    const { grpcJs, client } = await this.connect();
+    const metadata = new grpcJs.Metadata();
     // containerd reads the namespace of a call from this header (its namespaces package).
     metadata.set('containerd-namespace', this.namespace);
-    return new Promise((resolve, reject) => {
-      if (options.signal?.aborted) return reject(options.signal.reason);
-      const call = this.client.listStatuses(
-        ListStatusesRequest.fromPartial({}),
-        metadata,
-        { deadline: Date.now() + options.timeoutMs },
-        (err, res) => {
-          options.signal?.removeEventListener('abort', onAbort);
-          if (err) reject(err);
-          else resolve(res.statuses.map(toIngestStatus));
-        },
-      );
-      const onAbort = (): void => call.cancel();
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    const res = await grpcJsUnary(
+      client,
+      CONTENT.listStatuses,
+      ListStatusesRequest.fromPartial({}),
+      metadata,
+      { deadline: Date.now() + options.timeoutMs },
+      options.signal,
+    );
+    return res.statuses.map(toIngestStatus);
   }
 
   close(): void {
-    this.client.close();
+    this.closed = true;
+    void this.client?.then(({ client }) => client.close());
   }
 }

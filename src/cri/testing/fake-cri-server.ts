@@ -19,6 +19,7 @@ import {
   podSandboxConfigFromCri,
   podSandboxFilterFromCri,
 } from '../convert.js';
+import { grpcJsService } from '../../lib/grpc-definitions.js';
 import * as cri from '../generated/runtime/v1/api.js';
 import { methodName } from '../grpc-connection.js';
 import type {
@@ -233,8 +234,10 @@ export class FakeCriServer {
     if (this.server) return;
     await unlink(this.socketPath).catch(() => undefined);
     const server = new grpc.Server();
-    server.addService(cri.RuntimeServiceService, this.handlers(cri.RuntimeServiceService));
-    server.addService(cri.ImageServiceService, this.handlers(cri.ImageServiceService));
+    const runtimeService = grpcJsService(cri.RuntimeServiceDefinition);
+    const imageService = grpcJsService(cri.ImageServiceDefinition);
+    server.addService(runtimeService, this.handlers(runtimeService));
+    server.addService(imageService, this.handlers(imageService));
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
         err ? reject(err) : resolve(),

@@ -2,13 +2,15 @@
  * The kubelet's side of a plugin's registration socket (`pluginregistration.Registration`), over the
  * generated client (../generated): GetInfo and NotifyRegistrationStatus, each under a deadline.
  */
-import * as grpc from '@grpc/grpc-js';
+import { grpcJsUnary, grpcMethods, loadGrpcJs } from '../../lib/grpc-definitions.js';
 import {
   InfoRequest,
-  RegistrationClient as GeneratedRegistrationClient,
+  RegistrationDefinition,
   RegistrationStatus,
   type PluginInfo,
 } from '../generated/pluginregistration/v1/api.js';
+
+const REGISTRATION = grpcMethods(RegistrationDefinition);
 
 /** upstream: dialTimeoutDuration. */
 export const DIAL_TIMEOUT_MS = 10_000;
@@ -32,7 +34,8 @@ export async function dialRegistration(
   socketPath: string,
   timeoutMs = DIAL_TIMEOUT_MS,
 ): Promise<RegistrationClient> {
-  const client = new GeneratedRegistrationClient(`unix:${socketPath}`, grpc.credentials.createInsecure());
+  const grpcJs = await loadGrpcJs();
+  const client = new grpcJs.Client(`unix:${socketPath}`, grpcJs.credentials.createInsecure());
   try {
     await new Promise<void>((resolve, reject) =>
       client.waitForReady(deadline(timeoutMs), (err) => (err ? reject(err) : resolve())),
@@ -43,23 +46,18 @@ export async function dialRegistration(
   }
   return {
     getInfo: () =>
-      new Promise((resolve, reject) =>
-        client.getInfo(
-          InfoRequest.create(),
-          new grpc.Metadata(),
-          { deadline: deadline(GET_INFO_TIMEOUT_MS) },
-          (err, res) => (err ? reject(err) : resolve(res)),
-        ),
-      ),
-    notifyRegistrationStatus: (registered, error) =>
-      new Promise((resolve, reject) =>
-        client.notifyRegistrationStatus(
-          RegistrationStatus.create({ pluginRegistered: registered, error }),
-          new grpc.Metadata(),
-          { deadline: deadline(NOTIFY_TIMEOUT_MS) },
-          (err) => (err ? reject(err) : resolve()),
-        ),
-      ),
+      grpcJsUnary(client, REGISTRATION.getInfo, InfoRequest.create(), new grpcJs.Metadata(), {
+        deadline: deadline(GET_INFO_TIMEOUT_MS),
+      }),
+    notifyRegistrationStatus: async (registered, error) => {
+      await grpcJsUnary(
+        client,
+        REGISTRATION.notifyRegistrationStatus,
+        RegistrationStatus.create({ pluginRegistered: registered, error }),
+        new grpcJs.Metadata(),
+        { deadline: deadline(NOTIFY_TIMEOUT_MS) },
+      );
+    },
     close: () => client.close(),
   };
 }

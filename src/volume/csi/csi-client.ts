@@ -4,11 +4,13 @@
  * upstream does; every call carries a deadline. Errors read as grpc-go prints them
  * (`rpc error: code = Internal desc = …`), so events and logs match upstream's.
  */
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { KubeletError } from '../../lib/errors.js';
+import { grpcJsUnary, grpcMethods, loadGrpcJs, type GrpcMethod } from '../../lib/grpc-definitions.js';
+import { GrpcStatus } from '../../lib/grpc-status.js';
 import { goRpcErrorText } from '../../lib/grpc-status-text.js';
 import {
-  NodeClient,
+  NodeDefinition,
   NodeGetCapabilitiesRequest,
   NodeGetInfoRequest,
   NodePublishVolumeRequest,
@@ -25,7 +27,7 @@ export { VolumeCapability_AccessMode_Mode as CsiAccessMode };
 /** An error the driver answered (or the transport gave), with its gRPC code. */
 export class CsiRpcError extends KubeletError {
   constructor(
-    readonly grpcCode: grpc.status,
+    readonly grpcCode: number,
     details: string,
   ) {
     super('CSI_RPC_FAILED', goRpcErrorText(grpcCode, details));
@@ -33,19 +35,21 @@ export class CsiRpcError extends KubeletError {
   }
 }
 
+const NOT_FINAL_CODES: ReadonlySet<number> = new Set([
+  GrpcStatus.CANCELLED,
+  GrpcStatus.DEADLINE_EXCEEDED,
+  GrpcStatus.UNAVAILABLE,
+  GrpcStatus.RESOURCE_EXHAUSTED,
+  GrpcStatus.ABORTED,
+]);
+
 /**
  * upstream: isFinalError. A call that timed out or found the driver busy or away may still be
  * under way in the driver: what it may have made must not be removed.
  */
 export function isFinalError(err: unknown): boolean {
   if (!(err instanceof CsiRpcError)) return true;
-  return ![
-    grpc.status.CANCELLED,
-    grpc.status.DEADLINE_EXCEEDED,
-    grpc.status.UNAVAILABLE,
-    grpc.status.RESOURCE_EXHAUSTED,
-    grpc.status.ABORTED,
-  ].includes(err.grpcCode);
+  return !NOT_FINAL_CODES.has(err.grpcCode);
 }
 
 export interface NodeInfo {
@@ -86,12 +90,7 @@ function capability(args: NodeVolumeArgs): VolumeCapability {
   };
 }
 
-type Unary<Req, Res> = (
-  request: Req,
-  metadata: grpc.Metadata,
-  options: Partial<grpc.CallOptions>,
-  callback: (err: grpc.ServiceError | null, res: Res) => void,
-) => grpc.ClientUnaryCall;
+const NODE = grpcMethods(NodeDefinition);
 
 export class CsiDriverClient {
   constructor(
@@ -101,30 +100,27 @@ export class CsiDriverClient {
 
   /** One call on a fresh connection, closed after. */
   private async call<Req, Res>(
-    pick: (c: NodeClient) => Unary<Req, Res>,
+    method: GrpcMethod<Req, Res>,
     request: Req,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<Res> {
-    const client = new NodeClient(grpcTarget(this.endpoint), grpc.credentials.createInsecure());
+    const grpcJs = await loadGrpcJs();
+    const client = new grpcJs.Client(grpcTarget(this.endpoint), grpcJs.credentials.createInsecure());
     try {
-      return await new Promise<Res>((resolve, reject) => {
-        const call = pick(client).call(
-          client,
-          request,
-          new grpc.Metadata(),
-          { deadline: new Date(Date.now() + timeoutMs) },
-          (err, res) => (err ? reject(new CsiRpcError(err.code, err.details)) : resolve(res)),
-        );
-        signal?.addEventListener('abort', () => call.cancel(), { once: true });
-      });
+      const options = { deadline: new Date(Date.now() + timeoutMs) };
+      return await grpcJsUnary(client, method, request, new grpcJs.Metadata(), options, signal).catch(
+        (err: grpc.ServiceError) => {
+          throw new CsiRpcError(err.code, err.details);
+        },
+      );
     } finally {
       client.close();
     }
   }
 
   async nodeGetInfo(timeoutMs: number, signal?: AbortSignal): Promise<NodeInfo> {
-    const res = await this.call((c) => c.nodeGetInfo, NodeGetInfoRequest.create(), timeoutMs, signal);
+    const res = await this.call(NODE.nodeGetInfo, NodeGetInfoRequest.create(), timeoutMs, signal);
     return {
       nodeId: res.nodeId,
       maxVolumesPerNode: res.maxVolumesPerNode,
@@ -137,7 +133,7 @@ export class CsiDriverClient {
     signal?: AbortSignal,
   ): Promise<Set<NodeServiceCapability_RPC_Type>> {
     const res = await this.call(
-      (c) => c.nodeGetCapabilities,
+      NODE.nodeGetCapabilities,
       NodeGetCapabilitiesRequest.create(),
       timeoutMs,
       signal,
@@ -157,7 +153,7 @@ export class CsiDriverClient {
     if (args.volumeId === '') throw new Error('missing volume id');
     if (!args.targetPath) throw new Error('missing target path');
     await this.call(
-      (c) => c.nodePublishVolume,
+      NODE.nodePublishVolume,
       NodePublishVolumeRequest.create({
         volumeId: args.volumeId,
         publishContext: args.publishContext ?? {},
@@ -177,7 +173,7 @@ export class CsiDriverClient {
     if (volumeId === '') throw new Error('missing volume id');
     if (targetPath === '') throw new Error('missing target path');
     await this.call(
-      (c) => c.nodeUnpublishVolume,
+      NODE.nodeUnpublishVolume,
       NodeUnpublishVolumeRequest.create({ volumeId, targetPath }),
       timeoutMs,
     );
@@ -187,7 +183,7 @@ export class CsiDriverClient {
     if (args.volumeId === '') throw new Error('missing volume id');
     if (!args.stagingTargetPath) throw new Error('missing staging target path');
     await this.call(
-      (c) => c.nodeStageVolume,
+      NODE.nodeStageVolume,
       NodeStageVolumeRequest.create({
         volumeId: args.volumeId,
         publishContext: args.publishContext ?? {},
@@ -205,7 +201,7 @@ export class CsiDriverClient {
     if (volumeId === '') throw new Error('missing volume id');
     if (stagingTargetPath === '') throw new Error('missing staging target path');
     await this.call(
-      (c) => c.nodeUnstageVolume,
+      NODE.nodeUnstageVolume,
       NodeUnstageVolumeRequest.create({ volumeId, stagingTargetPath }),
       timeoutMs,
     );

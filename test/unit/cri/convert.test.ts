@@ -14,11 +14,12 @@ import {
   podSandboxStatusFromCri,
 } from '../../../src/cri/convert.js';
 import * as cri from '../../../src/cri/generated/runtime/v1/api.js';
+import { grpcMethods } from '../../../src/lib/grpc-definitions.js';
 import type { ContainerStats, ContainerStatus, Image, PodSandboxStatus } from '../../../src/cri/types.js';
 import { fullContainerConfig, fullSandboxConfig } from './cri-fixtures.js';
 
-const RS = cri.RuntimeServiceService;
-const IS = cri.ImageServiceService;
+const RS = grpcMethods(cri.RuntimeServiceDefinition);
+const IS = grpcMethods(cri.ImageServiceDefinition);
 
 /** Encodes a request the way the client does and decodes it the way the server does. */
 function overTheWire<Request>(

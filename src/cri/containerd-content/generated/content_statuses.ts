@@ -6,18 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientUnaryCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 import { Timestamp } from "./google/protobuf/timestamp.js";
 
 export const protobufPackage = "containerd.services.content.v1";
@@ -271,50 +259,21 @@ export const Status: MessageFns<Status> = {
   },
 };
 
-export type ContentService = typeof ContentService;
-export const ContentService = {
-  listStatuses: {
-    path: "/containerd.services.content.v1.Content/ListStatuses" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListStatusesRequest): Buffer => Buffer.from(ListStatusesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListStatusesRequest => ListStatusesRequest.decode(value),
-    responseSerialize: (value: ListStatusesResponse): Buffer =>
-      Buffer.from(ListStatusesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListStatusesResponse => ListStatusesResponse.decode(value),
+export type ContentDefinition = typeof ContentDefinition;
+export const ContentDefinition = {
+  name: "Content",
+  fullName: "containerd.services.content.v1.Content",
+  methods: {
+    listStatuses: {
+      name: "ListStatuses",
+      requestType: ListStatusesRequest as typeof ListStatusesRequest,
+      requestStream: false,
+      responseType: ListStatusesResponse as typeof ListStatusesResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface ContentServer extends UntypedServiceImplementation {
-  listStatuses: handleUnaryCall<ListStatusesRequest, ListStatusesResponse>;
-}
-
-export interface ContentClient extends Client {
-  listStatuses(
-    request: ListStatusesRequest,
-    callback: (error: ServiceError | null, response: ListStatusesResponse) => void,
-  ): ClientUnaryCall;
-  listStatuses(
-    request: ListStatusesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListStatusesResponse) => void,
-  ): ClientUnaryCall;
-  listStatuses(
-    request: ListStatusesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListStatusesResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const ContentClient = makeGenericClientConstructor(
-  ContentService,
-  "containerd.services.content.v1.Content",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): ContentClient;
-  service: typeof ContentService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -6,20 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  type handleServerStreamingCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 
 export const protobufPackage = "runtime.v1";
 
@@ -17022,1247 +17008,400 @@ export const LinuxRuntimeConfiguration: MessageFns<LinuxRuntimeConfiguration> = 
 };
 
 /** Runtime service defines the public APIs for remote container runtimes */
-export type RuntimeServiceService = typeof RuntimeServiceService;
-export const RuntimeServiceService = {
-  /** Version returns the runtime name, runtime version, and runtime API version. */
-  version: {
-    path: "/runtime.v1.RuntimeService/Version" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: VersionRequest): Buffer => Buffer.from(VersionRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): VersionRequest => VersionRequest.decode(value),
-    responseSerialize: (value: VersionResponse): Buffer => Buffer.from(VersionResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): VersionResponse => VersionResponse.decode(value),
-  },
-  /**
-   * RunPodSandbox creates and starts a pod-level sandbox. Runtimes must ensure
-   * the sandbox is in the ready state on success.
-   */
-  runPodSandbox: {
-    path: "/runtime.v1.RuntimeService/RunPodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RunPodSandboxRequest): Buffer => Buffer.from(RunPodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RunPodSandboxRequest => RunPodSandboxRequest.decode(value),
-    responseSerialize: (value: RunPodSandboxResponse): Buffer =>
-      Buffer.from(RunPodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RunPodSandboxResponse => RunPodSandboxResponse.decode(value),
-  },
-  /**
-   * StopPodSandbox stops any running process that is part of the sandbox and
-   * reclaims network resources (e.g., IP addresses) allocated to the sandbox.
-   * If there are any running containers in the sandbox, they must be forcibly
-   * terminated.
-   * This call is idempotent, and must not return an error if all relevant
-   * resources have already been reclaimed. kubelet will call StopPodSandbox
-   * at least once before calling RemovePodSandbox. It will also attempt to
-   * reclaim resources eagerly, as soon as a sandbox is not needed. Hence,
-   * multiple StopPodSandbox calls are expected.
-   */
-  stopPodSandbox: {
-    path: "/runtime.v1.RuntimeService/StopPodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StopPodSandboxRequest): Buffer =>
-      Buffer.from(StopPodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StopPodSandboxRequest => StopPodSandboxRequest.decode(value),
-    responseSerialize: (value: StopPodSandboxResponse): Buffer =>
-      Buffer.from(StopPodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StopPodSandboxResponse => StopPodSandboxResponse.decode(value),
-  },
-  /**
-   * RemovePodSandbox removes the sandbox. If there are any running containers
-   * in the sandbox, they must be forcibly terminated and removed.
-   * This call is idempotent, and must not return an error if the sandbox has
-   * already been removed.
-   */
-  removePodSandbox: {
-    path: "/runtime.v1.RuntimeService/RemovePodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RemovePodSandboxRequest): Buffer =>
-      Buffer.from(RemovePodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RemovePodSandboxRequest => RemovePodSandboxRequest.decode(value),
-    responseSerialize: (value: RemovePodSandboxResponse): Buffer =>
-      Buffer.from(RemovePodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RemovePodSandboxResponse => RemovePodSandboxResponse.decode(value),
-  },
-  /**
-   * PodSandboxStatus returns the status of the PodSandbox. If the PodSandbox is not
-   * present, returns an error.
-   */
-  podSandboxStatus: {
-    path: "/runtime.v1.RuntimeService/PodSandboxStatus" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PodSandboxStatusRequest): Buffer =>
-      Buffer.from(PodSandboxStatusRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PodSandboxStatusRequest => PodSandboxStatusRequest.decode(value),
-    responseSerialize: (value: PodSandboxStatusResponse): Buffer =>
-      Buffer.from(PodSandboxStatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PodSandboxStatusResponse => PodSandboxStatusResponse.decode(value),
-  },
-  /** ListPodSandbox returns a list of PodSandboxes. */
-  listPodSandbox: {
-    path: "/runtime.v1.RuntimeService/ListPodSandbox" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListPodSandboxRequest): Buffer =>
-      Buffer.from(ListPodSandboxRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListPodSandboxRequest => ListPodSandboxRequest.decode(value),
-    responseSerialize: (value: ListPodSandboxResponse): Buffer =>
-      Buffer.from(ListPodSandboxResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListPodSandboxResponse => ListPodSandboxResponse.decode(value),
-  },
-  /** CreateContainer creates a new container in specified PodSandbox */
-  createContainer: {
-    path: "/runtime.v1.RuntimeService/CreateContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: CreateContainerRequest): Buffer =>
-      Buffer.from(CreateContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): CreateContainerRequest => CreateContainerRequest.decode(value),
-    responseSerialize: (value: CreateContainerResponse): Buffer =>
-      Buffer.from(CreateContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): CreateContainerResponse => CreateContainerResponse.decode(value),
-  },
-  /** StartContainer starts the container. */
-  startContainer: {
-    path: "/runtime.v1.RuntimeService/StartContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StartContainerRequest): Buffer =>
-      Buffer.from(StartContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StartContainerRequest => StartContainerRequest.decode(value),
-    responseSerialize: (value: StartContainerResponse): Buffer =>
-      Buffer.from(StartContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StartContainerResponse => StartContainerResponse.decode(value),
-  },
-  /**
-   * StopContainer stops a running container with a grace period (i.e., timeout).
-   * This call is idempotent, and must not return an error if the container has
-   * already been stopped.
-   * The runtime must forcibly kill the container after the grace period is
-   * reached.
-   */
-  stopContainer: {
-    path: "/runtime.v1.RuntimeService/StopContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StopContainerRequest): Buffer => Buffer.from(StopContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StopContainerRequest => StopContainerRequest.decode(value),
-    responseSerialize: (value: StopContainerResponse): Buffer =>
-      Buffer.from(StopContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StopContainerResponse => StopContainerResponse.decode(value),
-  },
-  /**
-   * RemoveContainer removes the container. If the container is running, the
-   * container must be forcibly removed.
-   * This call is idempotent, and must not return an error if the container has
-   * already been removed.
-   */
-  removeContainer: {
-    path: "/runtime.v1.RuntimeService/RemoveContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RemoveContainerRequest): Buffer =>
-      Buffer.from(RemoveContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RemoveContainerRequest => RemoveContainerRequest.decode(value),
-    responseSerialize: (value: RemoveContainerResponse): Buffer =>
-      Buffer.from(RemoveContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RemoveContainerResponse => RemoveContainerResponse.decode(value),
-  },
-  /** ListContainers lists all containers by filters. */
-  listContainers: {
-    path: "/runtime.v1.RuntimeService/ListContainers" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListContainersRequest): Buffer =>
-      Buffer.from(ListContainersRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListContainersRequest => ListContainersRequest.decode(value),
-    responseSerialize: (value: ListContainersResponse): Buffer =>
-      Buffer.from(ListContainersResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListContainersResponse => ListContainersResponse.decode(value),
-  },
-  /**
-   * ContainerStatus returns status of the container. If the container is not
-   * present, returns an error.
-   */
-  containerStatus: {
-    path: "/runtime.v1.RuntimeService/ContainerStatus" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ContainerStatusRequest): Buffer =>
-      Buffer.from(ContainerStatusRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ContainerStatusRequest => ContainerStatusRequest.decode(value),
-    responseSerialize: (value: ContainerStatusResponse): Buffer =>
-      Buffer.from(ContainerStatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ContainerStatusResponse => ContainerStatusResponse.decode(value),
-  },
-  /**
-   * UpdateContainerResources updates ContainerConfig of the container synchronously.
-   * If runtime fails to transactionally update the requested resources, an error is returned.
-   */
-  updateContainerResources: {
-    path: "/runtime.v1.RuntimeService/UpdateContainerResources" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: UpdateContainerResourcesRequest): Buffer =>
-      Buffer.from(UpdateContainerResourcesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): UpdateContainerResourcesRequest =>
-      UpdateContainerResourcesRequest.decode(value),
-    responseSerialize: (value: UpdateContainerResourcesResponse): Buffer =>
-      Buffer.from(UpdateContainerResourcesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): UpdateContainerResourcesResponse =>
-      UpdateContainerResourcesResponse.decode(value),
-  },
-  /**
-   * ReopenContainerLog asks runtime to reopen the stdout/stderr log file
-   * for the container. This is often called after the log file has been
-   * rotated. If the container is not running, container runtime can choose
-   * to either create a new log file and return nil, or return an error.
-   * Once it returns error, new container log file MUST NOT be created.
-   */
-  reopenContainerLog: {
-    path: "/runtime.v1.RuntimeService/ReopenContainerLog" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ReopenContainerLogRequest): Buffer =>
-      Buffer.from(ReopenContainerLogRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ReopenContainerLogRequest => ReopenContainerLogRequest.decode(value),
-    responseSerialize: (value: ReopenContainerLogResponse): Buffer =>
-      Buffer.from(ReopenContainerLogResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ReopenContainerLogResponse => ReopenContainerLogResponse.decode(value),
-  },
-  /** ExecSync runs a command in a container synchronously. */
-  execSync: {
-    path: "/runtime.v1.RuntimeService/ExecSync" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ExecSyncRequest): Buffer => Buffer.from(ExecSyncRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ExecSyncRequest => ExecSyncRequest.decode(value),
-    responseSerialize: (value: ExecSyncResponse): Buffer => Buffer.from(ExecSyncResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ExecSyncResponse => ExecSyncResponse.decode(value),
-  },
-  /** Exec prepares a streaming endpoint to execute a command in the container. */
-  exec: {
-    path: "/runtime.v1.RuntimeService/Exec" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ExecRequest): Buffer => Buffer.from(ExecRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ExecRequest => ExecRequest.decode(value),
-    responseSerialize: (value: ExecResponse): Buffer => Buffer.from(ExecResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ExecResponse => ExecResponse.decode(value),
-  },
-  /** Attach prepares a streaming endpoint to attach to a running container. */
-  attach: {
-    path: "/runtime.v1.RuntimeService/Attach" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: AttachRequest): Buffer => Buffer.from(AttachRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): AttachRequest => AttachRequest.decode(value),
-    responseSerialize: (value: AttachResponse): Buffer => Buffer.from(AttachResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): AttachResponse => AttachResponse.decode(value),
-  },
-  /** PortForward prepares a streaming endpoint to forward ports from a PodSandbox. */
-  portForward: {
-    path: "/runtime.v1.RuntimeService/PortForward" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PortForwardRequest): Buffer => Buffer.from(PortForwardRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PortForwardRequest => PortForwardRequest.decode(value),
-    responseSerialize: (value: PortForwardResponse): Buffer => Buffer.from(PortForwardResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PortForwardResponse => PortForwardResponse.decode(value),
-  },
-  /**
-   * ContainerStats returns stats of the container. If the container does not
-   * exist, the call returns an error.
-   */
-  containerStats: {
-    path: "/runtime.v1.RuntimeService/ContainerStats" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ContainerStatsRequest): Buffer =>
-      Buffer.from(ContainerStatsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ContainerStatsRequest => ContainerStatsRequest.decode(value),
-    responseSerialize: (value: ContainerStatsResponse): Buffer =>
-      Buffer.from(ContainerStatsResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ContainerStatsResponse => ContainerStatsResponse.decode(value),
-  },
-  /** ListContainerStats returns stats of all running containers. */
-  listContainerStats: {
-    path: "/runtime.v1.RuntimeService/ListContainerStats" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListContainerStatsRequest): Buffer =>
-      Buffer.from(ListContainerStatsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListContainerStatsRequest => ListContainerStatsRequest.decode(value),
-    responseSerialize: (value: ListContainerStatsResponse): Buffer =>
-      Buffer.from(ListContainerStatsResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListContainerStatsResponse => ListContainerStatsResponse.decode(value),
-  },
-  /**
-   * PodSandboxStats returns stats of the pod sandbox. If the pod sandbox does not
-   * exist, the call returns an error.
-   */
-  podSandboxStats: {
-    path: "/runtime.v1.RuntimeService/PodSandboxStats" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PodSandboxStatsRequest): Buffer =>
-      Buffer.from(PodSandboxStatsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PodSandboxStatsRequest => PodSandboxStatsRequest.decode(value),
-    responseSerialize: (value: PodSandboxStatsResponse): Buffer =>
-      Buffer.from(PodSandboxStatsResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PodSandboxStatsResponse => PodSandboxStatsResponse.decode(value),
-  },
-  /** ListPodSandboxStats returns stats of the pod sandboxes matching a filter. */
-  listPodSandboxStats: {
-    path: "/runtime.v1.RuntimeService/ListPodSandboxStats" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListPodSandboxStatsRequest): Buffer =>
-      Buffer.from(ListPodSandboxStatsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListPodSandboxStatsRequest => ListPodSandboxStatsRequest.decode(value),
-    responseSerialize: (value: ListPodSandboxStatsResponse): Buffer =>
-      Buffer.from(ListPodSandboxStatsResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListPodSandboxStatsResponse => ListPodSandboxStatsResponse.decode(value),
-  },
-  /** UpdateRuntimeConfig updates the runtime configuration based on the given request. */
-  updateRuntimeConfig: {
-    path: "/runtime.v1.RuntimeService/UpdateRuntimeConfig" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: UpdateRuntimeConfigRequest): Buffer =>
-      Buffer.from(UpdateRuntimeConfigRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): UpdateRuntimeConfigRequest => UpdateRuntimeConfigRequest.decode(value),
-    responseSerialize: (value: UpdateRuntimeConfigResponse): Buffer =>
-      Buffer.from(UpdateRuntimeConfigResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): UpdateRuntimeConfigResponse => UpdateRuntimeConfigResponse.decode(value),
-  },
-  /** Status returns the status of the runtime. */
-  status: {
-    path: "/runtime.v1.RuntimeService/Status" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: StatusRequest): Buffer => Buffer.from(StatusRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): StatusRequest => StatusRequest.decode(value),
-    responseSerialize: (value: StatusResponse): Buffer => Buffer.from(StatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): StatusResponse => StatusResponse.decode(value),
-  },
-  /** CheckpointContainer checkpoints a container */
-  checkpointContainer: {
-    path: "/runtime.v1.RuntimeService/CheckpointContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: CheckpointContainerRequest): Buffer =>
-      Buffer.from(CheckpointContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): CheckpointContainerRequest => CheckpointContainerRequest.decode(value),
-    responseSerialize: (value: CheckpointContainerResponse): Buffer =>
-      Buffer.from(CheckpointContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): CheckpointContainerResponse => CheckpointContainerResponse.decode(value),
-  },
-  /** GetContainerEvents gets container events from the CRI runtime */
-  getContainerEvents: {
-    path: "/runtime.v1.RuntimeService/GetContainerEvents" as const,
-    requestStream: false as const,
-    responseStream: true as const,
-    requestSerialize: (value: GetEventsRequest): Buffer => Buffer.from(GetEventsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): GetEventsRequest => GetEventsRequest.decode(value),
-    responseSerialize: (value: ContainerEventResponse): Buffer =>
-      Buffer.from(ContainerEventResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ContainerEventResponse => ContainerEventResponse.decode(value),
-  },
-  /**
-   * ListMetricDescriptors gets the descriptors for the metrics that will be returned in ListPodSandboxMetrics.
-   * This list should be static at startup: either the client and server restart together when
-   * adding or removing metrics descriptors, or they should not change.
-   * Put differently, if ListPodSandboxMetrics references a name that is not described in the initial
-   * ListMetricDescriptors call, then the metric will not be broadcasted.
-   */
-  listMetricDescriptors: {
-    path: "/runtime.v1.RuntimeService/ListMetricDescriptors" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListMetricDescriptorsRequest): Buffer =>
-      Buffer.from(ListMetricDescriptorsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListMetricDescriptorsRequest => ListMetricDescriptorsRequest.decode(value),
-    responseSerialize: (value: ListMetricDescriptorsResponse): Buffer =>
-      Buffer.from(ListMetricDescriptorsResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListMetricDescriptorsResponse => ListMetricDescriptorsResponse.decode(value),
-  },
-  /** ListPodSandboxMetrics gets pod sandbox metrics from CRI Runtime */
-  listPodSandboxMetrics: {
-    path: "/runtime.v1.RuntimeService/ListPodSandboxMetrics" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListPodSandboxMetricsRequest): Buffer =>
-      Buffer.from(ListPodSandboxMetricsRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListPodSandboxMetricsRequest => ListPodSandboxMetricsRequest.decode(value),
-    responseSerialize: (value: ListPodSandboxMetricsResponse): Buffer =>
-      Buffer.from(ListPodSandboxMetricsResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListPodSandboxMetricsResponse => ListPodSandboxMetricsResponse.decode(value),
-  },
-  /**
-   * RuntimeConfig returns configuration information of the runtime.
-   * A couple of notes:
-   * - The RuntimeConfigRequest object is not to be confused with the contents of UpdateRuntimeConfigRequest.
-   *   The former is for having runtime tell Kubelet what to do, the latter vice versa.
-   * - It is the expectation of the Kubelet that these fields are static for the lifecycle of the Kubelet.
-   *   The Kubelet will not re-request the RuntimeConfiguration after startup, and CRI implementations should
-   *   avoid updating them without a full node reboot.
-   */
-  runtimeConfig: {
-    path: "/runtime.v1.RuntimeService/RuntimeConfig" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RuntimeConfigRequest): Buffer => Buffer.from(RuntimeConfigRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RuntimeConfigRequest => RuntimeConfigRequest.decode(value),
-    responseSerialize: (value: RuntimeConfigResponse): Buffer =>
-      Buffer.from(RuntimeConfigResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RuntimeConfigResponse => RuntimeConfigResponse.decode(value),
+export type RuntimeServiceDefinition = typeof RuntimeServiceDefinition;
+export const RuntimeServiceDefinition = {
+  name: "RuntimeService",
+  fullName: "runtime.v1.RuntimeService",
+  methods: {
+    /** Version returns the runtime name, runtime version, and runtime API version. */
+    version: {
+      name: "Version",
+      requestType: VersionRequest as typeof VersionRequest,
+      requestStream: false,
+      responseType: VersionResponse as typeof VersionResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * RunPodSandbox creates and starts a pod-level sandbox. Runtimes must ensure
+     * the sandbox is in the ready state on success.
+     */
+    runPodSandbox: {
+      name: "RunPodSandbox",
+      requestType: RunPodSandboxRequest as typeof RunPodSandboxRequest,
+      requestStream: false,
+      responseType: RunPodSandboxResponse as typeof RunPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * StopPodSandbox stops any running process that is part of the sandbox and
+     * reclaims network resources (e.g., IP addresses) allocated to the sandbox.
+     * If there are any running containers in the sandbox, they must be forcibly
+     * terminated.
+     * This call is idempotent, and must not return an error if all relevant
+     * resources have already been reclaimed. kubelet will call StopPodSandbox
+     * at least once before calling RemovePodSandbox. It will also attempt to
+     * reclaim resources eagerly, as soon as a sandbox is not needed. Hence,
+     * multiple StopPodSandbox calls are expected.
+     */
+    stopPodSandbox: {
+      name: "StopPodSandbox",
+      requestType: StopPodSandboxRequest as typeof StopPodSandboxRequest,
+      requestStream: false,
+      responseType: StopPodSandboxResponse as typeof StopPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * RemovePodSandbox removes the sandbox. If there are any running containers
+     * in the sandbox, they must be forcibly terminated and removed.
+     * This call is idempotent, and must not return an error if the sandbox has
+     * already been removed.
+     */
+    removePodSandbox: {
+      name: "RemovePodSandbox",
+      requestType: RemovePodSandboxRequest as typeof RemovePodSandboxRequest,
+      requestStream: false,
+      responseType: RemovePodSandboxResponse as typeof RemovePodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * PodSandboxStatus returns the status of the PodSandbox. If the PodSandbox is not
+     * present, returns an error.
+     */
+    podSandboxStatus: {
+      name: "PodSandboxStatus",
+      requestType: PodSandboxStatusRequest as typeof PodSandboxStatusRequest,
+      requestStream: false,
+      responseType: PodSandboxStatusResponse as typeof PodSandboxStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ListPodSandbox returns a list of PodSandboxes. */
+    listPodSandbox: {
+      name: "ListPodSandbox",
+      requestType: ListPodSandboxRequest as typeof ListPodSandboxRequest,
+      requestStream: false,
+      responseType: ListPodSandboxResponse as typeof ListPodSandboxResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** CreateContainer creates a new container in specified PodSandbox */
+    createContainer: {
+      name: "CreateContainer",
+      requestType: CreateContainerRequest as typeof CreateContainerRequest,
+      requestStream: false,
+      responseType: CreateContainerResponse as typeof CreateContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** StartContainer starts the container. */
+    startContainer: {
+      name: "StartContainer",
+      requestType: StartContainerRequest as typeof StartContainerRequest,
+      requestStream: false,
+      responseType: StartContainerResponse as typeof StartContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * StopContainer stops a running container with a grace period (i.e., timeout).
+     * This call is idempotent, and must not return an error if the container has
+     * already been stopped.
+     * The runtime must forcibly kill the container after the grace period is
+     * reached.
+     */
+    stopContainer: {
+      name: "StopContainer",
+      requestType: StopContainerRequest as typeof StopContainerRequest,
+      requestStream: false,
+      responseType: StopContainerResponse as typeof StopContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * RemoveContainer removes the container. If the container is running, the
+     * container must be forcibly removed.
+     * This call is idempotent, and must not return an error if the container has
+     * already been removed.
+     */
+    removeContainer: {
+      name: "RemoveContainer",
+      requestType: RemoveContainerRequest as typeof RemoveContainerRequest,
+      requestStream: false,
+      responseType: RemoveContainerResponse as typeof RemoveContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ListContainers lists all containers by filters. */
+    listContainers: {
+      name: "ListContainers",
+      requestType: ListContainersRequest as typeof ListContainersRequest,
+      requestStream: false,
+      responseType: ListContainersResponse as typeof ListContainersResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * ContainerStatus returns status of the container. If the container is not
+     * present, returns an error.
+     */
+    containerStatus: {
+      name: "ContainerStatus",
+      requestType: ContainerStatusRequest as typeof ContainerStatusRequest,
+      requestStream: false,
+      responseType: ContainerStatusResponse as typeof ContainerStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * UpdateContainerResources updates ContainerConfig of the container synchronously.
+     * If runtime fails to transactionally update the requested resources, an error is returned.
+     */
+    updateContainerResources: {
+      name: "UpdateContainerResources",
+      requestType: UpdateContainerResourcesRequest as typeof UpdateContainerResourcesRequest,
+      requestStream: false,
+      responseType: UpdateContainerResourcesResponse as typeof UpdateContainerResourcesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * ReopenContainerLog asks runtime to reopen the stdout/stderr log file
+     * for the container. This is often called after the log file has been
+     * rotated. If the container is not running, container runtime can choose
+     * to either create a new log file and return nil, or return an error.
+     * Once it returns error, new container log file MUST NOT be created.
+     */
+    reopenContainerLog: {
+      name: "ReopenContainerLog",
+      requestType: ReopenContainerLogRequest as typeof ReopenContainerLogRequest,
+      requestStream: false,
+      responseType: ReopenContainerLogResponse as typeof ReopenContainerLogResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ExecSync runs a command in a container synchronously. */
+    execSync: {
+      name: "ExecSync",
+      requestType: ExecSyncRequest as typeof ExecSyncRequest,
+      requestStream: false,
+      responseType: ExecSyncResponse as typeof ExecSyncResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Exec prepares a streaming endpoint to execute a command in the container. */
+    exec: {
+      name: "Exec",
+      requestType: ExecRequest as typeof ExecRequest,
+      requestStream: false,
+      responseType: ExecResponse as typeof ExecResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Attach prepares a streaming endpoint to attach to a running container. */
+    attach: {
+      name: "Attach",
+      requestType: AttachRequest as typeof AttachRequest,
+      requestStream: false,
+      responseType: AttachResponse as typeof AttachResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** PortForward prepares a streaming endpoint to forward ports from a PodSandbox. */
+    portForward: {
+      name: "PortForward",
+      requestType: PortForwardRequest as typeof PortForwardRequest,
+      requestStream: false,
+      responseType: PortForwardResponse as typeof PortForwardResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * ContainerStats returns stats of the container. If the container does not
+     * exist, the call returns an error.
+     */
+    containerStats: {
+      name: "ContainerStats",
+      requestType: ContainerStatsRequest as typeof ContainerStatsRequest,
+      requestStream: false,
+      responseType: ContainerStatsResponse as typeof ContainerStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ListContainerStats returns stats of all running containers. */
+    listContainerStats: {
+      name: "ListContainerStats",
+      requestType: ListContainerStatsRequest as typeof ListContainerStatsRequest,
+      requestStream: false,
+      responseType: ListContainerStatsResponse as typeof ListContainerStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * PodSandboxStats returns stats of the pod sandbox. If the pod sandbox does not
+     * exist, the call returns an error.
+     */
+    podSandboxStats: {
+      name: "PodSandboxStats",
+      requestType: PodSandboxStatsRequest as typeof PodSandboxStatsRequest,
+      requestStream: false,
+      responseType: PodSandboxStatsResponse as typeof PodSandboxStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ListPodSandboxStats returns stats of the pod sandboxes matching a filter. */
+    listPodSandboxStats: {
+      name: "ListPodSandboxStats",
+      requestType: ListPodSandboxStatsRequest as typeof ListPodSandboxStatsRequest,
+      requestStream: false,
+      responseType: ListPodSandboxStatsResponse as typeof ListPodSandboxStatsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** UpdateRuntimeConfig updates the runtime configuration based on the given request. */
+    updateRuntimeConfig: {
+      name: "UpdateRuntimeConfig",
+      requestType: UpdateRuntimeConfigRequest as typeof UpdateRuntimeConfigRequest,
+      requestStream: false,
+      responseType: UpdateRuntimeConfigResponse as typeof UpdateRuntimeConfigResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** Status returns the status of the runtime. */
+    status: {
+      name: "Status",
+      requestType: StatusRequest as typeof StatusRequest,
+      requestStream: false,
+      responseType: StatusResponse as typeof StatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** CheckpointContainer checkpoints a container */
+    checkpointContainer: {
+      name: "CheckpointContainer",
+      requestType: CheckpointContainerRequest as typeof CheckpointContainerRequest,
+      requestStream: false,
+      responseType: CheckpointContainerResponse as typeof CheckpointContainerResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** GetContainerEvents gets container events from the CRI runtime */
+    getContainerEvents: {
+      name: "GetContainerEvents",
+      requestType: GetEventsRequest as typeof GetEventsRequest,
+      requestStream: false,
+      responseType: ContainerEventResponse as typeof ContainerEventResponse,
+      responseStream: true,
+      options: {},
+    },
+    /**
+     * ListMetricDescriptors gets the descriptors for the metrics that will be returned in ListPodSandboxMetrics.
+     * This list should be static at startup: either the client and server restart together when
+     * adding or removing metrics descriptors, or they should not change.
+     * Put differently, if ListPodSandboxMetrics references a name that is not described in the initial
+     * ListMetricDescriptors call, then the metric will not be broadcasted.
+     */
+    listMetricDescriptors: {
+      name: "ListMetricDescriptors",
+      requestType: ListMetricDescriptorsRequest as typeof ListMetricDescriptorsRequest,
+      requestStream: false,
+      responseType: ListMetricDescriptorsResponse as typeof ListMetricDescriptorsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ListPodSandboxMetrics gets pod sandbox metrics from CRI Runtime */
+    listPodSandboxMetrics: {
+      name: "ListPodSandboxMetrics",
+      requestType: ListPodSandboxMetricsRequest as typeof ListPodSandboxMetricsRequest,
+      requestStream: false,
+      responseType: ListPodSandboxMetricsResponse as typeof ListPodSandboxMetricsResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * RuntimeConfig returns configuration information of the runtime.
+     * A couple of notes:
+     * - The RuntimeConfigRequest object is not to be confused with the contents of UpdateRuntimeConfigRequest.
+     *   The former is for having runtime tell Kubelet what to do, the latter vice versa.
+     * - It is the expectation of the Kubelet that these fields are static for the lifecycle of the Kubelet.
+     *   The Kubelet will not re-request the RuntimeConfiguration after startup, and CRI implementations should
+     *   avoid updating them without a full node reboot.
+     */
+    runtimeConfig: {
+      name: "RuntimeConfig",
+      requestType: RuntimeConfigRequest as typeof RuntimeConfigRequest,
+      requestStream: false,
+      responseType: RuntimeConfigResponse as typeof RuntimeConfigResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface RuntimeServiceServer extends UntypedServiceImplementation {
-  /** Version returns the runtime name, runtime version, and runtime API version. */
-  version: handleUnaryCall<VersionRequest, VersionResponse>;
-  /**
-   * RunPodSandbox creates and starts a pod-level sandbox. Runtimes must ensure
-   * the sandbox is in the ready state on success.
-   */
-  runPodSandbox: handleUnaryCall<RunPodSandboxRequest, RunPodSandboxResponse>;
-  /**
-   * StopPodSandbox stops any running process that is part of the sandbox and
-   * reclaims network resources (e.g., IP addresses) allocated to the sandbox.
-   * If there are any running containers in the sandbox, they must be forcibly
-   * terminated.
-   * This call is idempotent, and must not return an error if all relevant
-   * resources have already been reclaimed. kubelet will call StopPodSandbox
-   * at least once before calling RemovePodSandbox. It will also attempt to
-   * reclaim resources eagerly, as soon as a sandbox is not needed. Hence,
-   * multiple StopPodSandbox calls are expected.
-   */
-  stopPodSandbox: handleUnaryCall<StopPodSandboxRequest, StopPodSandboxResponse>;
-  /**
-   * RemovePodSandbox removes the sandbox. If there are any running containers
-   * in the sandbox, they must be forcibly terminated and removed.
-   * This call is idempotent, and must not return an error if the sandbox has
-   * already been removed.
-   */
-  removePodSandbox: handleUnaryCall<RemovePodSandboxRequest, RemovePodSandboxResponse>;
-  /**
-   * PodSandboxStatus returns the status of the PodSandbox. If the PodSandbox is not
-   * present, returns an error.
-   */
-  podSandboxStatus: handleUnaryCall<PodSandboxStatusRequest, PodSandboxStatusResponse>;
-  /** ListPodSandbox returns a list of PodSandboxes. */
-  listPodSandbox: handleUnaryCall<ListPodSandboxRequest, ListPodSandboxResponse>;
-  /** CreateContainer creates a new container in specified PodSandbox */
-  createContainer: handleUnaryCall<CreateContainerRequest, CreateContainerResponse>;
-  /** StartContainer starts the container. */
-  startContainer: handleUnaryCall<StartContainerRequest, StartContainerResponse>;
-  /**
-   * StopContainer stops a running container with a grace period (i.e., timeout).
-   * This call is idempotent, and must not return an error if the container has
-   * already been stopped.
-   * The runtime must forcibly kill the container after the grace period is
-   * reached.
-   */
-  stopContainer: handleUnaryCall<StopContainerRequest, StopContainerResponse>;
-  /**
-   * RemoveContainer removes the container. If the container is running, the
-   * container must be forcibly removed.
-   * This call is idempotent, and must not return an error if the container has
-   * already been removed.
-   */
-  removeContainer: handleUnaryCall<RemoveContainerRequest, RemoveContainerResponse>;
-  /** ListContainers lists all containers by filters. */
-  listContainers: handleUnaryCall<ListContainersRequest, ListContainersResponse>;
-  /**
-   * ContainerStatus returns status of the container. If the container is not
-   * present, returns an error.
-   */
-  containerStatus: handleUnaryCall<ContainerStatusRequest, ContainerStatusResponse>;
-  /**
-   * UpdateContainerResources updates ContainerConfig of the container synchronously.
-   * If runtime fails to transactionally update the requested resources, an error is returned.
-   */
-  updateContainerResources: handleUnaryCall<UpdateContainerResourcesRequest, UpdateContainerResourcesResponse>;
-  /**
-   * ReopenContainerLog asks runtime to reopen the stdout/stderr log file
-   * for the container. This is often called after the log file has been
-   * rotated. If the container is not running, container runtime can choose
-   * to either create a new log file and return nil, or return an error.
-   * Once it returns error, new container log file MUST NOT be created.
-   */
-  reopenContainerLog: handleUnaryCall<ReopenContainerLogRequest, ReopenContainerLogResponse>;
-  /** ExecSync runs a command in a container synchronously. */
-  execSync: handleUnaryCall<ExecSyncRequest, ExecSyncResponse>;
-  /** Exec prepares a streaming endpoint to execute a command in the container. */
-  exec: handleUnaryCall<ExecRequest, ExecResponse>;
-  /** Attach prepares a streaming endpoint to attach to a running container. */
-  attach: handleUnaryCall<AttachRequest, AttachResponse>;
-  /** PortForward prepares a streaming endpoint to forward ports from a PodSandbox. */
-  portForward: handleUnaryCall<PortForwardRequest, PortForwardResponse>;
-  /**
-   * ContainerStats returns stats of the container. If the container does not
-   * exist, the call returns an error.
-   */
-  containerStats: handleUnaryCall<ContainerStatsRequest, ContainerStatsResponse>;
-  /** ListContainerStats returns stats of all running containers. */
-  listContainerStats: handleUnaryCall<ListContainerStatsRequest, ListContainerStatsResponse>;
-  /**
-   * PodSandboxStats returns stats of the pod sandbox. If the pod sandbox does not
-   * exist, the call returns an error.
-   */
-  podSandboxStats: handleUnaryCall<PodSandboxStatsRequest, PodSandboxStatsResponse>;
-  /** ListPodSandboxStats returns stats of the pod sandboxes matching a filter. */
-  listPodSandboxStats: handleUnaryCall<ListPodSandboxStatsRequest, ListPodSandboxStatsResponse>;
-  /** UpdateRuntimeConfig updates the runtime configuration based on the given request. */
-  updateRuntimeConfig: handleUnaryCall<UpdateRuntimeConfigRequest, UpdateRuntimeConfigResponse>;
-  /** Status returns the status of the runtime. */
-  status: handleUnaryCall<StatusRequest, StatusResponse>;
-  /** CheckpointContainer checkpoints a container */
-  checkpointContainer: handleUnaryCall<CheckpointContainerRequest, CheckpointContainerResponse>;
-  /** GetContainerEvents gets container events from the CRI runtime */
-  getContainerEvents: handleServerStreamingCall<GetEventsRequest, ContainerEventResponse>;
-  /**
-   * ListMetricDescriptors gets the descriptors for the metrics that will be returned in ListPodSandboxMetrics.
-   * This list should be static at startup: either the client and server restart together when
-   * adding or removing metrics descriptors, or they should not change.
-   * Put differently, if ListPodSandboxMetrics references a name that is not described in the initial
-   * ListMetricDescriptors call, then the metric will not be broadcasted.
-   */
-  listMetricDescriptors: handleUnaryCall<ListMetricDescriptorsRequest, ListMetricDescriptorsResponse>;
-  /** ListPodSandboxMetrics gets pod sandbox metrics from CRI Runtime */
-  listPodSandboxMetrics: handleUnaryCall<ListPodSandboxMetricsRequest, ListPodSandboxMetricsResponse>;
-  /**
-   * RuntimeConfig returns configuration information of the runtime.
-   * A couple of notes:
-   * - The RuntimeConfigRequest object is not to be confused with the contents of UpdateRuntimeConfigRequest.
-   *   The former is for having runtime tell Kubelet what to do, the latter vice versa.
-   * - It is the expectation of the Kubelet that these fields are static for the lifecycle of the Kubelet.
-   *   The Kubelet will not re-request the RuntimeConfiguration after startup, and CRI implementations should
-   *   avoid updating them without a full node reboot.
-   */
-  runtimeConfig: handleUnaryCall<RuntimeConfigRequest, RuntimeConfigResponse>;
-}
-
-export interface RuntimeServiceClient extends Client {
-  /** Version returns the runtime name, runtime version, and runtime API version. */
-  version(
-    request: VersionRequest,
-    callback: (error: ServiceError | null, response: VersionResponse) => void,
-  ): ClientUnaryCall;
-  version(
-    request: VersionRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: VersionResponse) => void,
-  ): ClientUnaryCall;
-  version(
-    request: VersionRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: VersionResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * RunPodSandbox creates and starts a pod-level sandbox. Runtimes must ensure
-   * the sandbox is in the ready state on success.
-   */
-  runPodSandbox(
-    request: RunPodSandboxRequest,
-    callback: (error: ServiceError | null, response: RunPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  runPodSandbox(
-    request: RunPodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RunPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  runPodSandbox(
-    request: RunPodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RunPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * StopPodSandbox stops any running process that is part of the sandbox and
-   * reclaims network resources (e.g., IP addresses) allocated to the sandbox.
-   * If there are any running containers in the sandbox, they must be forcibly
-   * terminated.
-   * This call is idempotent, and must not return an error if all relevant
-   * resources have already been reclaimed. kubelet will call StopPodSandbox
-   * at least once before calling RemovePodSandbox. It will also attempt to
-   * reclaim resources eagerly, as soon as a sandbox is not needed. Hence,
-   * multiple StopPodSandbox calls are expected.
-   */
-  stopPodSandbox(
-    request: StopPodSandboxRequest,
-    callback: (error: ServiceError | null, response: StopPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  stopPodSandbox(
-    request: StopPodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StopPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  stopPodSandbox(
-    request: StopPodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StopPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * RemovePodSandbox removes the sandbox. If there are any running containers
-   * in the sandbox, they must be forcibly terminated and removed.
-   * This call is idempotent, and must not return an error if the sandbox has
-   * already been removed.
-   */
-  removePodSandbox(
-    request: RemovePodSandboxRequest,
-    callback: (error: ServiceError | null, response: RemovePodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  removePodSandbox(
-    request: RemovePodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RemovePodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  removePodSandbox(
-    request: RemovePodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RemovePodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * PodSandboxStatus returns the status of the PodSandbox. If the PodSandbox is not
-   * present, returns an error.
-   */
-  podSandboxStatus(
-    request: PodSandboxStatusRequest,
-    callback: (error: ServiceError | null, response: PodSandboxStatusResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStatus(
-    request: PodSandboxStatusRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PodSandboxStatusResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStatus(
-    request: PodSandboxStatusRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PodSandboxStatusResponse) => void,
-  ): ClientUnaryCall;
-  /** ListPodSandbox returns a list of PodSandboxes. */
-  listPodSandbox(
-    request: ListPodSandboxRequest,
-    callback: (error: ServiceError | null, response: ListPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandbox(
-    request: ListPodSandboxRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandbox(
-    request: ListPodSandboxRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListPodSandboxResponse) => void,
-  ): ClientUnaryCall;
-  /** CreateContainer creates a new container in specified PodSandbox */
-  createContainer(
-    request: CreateContainerRequest,
-    callback: (error: ServiceError | null, response: CreateContainerResponse) => void,
-  ): ClientUnaryCall;
-  createContainer(
-    request: CreateContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: CreateContainerResponse) => void,
-  ): ClientUnaryCall;
-  createContainer(
-    request: CreateContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: CreateContainerResponse) => void,
-  ): ClientUnaryCall;
-  /** StartContainer starts the container. */
-  startContainer(
-    request: StartContainerRequest,
-    callback: (error: ServiceError | null, response: StartContainerResponse) => void,
-  ): ClientUnaryCall;
-  startContainer(
-    request: StartContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StartContainerResponse) => void,
-  ): ClientUnaryCall;
-  startContainer(
-    request: StartContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StartContainerResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * StopContainer stops a running container with a grace period (i.e., timeout).
-   * This call is idempotent, and must not return an error if the container has
-   * already been stopped.
-   * The runtime must forcibly kill the container after the grace period is
-   * reached.
-   */
-  stopContainer(
-    request: StopContainerRequest,
-    callback: (error: ServiceError | null, response: StopContainerResponse) => void,
-  ): ClientUnaryCall;
-  stopContainer(
-    request: StopContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StopContainerResponse) => void,
-  ): ClientUnaryCall;
-  stopContainer(
-    request: StopContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StopContainerResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * RemoveContainer removes the container. If the container is running, the
-   * container must be forcibly removed.
-   * This call is idempotent, and must not return an error if the container has
-   * already been removed.
-   */
-  removeContainer(
-    request: RemoveContainerRequest,
-    callback: (error: ServiceError | null, response: RemoveContainerResponse) => void,
-  ): ClientUnaryCall;
-  removeContainer(
-    request: RemoveContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RemoveContainerResponse) => void,
-  ): ClientUnaryCall;
-  removeContainer(
-    request: RemoveContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RemoveContainerResponse) => void,
-  ): ClientUnaryCall;
-  /** ListContainers lists all containers by filters. */
-  listContainers(
-    request: ListContainersRequest,
-    callback: (error: ServiceError | null, response: ListContainersResponse) => void,
-  ): ClientUnaryCall;
-  listContainers(
-    request: ListContainersRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListContainersResponse) => void,
-  ): ClientUnaryCall;
-  listContainers(
-    request: ListContainersRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListContainersResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * ContainerStatus returns status of the container. If the container is not
-   * present, returns an error.
-   */
-  containerStatus(
-    request: ContainerStatusRequest,
-    callback: (error: ServiceError | null, response: ContainerStatusResponse) => void,
-  ): ClientUnaryCall;
-  containerStatus(
-    request: ContainerStatusRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ContainerStatusResponse) => void,
-  ): ClientUnaryCall;
-  containerStatus(
-    request: ContainerStatusRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ContainerStatusResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * UpdateContainerResources updates ContainerConfig of the container synchronously.
-   * If runtime fails to transactionally update the requested resources, an error is returned.
-   */
-  updateContainerResources(
-    request: UpdateContainerResourcesRequest,
-    callback: (error: ServiceError | null, response: UpdateContainerResourcesResponse) => void,
-  ): ClientUnaryCall;
-  updateContainerResources(
-    request: UpdateContainerResourcesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: UpdateContainerResourcesResponse) => void,
-  ): ClientUnaryCall;
-  updateContainerResources(
-    request: UpdateContainerResourcesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: UpdateContainerResourcesResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * ReopenContainerLog asks runtime to reopen the stdout/stderr log file
-   * for the container. This is often called after the log file has been
-   * rotated. If the container is not running, container runtime can choose
-   * to either create a new log file and return nil, or return an error.
-   * Once it returns error, new container log file MUST NOT be created.
-   */
-  reopenContainerLog(
-    request: ReopenContainerLogRequest,
-    callback: (error: ServiceError | null, response: ReopenContainerLogResponse) => void,
-  ): ClientUnaryCall;
-  reopenContainerLog(
-    request: ReopenContainerLogRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ReopenContainerLogResponse) => void,
-  ): ClientUnaryCall;
-  reopenContainerLog(
-    request: ReopenContainerLogRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ReopenContainerLogResponse) => void,
-  ): ClientUnaryCall;
-  /** ExecSync runs a command in a container synchronously. */
-  execSync(
-    request: ExecSyncRequest,
-    callback: (error: ServiceError | null, response: ExecSyncResponse) => void,
-  ): ClientUnaryCall;
-  execSync(
-    request: ExecSyncRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ExecSyncResponse) => void,
-  ): ClientUnaryCall;
-  execSync(
-    request: ExecSyncRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ExecSyncResponse) => void,
-  ): ClientUnaryCall;
-  /** Exec prepares a streaming endpoint to execute a command in the container. */
-  exec(request: ExecRequest, callback: (error: ServiceError | null, response: ExecResponse) => void): ClientUnaryCall;
-  exec(
-    request: ExecRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ExecResponse) => void,
-  ): ClientUnaryCall;
-  exec(
-    request: ExecRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ExecResponse) => void,
-  ): ClientUnaryCall;
-  /** Attach prepares a streaming endpoint to attach to a running container. */
-  attach(
-    request: AttachRequest,
-    callback: (error: ServiceError | null, response: AttachResponse) => void,
-  ): ClientUnaryCall;
-  attach(
-    request: AttachRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: AttachResponse) => void,
-  ): ClientUnaryCall;
-  attach(
-    request: AttachRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: AttachResponse) => void,
-  ): ClientUnaryCall;
-  /** PortForward prepares a streaming endpoint to forward ports from a PodSandbox. */
-  portForward(
-    request: PortForwardRequest,
-    callback: (error: ServiceError | null, response: PortForwardResponse) => void,
-  ): ClientUnaryCall;
-  portForward(
-    request: PortForwardRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PortForwardResponse) => void,
-  ): ClientUnaryCall;
-  portForward(
-    request: PortForwardRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PortForwardResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * ContainerStats returns stats of the container. If the container does not
-   * exist, the call returns an error.
-   */
-  containerStats(
-    request: ContainerStatsRequest,
-    callback: (error: ServiceError | null, response: ContainerStatsResponse) => void,
-  ): ClientUnaryCall;
-  containerStats(
-    request: ContainerStatsRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ContainerStatsResponse) => void,
-  ): ClientUnaryCall;
-  containerStats(
-    request: ContainerStatsRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ContainerStatsResponse) => void,
-  ): ClientUnaryCall;
-  /** ListContainerStats returns stats of all running containers. */
-  listContainerStats(
-    request: ListContainerStatsRequest,
-    callback: (error: ServiceError | null, response: ListContainerStatsResponse) => void,
-  ): ClientUnaryCall;
-  listContainerStats(
-    request: ListContainerStatsRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListContainerStatsResponse) => void,
-  ): ClientUnaryCall;
-  listContainerStats(
-    request: ListContainerStatsRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListContainerStatsResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * PodSandboxStats returns stats of the pod sandbox. If the pod sandbox does not
-   * exist, the call returns an error.
-   */
-  podSandboxStats(
-    request: PodSandboxStatsRequest,
-    callback: (error: ServiceError | null, response: PodSandboxStatsResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStats(
-    request: PodSandboxStatsRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PodSandboxStatsResponse) => void,
-  ): ClientUnaryCall;
-  podSandboxStats(
-    request: PodSandboxStatsRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PodSandboxStatsResponse) => void,
-  ): ClientUnaryCall;
-  /** ListPodSandboxStats returns stats of the pod sandboxes matching a filter. */
-  listPodSandboxStats(
-    request: ListPodSandboxStatsRequest,
-    callback: (error: ServiceError | null, response: ListPodSandboxStatsResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandboxStats(
-    request: ListPodSandboxStatsRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListPodSandboxStatsResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandboxStats(
-    request: ListPodSandboxStatsRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListPodSandboxStatsResponse) => void,
-  ): ClientUnaryCall;
-  /** UpdateRuntimeConfig updates the runtime configuration based on the given request. */
-  updateRuntimeConfig(
-    request: UpdateRuntimeConfigRequest,
-    callback: (error: ServiceError | null, response: UpdateRuntimeConfigResponse) => void,
-  ): ClientUnaryCall;
-  updateRuntimeConfig(
-    request: UpdateRuntimeConfigRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: UpdateRuntimeConfigResponse) => void,
-  ): ClientUnaryCall;
-  updateRuntimeConfig(
-    request: UpdateRuntimeConfigRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: UpdateRuntimeConfigResponse) => void,
-  ): ClientUnaryCall;
-  /** Status returns the status of the runtime. */
-  status(
-    request: StatusRequest,
-    callback: (error: ServiceError | null, response: StatusResponse) => void,
-  ): ClientUnaryCall;
-  status(
-    request: StatusRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: StatusResponse) => void,
-  ): ClientUnaryCall;
-  status(
-    request: StatusRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: StatusResponse) => void,
-  ): ClientUnaryCall;
-  /** CheckpointContainer checkpoints a container */
-  checkpointContainer(
-    request: CheckpointContainerRequest,
-    callback: (error: ServiceError | null, response: CheckpointContainerResponse) => void,
-  ): ClientUnaryCall;
-  checkpointContainer(
-    request: CheckpointContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: CheckpointContainerResponse) => void,
-  ): ClientUnaryCall;
-  checkpointContainer(
-    request: CheckpointContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: CheckpointContainerResponse) => void,
-  ): ClientUnaryCall;
-  /** GetContainerEvents gets container events from the CRI runtime */
-  getContainerEvents(
-    request: GetEventsRequest,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<ContainerEventResponse>;
-  getContainerEvents(
-    request: GetEventsRequest,
-    metadata?: Metadata,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<ContainerEventResponse>;
-  /**
-   * ListMetricDescriptors gets the descriptors for the metrics that will be returned in ListPodSandboxMetrics.
-   * This list should be static at startup: either the client and server restart together when
-   * adding or removing metrics descriptors, or they should not change.
-   * Put differently, if ListPodSandboxMetrics references a name that is not described in the initial
-   * ListMetricDescriptors call, then the metric will not be broadcasted.
-   */
-  listMetricDescriptors(
-    request: ListMetricDescriptorsRequest,
-    callback: (error: ServiceError | null, response: ListMetricDescriptorsResponse) => void,
-  ): ClientUnaryCall;
-  listMetricDescriptors(
-    request: ListMetricDescriptorsRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListMetricDescriptorsResponse) => void,
-  ): ClientUnaryCall;
-  listMetricDescriptors(
-    request: ListMetricDescriptorsRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListMetricDescriptorsResponse) => void,
-  ): ClientUnaryCall;
-  /** ListPodSandboxMetrics gets pod sandbox metrics from CRI Runtime */
-  listPodSandboxMetrics(
-    request: ListPodSandboxMetricsRequest,
-    callback: (error: ServiceError | null, response: ListPodSandboxMetricsResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandboxMetrics(
-    request: ListPodSandboxMetricsRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListPodSandboxMetricsResponse) => void,
-  ): ClientUnaryCall;
-  listPodSandboxMetrics(
-    request: ListPodSandboxMetricsRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListPodSandboxMetricsResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * RuntimeConfig returns configuration information of the runtime.
-   * A couple of notes:
-   * - The RuntimeConfigRequest object is not to be confused with the contents of UpdateRuntimeConfigRequest.
-   *   The former is for having runtime tell Kubelet what to do, the latter vice versa.
-   * - It is the expectation of the Kubelet that these fields are static for the lifecycle of the Kubelet.
-   *   The Kubelet will not re-request the RuntimeConfiguration after startup, and CRI implementations should
-   *   avoid updating them without a full node reboot.
-   */
-  runtimeConfig(
-    request: RuntimeConfigRequest,
-    callback: (error: ServiceError | null, response: RuntimeConfigResponse) => void,
-  ): ClientUnaryCall;
-  runtimeConfig(
-    request: RuntimeConfigRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RuntimeConfigResponse) => void,
-  ): ClientUnaryCall;
-  runtimeConfig(
-    request: RuntimeConfigRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RuntimeConfigResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const RuntimeServiceClient = makeGenericClientConstructor(
-  RuntimeServiceService,
-  "runtime.v1.RuntimeService",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): RuntimeServiceClient;
-  service: typeof RuntimeServiceService;
-  serviceName: string;
-};
 
 /** ImageService defines the public APIs for managing images. */
-export type ImageServiceService = typeof ImageServiceService;
-export const ImageServiceService = {
-  /** ListImages lists existing images. */
-  listImages: {
-    path: "/runtime.v1.ImageService/ListImages" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListImagesRequest): Buffer => Buffer.from(ListImagesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListImagesRequest => ListImagesRequest.decode(value),
-    responseSerialize: (value: ListImagesResponse): Buffer => Buffer.from(ListImagesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListImagesResponse => ListImagesResponse.decode(value),
-  },
-  /**
-   * ImageStatus returns the status of the image. If the image is not
-   * present, returns a response with ImageStatusResponse.Image set to
-   * nil.
-   */
-  imageStatus: {
-    path: "/runtime.v1.ImageService/ImageStatus" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ImageStatusRequest): Buffer => Buffer.from(ImageStatusRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ImageStatusRequest => ImageStatusRequest.decode(value),
-    responseSerialize: (value: ImageStatusResponse): Buffer => Buffer.from(ImageStatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ImageStatusResponse => ImageStatusResponse.decode(value),
-  },
-  /** PullImage pulls an image with authentication config. */
-  pullImage: {
-    path: "/runtime.v1.ImageService/PullImage" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PullImageRequest): Buffer => Buffer.from(PullImageRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PullImageRequest => PullImageRequest.decode(value),
-    responseSerialize: (value: PullImageResponse): Buffer => Buffer.from(PullImageResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PullImageResponse => PullImageResponse.decode(value),
-  },
-  /**
-   * RemoveImage removes the image.
-   * This call is idempotent, and must not return an error if the image has
-   * already been removed.
-   */
-  removeImage: {
-    path: "/runtime.v1.ImageService/RemoveImage" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RemoveImageRequest): Buffer => Buffer.from(RemoveImageRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RemoveImageRequest => RemoveImageRequest.decode(value),
-    responseSerialize: (value: RemoveImageResponse): Buffer => Buffer.from(RemoveImageResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RemoveImageResponse => RemoveImageResponse.decode(value),
-  },
-  /** ImageFSInfo returns information of the filesystem that is used to store images. */
-  imageFsInfo: {
-    path: "/runtime.v1.ImageService/ImageFsInfo" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ImageFsInfoRequest): Buffer => Buffer.from(ImageFsInfoRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ImageFsInfoRequest => ImageFsInfoRequest.decode(value),
-    responseSerialize: (value: ImageFsInfoResponse): Buffer => Buffer.from(ImageFsInfoResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ImageFsInfoResponse => ImageFsInfoResponse.decode(value),
+export type ImageServiceDefinition = typeof ImageServiceDefinition;
+export const ImageServiceDefinition = {
+  name: "ImageService",
+  fullName: "runtime.v1.ImageService",
+  methods: {
+    /** ListImages lists existing images. */
+    listImages: {
+      name: "ListImages",
+      requestType: ListImagesRequest as typeof ListImagesRequest,
+      requestStream: false,
+      responseType: ListImagesResponse as typeof ListImagesResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * ImageStatus returns the status of the image. If the image is not
+     * present, returns a response with ImageStatusResponse.Image set to
+     * nil.
+     */
+    imageStatus: {
+      name: "ImageStatus",
+      requestType: ImageStatusRequest as typeof ImageStatusRequest,
+      requestStream: false,
+      responseType: ImageStatusResponse as typeof ImageStatusResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** PullImage pulls an image with authentication config. */
+    pullImage: {
+      name: "PullImage",
+      requestType: PullImageRequest as typeof PullImageRequest,
+      requestStream: false,
+      responseType: PullImageResponse as typeof PullImageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * RemoveImage removes the image.
+     * This call is idempotent, and must not return an error if the image has
+     * already been removed.
+     */
+    removeImage: {
+      name: "RemoveImage",
+      requestType: RemoveImageRequest as typeof RemoveImageRequest,
+      requestStream: false,
+      responseType: RemoveImageResponse as typeof RemoveImageResponse,
+      responseStream: false,
+      options: {},
+    },
+    /** ImageFSInfo returns information of the filesystem that is used to store images. */
+    imageFsInfo: {
+      name: "ImageFsInfo",
+      requestType: ImageFsInfoRequest as typeof ImageFsInfoRequest,
+      requestStream: false,
+      responseType: ImageFsInfoResponse as typeof ImageFsInfoResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface ImageServiceServer extends UntypedServiceImplementation {
-  /** ListImages lists existing images. */
-  listImages: handleUnaryCall<ListImagesRequest, ListImagesResponse>;
-  /**
-   * ImageStatus returns the status of the image. If the image is not
-   * present, returns a response with ImageStatusResponse.Image set to
-   * nil.
-   */
-  imageStatus: handleUnaryCall<ImageStatusRequest, ImageStatusResponse>;
-  /** PullImage pulls an image with authentication config. */
-  pullImage: handleUnaryCall<PullImageRequest, PullImageResponse>;
-  /**
-   * RemoveImage removes the image.
-   * This call is idempotent, and must not return an error if the image has
-   * already been removed.
-   */
-  removeImage: handleUnaryCall<RemoveImageRequest, RemoveImageResponse>;
-  /** ImageFSInfo returns information of the filesystem that is used to store images. */
-  imageFsInfo: handleUnaryCall<ImageFsInfoRequest, ImageFsInfoResponse>;
-}
-
-export interface ImageServiceClient extends Client {
-  /** ListImages lists existing images. */
-  listImages(
-    request: ListImagesRequest,
-    callback: (error: ServiceError | null, response: ListImagesResponse) => void,
-  ): ClientUnaryCall;
-  listImages(
-    request: ListImagesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListImagesResponse) => void,
-  ): ClientUnaryCall;
-  listImages(
-    request: ListImagesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListImagesResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * ImageStatus returns the status of the image. If the image is not
-   * present, returns a response with ImageStatusResponse.Image set to
-   * nil.
-   */
-  imageStatus(
-    request: ImageStatusRequest,
-    callback: (error: ServiceError | null, response: ImageStatusResponse) => void,
-  ): ClientUnaryCall;
-  imageStatus(
-    request: ImageStatusRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ImageStatusResponse) => void,
-  ): ClientUnaryCall;
-  imageStatus(
-    request: ImageStatusRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ImageStatusResponse) => void,
-  ): ClientUnaryCall;
-  /** PullImage pulls an image with authentication config. */
-  pullImage(
-    request: PullImageRequest,
-    callback: (error: ServiceError | null, response: PullImageResponse) => void,
-  ): ClientUnaryCall;
-  pullImage(
-    request: PullImageRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PullImageResponse) => void,
-  ): ClientUnaryCall;
-  pullImage(
-    request: PullImageRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PullImageResponse) => void,
-  ): ClientUnaryCall;
-  /**
-   * RemoveImage removes the image.
-   * This call is idempotent, and must not return an error if the image has
-   * already been removed.
-   */
-  removeImage(
-    request: RemoveImageRequest,
-    callback: (error: ServiceError | null, response: RemoveImageResponse) => void,
-  ): ClientUnaryCall;
-  removeImage(
-    request: RemoveImageRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RemoveImageResponse) => void,
-  ): ClientUnaryCall;
-  removeImage(
-    request: RemoveImageRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RemoveImageResponse) => void,
-  ): ClientUnaryCall;
-  /** ImageFSInfo returns information of the filesystem that is used to store images. */
-  imageFsInfo(
-    request: ImageFsInfoRequest,
-    callback: (error: ServiceError | null, response: ImageFsInfoResponse) => void,
-  ): ClientUnaryCall;
-  imageFsInfo(
-    request: ImageFsInfoRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ImageFsInfoResponse) => void,
-  ): ClientUnaryCall;
-  imageFsInfo(
-    request: ImageFsInfoRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ImageFsInfoResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const ImageServiceClient = makeGenericClientConstructor(
-  ImageServiceService,
-  "runtime.v1.ImageService",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): ImageServiceClient;
-  service: typeof ImageServiceService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 

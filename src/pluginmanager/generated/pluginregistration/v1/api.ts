@@ -6,18 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientUnaryCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 
 export const protobufPackage = "pluginregistration";
 
@@ -290,72 +278,29 @@ export const InfoRequest: MessageFns<InfoRequest> = {
   },
 };
 
-export type RegistrationService = typeof RegistrationService;
-export const RegistrationService = {
-  getInfo: {
-    path: "/pluginregistration.Registration/GetInfo" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: InfoRequest): Buffer => Buffer.from(InfoRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): InfoRequest => InfoRequest.decode(value),
-    responseSerialize: (value: PluginInfo): Buffer => Buffer.from(PluginInfo.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PluginInfo => PluginInfo.decode(value),
-  },
-  notifyRegistrationStatus: {
-    path: "/pluginregistration.Registration/NotifyRegistrationStatus" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RegistrationStatus): Buffer => Buffer.from(RegistrationStatus.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RegistrationStatus => RegistrationStatus.decode(value),
-    responseSerialize: (value: RegistrationStatusResponse): Buffer =>
-      Buffer.from(RegistrationStatusResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): RegistrationStatusResponse => RegistrationStatusResponse.decode(value),
+export type RegistrationDefinition = typeof RegistrationDefinition;
+export const RegistrationDefinition = {
+  name: "Registration",
+  fullName: "pluginregistration.Registration",
+  methods: {
+    getInfo: {
+      name: "GetInfo",
+      requestType: InfoRequest as typeof InfoRequest,
+      requestStream: false,
+      responseType: PluginInfo as typeof PluginInfo,
+      responseStream: false,
+      options: {},
+    },
+    notifyRegistrationStatus: {
+      name: "NotifyRegistrationStatus",
+      requestType: RegistrationStatus as typeof RegistrationStatus,
+      requestStream: false,
+      responseType: RegistrationStatusResponse as typeof RegistrationStatusResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface RegistrationServer extends UntypedServiceImplementation {
-  getInfo: handleUnaryCall<InfoRequest, PluginInfo>;
-  notifyRegistrationStatus: handleUnaryCall<RegistrationStatus, RegistrationStatusResponse>;
-}
-
-export interface RegistrationClient extends Client {
-  getInfo(request: InfoRequest, callback: (error: ServiceError | null, response: PluginInfo) => void): ClientUnaryCall;
-  getInfo(
-    request: InfoRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PluginInfo) => void,
-  ): ClientUnaryCall;
-  getInfo(
-    request: InfoRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PluginInfo) => void,
-  ): ClientUnaryCall;
-  notifyRegistrationStatus(
-    request: RegistrationStatus,
-    callback: (error: ServiceError | null, response: RegistrationStatusResponse) => void,
-  ): ClientUnaryCall;
-  notifyRegistrationStatus(
-    request: RegistrationStatus,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: RegistrationStatusResponse) => void,
-  ): ClientUnaryCall;
-  notifyRegistrationStatus(
-    request: RegistrationStatus,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: RegistrationStatusResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const RegistrationClient = makeGenericClientConstructor(
-  RegistrationService,
-  "pluginregistration.Registration",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): RegistrationClient;
-  service: typeof RegistrationService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

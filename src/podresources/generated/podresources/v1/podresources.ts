@@ -6,18 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientUnaryCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 
 export const protobufPackage = "v1";
 
@@ -1131,105 +1119,37 @@ export const GetPodResourcesResponse: MessageFns<GetPodResourcesResponse> = {
 };
 
 /** Served by the kubelet on <root-dir>/pod-resources/kubelet.sock. */
-export type PodResourcesListerService = typeof PodResourcesListerService;
-export const PodResourcesListerService = {
-  list: {
-    path: "/v1.PodResourcesLister/List" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ListPodResourcesRequest): Buffer =>
-      Buffer.from(ListPodResourcesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ListPodResourcesRequest => ListPodResourcesRequest.decode(value),
-    responseSerialize: (value: ListPodResourcesResponse): Buffer =>
-      Buffer.from(ListPodResourcesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListPodResourcesResponse => ListPodResourcesResponse.decode(value),
-  },
-  getAllocatableResources: {
-    path: "/v1.PodResourcesLister/GetAllocatableResources" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: AllocatableResourcesRequest): Buffer =>
-      Buffer.from(AllocatableResourcesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): AllocatableResourcesRequest => AllocatableResourcesRequest.decode(value),
-    responseSerialize: (value: AllocatableResourcesResponse): Buffer =>
-      Buffer.from(AllocatableResourcesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): AllocatableResourcesResponse => AllocatableResourcesResponse.decode(value),
-  },
-  get: {
-    path: "/v1.PodResourcesLister/Get" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: GetPodResourcesRequest): Buffer =>
-      Buffer.from(GetPodResourcesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): GetPodResourcesRequest => GetPodResourcesRequest.decode(value),
-    responseSerialize: (value: GetPodResourcesResponse): Buffer =>
-      Buffer.from(GetPodResourcesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): GetPodResourcesResponse => GetPodResourcesResponse.decode(value),
+export type PodResourcesListerDefinition = typeof PodResourcesListerDefinition;
+export const PodResourcesListerDefinition = {
+  name: "PodResourcesLister",
+  fullName: "v1.PodResourcesLister",
+  methods: {
+    list: {
+      name: "List",
+      requestType: ListPodResourcesRequest as typeof ListPodResourcesRequest,
+      requestStream: false,
+      responseType: ListPodResourcesResponse as typeof ListPodResourcesResponse,
+      responseStream: false,
+      options: {},
+    },
+    getAllocatableResources: {
+      name: "GetAllocatableResources",
+      requestType: AllocatableResourcesRequest as typeof AllocatableResourcesRequest,
+      requestStream: false,
+      responseType: AllocatableResourcesResponse as typeof AllocatableResourcesResponse,
+      responseStream: false,
+      options: {},
+    },
+    get: {
+      name: "Get",
+      requestType: GetPodResourcesRequest as typeof GetPodResourcesRequest,
+      requestStream: false,
+      responseType: GetPodResourcesResponse as typeof GetPodResourcesResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface PodResourcesListerServer extends UntypedServiceImplementation {
-  list: handleUnaryCall<ListPodResourcesRequest, ListPodResourcesResponse>;
-  getAllocatableResources: handleUnaryCall<AllocatableResourcesRequest, AllocatableResourcesResponse>;
-  get: handleUnaryCall<GetPodResourcesRequest, GetPodResourcesResponse>;
-}
-
-export interface PodResourcesListerClient extends Client {
-  list(
-    request: ListPodResourcesRequest,
-    callback: (error: ServiceError | null, response: ListPodResourcesResponse) => void,
-  ): ClientUnaryCall;
-  list(
-    request: ListPodResourcesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ListPodResourcesResponse) => void,
-  ): ClientUnaryCall;
-  list(
-    request: ListPodResourcesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ListPodResourcesResponse) => void,
-  ): ClientUnaryCall;
-  getAllocatableResources(
-    request: AllocatableResourcesRequest,
-    callback: (error: ServiceError | null, response: AllocatableResourcesResponse) => void,
-  ): ClientUnaryCall;
-  getAllocatableResources(
-    request: AllocatableResourcesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: AllocatableResourcesResponse) => void,
-  ): ClientUnaryCall;
-  getAllocatableResources(
-    request: AllocatableResourcesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: AllocatableResourcesResponse) => void,
-  ): ClientUnaryCall;
-  get(
-    request: GetPodResourcesRequest,
-    callback: (error: ServiceError | null, response: GetPodResourcesResponse) => void,
-  ): ClientUnaryCall;
-  get(
-    request: GetPodResourcesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: GetPodResourcesResponse) => void,
-  ): ClientUnaryCall;
-  get(
-    request: GetPodResourcesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: GetPodResourcesResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const PodResourcesListerClient = makeGenericClientConstructor(
-  PodResourcesListerService,
-  "v1.PodResourcesLister",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): PodResourcesListerClient;
-  service: typeof PodResourcesListerService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

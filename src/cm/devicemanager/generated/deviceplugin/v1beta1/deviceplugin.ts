@@ -6,20 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  type handleServerStreamingCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 
 export const protobufPackage = "v1beta1";
 
@@ -1585,187 +1571,70 @@ export const DeviceSpec: MessageFns<DeviceSpec> = {
 };
 
 /** Served by the kubelet on <device-plugins>/kubelet.sock; plugins call it to join the node. */
-export type RegistrationService = typeof RegistrationService;
-export const RegistrationService = {
-  register: {
-    path: "/v1beta1.Registration/Register" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: RegisterRequest): Buffer => Buffer.from(RegisterRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): RegisterRequest => RegisterRequest.decode(value),
-    responseSerialize: (value: Empty): Buffer => Buffer.from(Empty.encode(value).finish()),
-    responseDeserialize: (value: Buffer): Empty => Empty.decode(value),
+export type RegistrationDefinition = typeof RegistrationDefinition;
+export const RegistrationDefinition = {
+  name: "Registration",
+  fullName: "v1beta1.Registration",
+  methods: {
+    register: {
+      name: "Register",
+      requestType: RegisterRequest as typeof RegisterRequest,
+      requestStream: false,
+      responseType: Empty as typeof Empty,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface RegistrationServer extends UntypedServiceImplementation {
-  register: handleUnaryCall<RegisterRequest, Empty>;
-}
-
-export interface RegistrationClient extends Client {
-  register(request: RegisterRequest, callback: (error: ServiceError | null, response: Empty) => void): ClientUnaryCall;
-  register(
-    request: RegisterRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: Empty) => void,
-  ): ClientUnaryCall;
-  register(
-    request: RegisterRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: Empty) => void,
-  ): ClientUnaryCall;
-}
-
-export const RegistrationClient = makeGenericClientConstructor(
-  RegistrationService,
-  "v1beta1.Registration",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): RegistrationClient;
-  service: typeof RegistrationService;
-  serviceName: string;
-};
 
 /** Served by each plugin on the socket it names in its RegisterRequest. */
-export type DevicePluginService = typeof DevicePluginService;
-export const DevicePluginService = {
-  getDevicePluginOptions: {
-    path: "/v1beta1.DevicePlugin/GetDevicePluginOptions" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: Empty): Buffer => Buffer.from(Empty.encode(value).finish()),
-    requestDeserialize: (value: Buffer): Empty => Empty.decode(value),
-    responseSerialize: (value: DevicePluginOptions): Buffer => Buffer.from(DevicePluginOptions.encode(value).finish()),
-    responseDeserialize: (value: Buffer): DevicePluginOptions => DevicePluginOptions.decode(value),
-  },
-  listAndWatch: {
-    path: "/v1beta1.DevicePlugin/ListAndWatch" as const,
-    requestStream: false as const,
-    responseStream: true as const,
-    requestSerialize: (value: Empty): Buffer => Buffer.from(Empty.encode(value).finish()),
-    requestDeserialize: (value: Buffer): Empty => Empty.decode(value),
-    responseSerialize: (value: ListAndWatchResponse): Buffer =>
-      Buffer.from(ListAndWatchResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ListAndWatchResponse => ListAndWatchResponse.decode(value),
-  },
-  getPreferredAllocation: {
-    path: "/v1beta1.DevicePlugin/GetPreferredAllocation" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PreferredAllocationRequest): Buffer =>
-      Buffer.from(PreferredAllocationRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PreferredAllocationRequest => PreferredAllocationRequest.decode(value),
-    responseSerialize: (value: PreferredAllocationResponse): Buffer =>
-      Buffer.from(PreferredAllocationResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PreferredAllocationResponse => PreferredAllocationResponse.decode(value),
-  },
-  allocate: {
-    path: "/v1beta1.DevicePlugin/Allocate" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: AllocateRequest): Buffer => Buffer.from(AllocateRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): AllocateRequest => AllocateRequest.decode(value),
-    responseSerialize: (value: AllocateResponse): Buffer => Buffer.from(AllocateResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): AllocateResponse => AllocateResponse.decode(value),
-  },
-  preStartContainer: {
-    path: "/v1beta1.DevicePlugin/PreStartContainer" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PreStartContainerRequest): Buffer =>
-      Buffer.from(PreStartContainerRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PreStartContainerRequest => PreStartContainerRequest.decode(value),
-    responseSerialize: (value: PreStartContainerResponse): Buffer =>
-      Buffer.from(PreStartContainerResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): PreStartContainerResponse => PreStartContainerResponse.decode(value),
+export type DevicePluginDefinition = typeof DevicePluginDefinition;
+export const DevicePluginDefinition = {
+  name: "DevicePlugin",
+  fullName: "v1beta1.DevicePlugin",
+  methods: {
+    getDevicePluginOptions: {
+      name: "GetDevicePluginOptions",
+      requestType: Empty as typeof Empty,
+      requestStream: false,
+      responseType: DevicePluginOptions as typeof DevicePluginOptions,
+      responseStream: false,
+      options: {},
+    },
+    listAndWatch: {
+      name: "ListAndWatch",
+      requestType: Empty as typeof Empty,
+      requestStream: false,
+      responseType: ListAndWatchResponse as typeof ListAndWatchResponse,
+      responseStream: true,
+      options: {},
+    },
+    getPreferredAllocation: {
+      name: "GetPreferredAllocation",
+      requestType: PreferredAllocationRequest as typeof PreferredAllocationRequest,
+      requestStream: false,
+      responseType: PreferredAllocationResponse as typeof PreferredAllocationResponse,
+      responseStream: false,
+      options: {},
+    },
+    allocate: {
+      name: "Allocate",
+      requestType: AllocateRequest as typeof AllocateRequest,
+      requestStream: false,
+      responseType: AllocateResponse as typeof AllocateResponse,
+      responseStream: false,
+      options: {},
+    },
+    preStartContainer: {
+      name: "PreStartContainer",
+      requestType: PreStartContainerRequest as typeof PreStartContainerRequest,
+      requestStream: false,
+      responseType: PreStartContainerResponse as typeof PreStartContainerResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
-
-export interface DevicePluginServer extends UntypedServiceImplementation {
-  getDevicePluginOptions: handleUnaryCall<Empty, DevicePluginOptions>;
-  listAndWatch: handleServerStreamingCall<Empty, ListAndWatchResponse>;
-  getPreferredAllocation: handleUnaryCall<PreferredAllocationRequest, PreferredAllocationResponse>;
-  allocate: handleUnaryCall<AllocateRequest, AllocateResponse>;
-  preStartContainer: handleUnaryCall<PreStartContainerRequest, PreStartContainerResponse>;
-}
-
-export interface DevicePluginClient extends Client {
-  getDevicePluginOptions(
-    request: Empty,
-    callback: (error: ServiceError | null, response: DevicePluginOptions) => void,
-  ): ClientUnaryCall;
-  getDevicePluginOptions(
-    request: Empty,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: DevicePluginOptions) => void,
-  ): ClientUnaryCall;
-  getDevicePluginOptions(
-    request: Empty,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: DevicePluginOptions) => void,
-  ): ClientUnaryCall;
-  listAndWatch(request: Empty, options?: Partial<CallOptions>): ClientReadableStream<ListAndWatchResponse>;
-  listAndWatch(
-    request: Empty,
-    metadata?: Metadata,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<ListAndWatchResponse>;
-  getPreferredAllocation(
-    request: PreferredAllocationRequest,
-    callback: (error: ServiceError | null, response: PreferredAllocationResponse) => void,
-  ): ClientUnaryCall;
-  getPreferredAllocation(
-    request: PreferredAllocationRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PreferredAllocationResponse) => void,
-  ): ClientUnaryCall;
-  getPreferredAllocation(
-    request: PreferredAllocationRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PreferredAllocationResponse) => void,
-  ): ClientUnaryCall;
-  allocate(
-    request: AllocateRequest,
-    callback: (error: ServiceError | null, response: AllocateResponse) => void,
-  ): ClientUnaryCall;
-  allocate(
-    request: AllocateRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: AllocateResponse) => void,
-  ): ClientUnaryCall;
-  allocate(
-    request: AllocateRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: AllocateResponse) => void,
-  ): ClientUnaryCall;
-  preStartContainer(
-    request: PreStartContainerRequest,
-    callback: (error: ServiceError | null, response: PreStartContainerResponse) => void,
-  ): ClientUnaryCall;
-  preStartContainer(
-    request: PreStartContainerRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: PreStartContainerResponse) => void,
-  ): ClientUnaryCall;
-  preStartContainer(
-    request: PreStartContainerRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: PreStartContainerResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const DevicePluginClient = makeGenericClientConstructor(
-  DevicePluginService,
-  "v1beta1.DevicePlugin",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): DevicePluginClient;
-  service: typeof DevicePluginService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

@@ -6,18 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientUnaryCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 import { BoolValue } from "../../google/protobuf/wrappers.js";
 
 export const protobufPackage = "csi.v1";
@@ -2307,248 +2295,85 @@ export const NodeGetInfoResponse: MessageFns<NodeGetInfoResponse> = {
   },
 };
 
-export type IdentityService = typeof IdentityService;
-export const IdentityService = {
-  getPluginInfo: {
-    path: "/csi.v1.Identity/GetPluginInfo" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: GetPluginInfoRequest): Buffer => Buffer.from(GetPluginInfoRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): GetPluginInfoRequest => GetPluginInfoRequest.decode(value),
-    responseSerialize: (value: GetPluginInfoResponse): Buffer =>
-      Buffer.from(GetPluginInfoResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): GetPluginInfoResponse => GetPluginInfoResponse.decode(value),
-  },
-  probe: {
-    path: "/csi.v1.Identity/Probe" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ProbeRequest): Buffer => Buffer.from(ProbeRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ProbeRequest => ProbeRequest.decode(value),
-    responseSerialize: (value: ProbeResponse): Buffer => Buffer.from(ProbeResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): ProbeResponse => ProbeResponse.decode(value),
-  },
-} as const;
-
-export interface IdentityServer extends UntypedServiceImplementation {
-  getPluginInfo: handleUnaryCall<GetPluginInfoRequest, GetPluginInfoResponse>;
-  probe: handleUnaryCall<ProbeRequest, ProbeResponse>;
-}
-
-export interface IdentityClient extends Client {
-  getPluginInfo(
-    request: GetPluginInfoRequest,
-    callback: (error: ServiceError | null, response: GetPluginInfoResponse) => void,
-  ): ClientUnaryCall;
-  getPluginInfo(
-    request: GetPluginInfoRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: GetPluginInfoResponse) => void,
-  ): ClientUnaryCall;
-  getPluginInfo(
-    request: GetPluginInfoRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: GetPluginInfoResponse) => void,
-  ): ClientUnaryCall;
-  probe(
-    request: ProbeRequest,
-    callback: (error: ServiceError | null, response: ProbeResponse) => void,
-  ): ClientUnaryCall;
-  probe(
-    request: ProbeRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: ProbeResponse) => void,
-  ): ClientUnaryCall;
-  probe(
-    request: ProbeRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: ProbeResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const IdentityClient = makeGenericClientConstructor(IdentityService, "csi.v1.Identity") as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): IdentityClient;
-  service: typeof IdentityService;
-  serviceName: string;
-};
-
-export type NodeService = typeof NodeService;
-export const NodeService = {
-  nodeStageVolume: {
-    path: "/csi.v1.Node/NodeStageVolume" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: NodeStageVolumeRequest): Buffer =>
-      Buffer.from(NodeStageVolumeRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): NodeStageVolumeRequest => NodeStageVolumeRequest.decode(value),
-    responseSerialize: (value: NodeStageVolumeResponse): Buffer =>
-      Buffer.from(NodeStageVolumeResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): NodeStageVolumeResponse => NodeStageVolumeResponse.decode(value),
-  },
-  nodeUnstageVolume: {
-    path: "/csi.v1.Node/NodeUnstageVolume" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: NodeUnstageVolumeRequest): Buffer =>
-      Buffer.from(NodeUnstageVolumeRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): NodeUnstageVolumeRequest => NodeUnstageVolumeRequest.decode(value),
-    responseSerialize: (value: NodeUnstageVolumeResponse): Buffer =>
-      Buffer.from(NodeUnstageVolumeResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): NodeUnstageVolumeResponse => NodeUnstageVolumeResponse.decode(value),
-  },
-  nodePublishVolume: {
-    path: "/csi.v1.Node/NodePublishVolume" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: NodePublishVolumeRequest): Buffer =>
-      Buffer.from(NodePublishVolumeRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): NodePublishVolumeRequest => NodePublishVolumeRequest.decode(value),
-    responseSerialize: (value: NodePublishVolumeResponse): Buffer =>
-      Buffer.from(NodePublishVolumeResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): NodePublishVolumeResponse => NodePublishVolumeResponse.decode(value),
-  },
-  nodeUnpublishVolume: {
-    path: "/csi.v1.Node/NodeUnpublishVolume" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: NodeUnpublishVolumeRequest): Buffer =>
-      Buffer.from(NodeUnpublishVolumeRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): NodeUnpublishVolumeRequest => NodeUnpublishVolumeRequest.decode(value),
-    responseSerialize: (value: NodeUnpublishVolumeResponse): Buffer =>
-      Buffer.from(NodeUnpublishVolumeResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): NodeUnpublishVolumeResponse => NodeUnpublishVolumeResponse.decode(value),
-  },
-  nodeGetCapabilities: {
-    path: "/csi.v1.Node/NodeGetCapabilities" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: NodeGetCapabilitiesRequest): Buffer =>
-      Buffer.from(NodeGetCapabilitiesRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): NodeGetCapabilitiesRequest => NodeGetCapabilitiesRequest.decode(value),
-    responseSerialize: (value: NodeGetCapabilitiesResponse): Buffer =>
-      Buffer.from(NodeGetCapabilitiesResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): NodeGetCapabilitiesResponse => NodeGetCapabilitiesResponse.decode(value),
-  },
-  nodeGetInfo: {
-    path: "/csi.v1.Node/NodeGetInfo" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: NodeGetInfoRequest): Buffer => Buffer.from(NodeGetInfoRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): NodeGetInfoRequest => NodeGetInfoRequest.decode(value),
-    responseSerialize: (value: NodeGetInfoResponse): Buffer => Buffer.from(NodeGetInfoResponse.encode(value).finish()),
-    responseDeserialize: (value: Buffer): NodeGetInfoResponse => NodeGetInfoResponse.decode(value),
+export type IdentityDefinition = typeof IdentityDefinition;
+export const IdentityDefinition = {
+  name: "Identity",
+  fullName: "csi.v1.Identity",
+  methods: {
+    getPluginInfo: {
+      name: "GetPluginInfo",
+      requestType: GetPluginInfoRequest as typeof GetPluginInfoRequest,
+      requestStream: false,
+      responseType: GetPluginInfoResponse as typeof GetPluginInfoResponse,
+      responseStream: false,
+      options: {},
+    },
+    probe: {
+      name: "Probe",
+      requestType: ProbeRequest as typeof ProbeRequest,
+      requestStream: false,
+      responseType: ProbeResponse as typeof ProbeResponse,
+      responseStream: false,
+      options: {},
+    },
   },
 } as const;
 
-export interface NodeServer extends UntypedServiceImplementation {
-  nodeStageVolume: handleUnaryCall<NodeStageVolumeRequest, NodeStageVolumeResponse>;
-  nodeUnstageVolume: handleUnaryCall<NodeUnstageVolumeRequest, NodeUnstageVolumeResponse>;
-  nodePublishVolume: handleUnaryCall<NodePublishVolumeRequest, NodePublishVolumeResponse>;
-  nodeUnpublishVolume: handleUnaryCall<NodeUnpublishVolumeRequest, NodeUnpublishVolumeResponse>;
-  nodeGetCapabilities: handleUnaryCall<NodeGetCapabilitiesRequest, NodeGetCapabilitiesResponse>;
-  nodeGetInfo: handleUnaryCall<NodeGetInfoRequest, NodeGetInfoResponse>;
-}
-
-export interface NodeClient extends Client {
-  nodeStageVolume(
-    request: NodeStageVolumeRequest,
-    callback: (error: ServiceError | null, response: NodeStageVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeStageVolume(
-    request: NodeStageVolumeRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: NodeStageVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeStageVolume(
-    request: NodeStageVolumeRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: NodeStageVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeUnstageVolume(
-    request: NodeUnstageVolumeRequest,
-    callback: (error: ServiceError | null, response: NodeUnstageVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeUnstageVolume(
-    request: NodeUnstageVolumeRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: NodeUnstageVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeUnstageVolume(
-    request: NodeUnstageVolumeRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: NodeUnstageVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodePublishVolume(
-    request: NodePublishVolumeRequest,
-    callback: (error: ServiceError | null, response: NodePublishVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodePublishVolume(
-    request: NodePublishVolumeRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: NodePublishVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodePublishVolume(
-    request: NodePublishVolumeRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: NodePublishVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeUnpublishVolume(
-    request: NodeUnpublishVolumeRequest,
-    callback: (error: ServiceError | null, response: NodeUnpublishVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeUnpublishVolume(
-    request: NodeUnpublishVolumeRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: NodeUnpublishVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeUnpublishVolume(
-    request: NodeUnpublishVolumeRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: NodeUnpublishVolumeResponse) => void,
-  ): ClientUnaryCall;
-  nodeGetCapabilities(
-    request: NodeGetCapabilitiesRequest,
-    callback: (error: ServiceError | null, response: NodeGetCapabilitiesResponse) => void,
-  ): ClientUnaryCall;
-  nodeGetCapabilities(
-    request: NodeGetCapabilitiesRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: NodeGetCapabilitiesResponse) => void,
-  ): ClientUnaryCall;
-  nodeGetCapabilities(
-    request: NodeGetCapabilitiesRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: NodeGetCapabilitiesResponse) => void,
-  ): ClientUnaryCall;
-  nodeGetInfo(
-    request: NodeGetInfoRequest,
-    callback: (error: ServiceError | null, response: NodeGetInfoResponse) => void,
-  ): ClientUnaryCall;
-  nodeGetInfo(
-    request: NodeGetInfoRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: NodeGetInfoResponse) => void,
-  ): ClientUnaryCall;
-  nodeGetInfo(
-    request: NodeGetInfoRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: NodeGetInfoResponse) => void,
-  ): ClientUnaryCall;
-}
-
-export const NodeClient = makeGenericClientConstructor(NodeService, "csi.v1.Node") as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): NodeClient;
-  service: typeof NodeService;
-  serviceName: string;
-};
+export type NodeDefinition = typeof NodeDefinition;
+export const NodeDefinition = {
+  name: "Node",
+  fullName: "csi.v1.Node",
+  methods: {
+    nodeStageVolume: {
+      name: "NodeStageVolume",
+      requestType: NodeStageVolumeRequest as typeof NodeStageVolumeRequest,
+      requestStream: false,
+      responseType: NodeStageVolumeResponse as typeof NodeStageVolumeResponse,
+      responseStream: false,
+      options: {},
+    },
+    nodeUnstageVolume: {
+      name: "NodeUnstageVolume",
+      requestType: NodeUnstageVolumeRequest as typeof NodeUnstageVolumeRequest,
+      requestStream: false,
+      responseType: NodeUnstageVolumeResponse as typeof NodeUnstageVolumeResponse,
+      responseStream: false,
+      options: {},
+    },
+    nodePublishVolume: {
+      name: "NodePublishVolume",
+      requestType: NodePublishVolumeRequest as typeof NodePublishVolumeRequest,
+      requestStream: false,
+      responseType: NodePublishVolumeResponse as typeof NodePublishVolumeResponse,
+      responseStream: false,
+      options: {},
+    },
+    nodeUnpublishVolume: {
+      name: "NodeUnpublishVolume",
+      requestType: NodeUnpublishVolumeRequest as typeof NodeUnpublishVolumeRequest,
+      requestStream: false,
+      responseType: NodeUnpublishVolumeResponse as typeof NodeUnpublishVolumeResponse,
+      responseStream: false,
+      options: {},
+    },
+    nodeGetCapabilities: {
+      name: "NodeGetCapabilities",
+      requestType: NodeGetCapabilitiesRequest as typeof NodeGetCapabilitiesRequest,
+      requestStream: false,
+      responseType: NodeGetCapabilitiesResponse as typeof NodeGetCapabilitiesResponse,
+      responseStream: false,
+      options: {},
+    },
+    nodeGetInfo: {
+      name: "NodeGetInfo",
+      requestType: NodeGetInfoRequest as typeof NodeGetInfoRequest,
+      requestStream: false,
+      responseType: NodeGetInfoResponse as typeof NodeGetInfoResponse,
+      responseStream: false,
+      options: {},
+    },
+  },
+} as const;
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 

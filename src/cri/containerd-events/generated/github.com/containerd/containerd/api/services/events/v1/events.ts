@@ -6,20 +6,6 @@
 
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
-import {
-  type CallOptions,
-  type ChannelCredentials,
-  Client,
-  type ClientOptions,
-  type ClientReadableStream,
-  type ClientUnaryCall,
-  type handleServerStreamingCall,
-  type handleUnaryCall,
-  makeGenericClientConstructor,
-  type Metadata,
-  type ServiceError,
-  type UntypedServiceImplementation,
-} from "@grpc/grpc-js";
 import { Any } from "../../../../../../../google/protobuf/any.js";
 import { Empty } from "../../../../../../../google/protobuf/empty.js";
 import { Timestamp } from "../../../../../../../google/protobuf/timestamp.js";
@@ -318,150 +304,59 @@ export const Envelope: MessageFns<Envelope> = {
   },
 };
 
-export type EventsService = typeof EventsService;
-export const EventsService = {
-  /**
-   * Publish an event to a topic.
-   *
-   * The event will be packed into a timestamp envelope with the namespace
-   * introspected from the context. The envelope will then be dispatched.
-   */
-  publish: {
-    path: "/containerd.services.events.v1.Events/Publish" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: PublishRequest): Buffer => Buffer.from(PublishRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): PublishRequest => PublishRequest.decode(value),
-    responseSerialize: (value: Empty): Buffer => Buffer.from(Empty.encode(value).finish()),
-    responseDeserialize: (value: Buffer): Empty => Empty.decode(value),
-  },
-  /**
-   * Forward sends an event that has already been packaged into an envelope
-   * with a timestamp and namespace.
-   *
-   * This is useful if earlier timestamping is required or when forwarding on
-   * behalf of another component, namespace or publisher.
-   */
-  forward: {
-    path: "/containerd.services.events.v1.Events/Forward" as const,
-    requestStream: false as const,
-    responseStream: false as const,
-    requestSerialize: (value: ForwardRequest): Buffer => Buffer.from(ForwardRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): ForwardRequest => ForwardRequest.decode(value),
-    responseSerialize: (value: Empty): Buffer => Buffer.from(Empty.encode(value).finish()),
-    responseDeserialize: (value: Buffer): Empty => Empty.decode(value),
-  },
-  /**
-   * Subscribe to a stream of events, possibly returning only that match any
-   * of the provided filters.
-   *
-   * Unlike many other methods in containerd, subscribers will get messages
-   * from all namespaces unless otherwise specified. If this is not desired,
-   * a filter can be provided in the format 'namespace==<namespace>' to
-   * restrict the received events.
-   */
-  subscribe: {
-    path: "/containerd.services.events.v1.Events/Subscribe" as const,
-    requestStream: false as const,
-    responseStream: true as const,
-    requestSerialize: (value: SubscribeRequest): Buffer => Buffer.from(SubscribeRequest.encode(value).finish()),
-    requestDeserialize: (value: Buffer): SubscribeRequest => SubscribeRequest.decode(value),
-    responseSerialize: (value: Envelope): Buffer => Buffer.from(Envelope.encode(value).finish()),
-    responseDeserialize: (value: Buffer): Envelope => Envelope.decode(value),
+export type EventsDefinition = typeof EventsDefinition;
+export const EventsDefinition = {
+  name: "Events",
+  fullName: "containerd.services.events.v1.Events",
+  methods: {
+    /**
+     * Publish an event to a topic.
+     *
+     * The event will be packed into a timestamp envelope with the namespace
+     * introspected from the context. The envelope will then be dispatched.
+     */
+    publish: {
+      name: "Publish",
+      requestType: PublishRequest as typeof PublishRequest,
+      requestStream: false,
+      responseType: Empty as typeof Empty,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Forward sends an event that has already been packaged into an envelope
+     * with a timestamp and namespace.
+     *
+     * This is useful if earlier timestamping is required or when forwarding on
+     * behalf of another component, namespace or publisher.
+     */
+    forward: {
+      name: "Forward",
+      requestType: ForwardRequest as typeof ForwardRequest,
+      requestStream: false,
+      responseType: Empty as typeof Empty,
+      responseStream: false,
+      options: {},
+    },
+    /**
+     * Subscribe to a stream of events, possibly returning only that match any
+     * of the provided filters.
+     *
+     * Unlike many other methods in containerd, subscribers will get messages
+     * from all namespaces unless otherwise specified. If this is not desired,
+     * a filter can be provided in the format 'namespace==<namespace>' to
+     * restrict the received events.
+     */
+    subscribe: {
+      name: "Subscribe",
+      requestType: SubscribeRequest as typeof SubscribeRequest,
+      requestStream: false,
+      responseType: Envelope as typeof Envelope,
+      responseStream: true,
+      options: {},
+    },
   },
 } as const;
-
-export interface EventsServer extends UntypedServiceImplementation {
-  /**
-   * Publish an event to a topic.
-   *
-   * The event will be packed into a timestamp envelope with the namespace
-   * introspected from the context. The envelope will then be dispatched.
-   */
-  publish: handleUnaryCall<PublishRequest, Empty>;
-  /**
-   * Forward sends an event that has already been packaged into an envelope
-   * with a timestamp and namespace.
-   *
-   * This is useful if earlier timestamping is required or when forwarding on
-   * behalf of another component, namespace or publisher.
-   */
-  forward: handleUnaryCall<ForwardRequest, Empty>;
-  /**
-   * Subscribe to a stream of events, possibly returning only that match any
-   * of the provided filters.
-   *
-   * Unlike many other methods in containerd, subscribers will get messages
-   * from all namespaces unless otherwise specified. If this is not desired,
-   * a filter can be provided in the format 'namespace==<namespace>' to
-   * restrict the received events.
-   */
-  subscribe: handleServerStreamingCall<SubscribeRequest, Envelope>;
-}
-
-export interface EventsClient extends Client {
-  /**
-   * Publish an event to a topic.
-   *
-   * The event will be packed into a timestamp envelope with the namespace
-   * introspected from the context. The envelope will then be dispatched.
-   */
-  publish(request: PublishRequest, callback: (error: ServiceError | null, response: Empty) => void): ClientUnaryCall;
-  publish(
-    request: PublishRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: Empty) => void,
-  ): ClientUnaryCall;
-  publish(
-    request: PublishRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: Empty) => void,
-  ): ClientUnaryCall;
-  /**
-   * Forward sends an event that has already been packaged into an envelope
-   * with a timestamp and namespace.
-   *
-   * This is useful if earlier timestamping is required or when forwarding on
-   * behalf of another component, namespace or publisher.
-   */
-  forward(request: ForwardRequest, callback: (error: ServiceError | null, response: Empty) => void): ClientUnaryCall;
-  forward(
-    request: ForwardRequest,
-    metadata: Metadata,
-    callback: (error: ServiceError | null, response: Empty) => void,
-  ): ClientUnaryCall;
-  forward(
-    request: ForwardRequest,
-    metadata: Metadata,
-    options: Partial<CallOptions>,
-    callback: (error: ServiceError | null, response: Empty) => void,
-  ): ClientUnaryCall;
-  /**
-   * Subscribe to a stream of events, possibly returning only that match any
-   * of the provided filters.
-   *
-   * Unlike many other methods in containerd, subscribers will get messages
-   * from all namespaces unless otherwise specified. If this is not desired,
-   * a filter can be provided in the format 'namespace==<namespace>' to
-   * restrict the received events.
-   */
-  subscribe(request: SubscribeRequest, options?: Partial<CallOptions>): ClientReadableStream<Envelope>;
-  subscribe(
-    request: SubscribeRequest,
-    metadata?: Metadata,
-    options?: Partial<CallOptions>,
-  ): ClientReadableStream<Envelope>;
-}
-
-export const EventsClient = makeGenericClientConstructor(
-  EventsService,
-  "containerd.services.events.v1.Events",
-) as unknown as {
-  new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): EventsClient;
-  service: typeof EventsService;
-  serviceName: string;
-};
 
 type Builtin = Date | Function | Uint8Array | string | number | boolean | bigint | undefined;
 
