@@ -9,6 +9,7 @@
  * filesystems from statfs of rootDir, the image filesystem CRI names (ImageFsInfo) and the pod log
  * folder. Volume usage comes from the FsResourceAnalyzer's cache, never walked here.
  */
+import { setMaxListeners } from 'node:events';
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../api/core-v1.js';
@@ -254,6 +255,9 @@ export class StatsProvider {
       byPod.set(sandbox.id, entry);
     }
     const liveIds = new Set<string>(['node:/', 'cgroup:pods']);
+    // A pass reads every new sandbox's status at once, each call listening on this one signal: with
+    // more than ten new pods Node would warn of a listener leak, though each call lets go of its own.
+    if (signal) setMaxListeners(0, signal);
     const out = await Promise.all(
       [...byPod.values()].map(({ sandbox, containers }) => {
         liveIds.add(sandbox.id);

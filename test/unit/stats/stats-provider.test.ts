@@ -131,6 +131,71 @@ describe('StatsProvider', () => {
     assert.equal(second.node.fs, undefined);
   });
 
+  test('a pass over many new pods under one signal raises no listener-leak warning', async () => {
+    const clock = new FakeClock();
+    const fake = new FakeRuntime(clock);
+    fake.addImage('busybox', { size: MiB });
+    const pods: Pod[] = [];
+    for (let i = 0; i < 12; i++) {
+      const uid = `uid-${i}`;
+      const sb = await fake.runPodSandbox(sandboxConfig(`p${i}`, uid), '');
+      const config = {
+        metadata: { name: 'app', attempt: 0 },
+        image: { image: 'busybox' },
+        labels: {},
+        annotations: {},
+      };
+      await fake.startContainer(await fake.createContainer(sb, config as never, sandboxConfig(`p${i}`, uid)));
+      pods.push({
+        metadata: { name: `p${i}`, namespace: 'ns', uid },
+        spec: { containers: [{ name: 'app', image: 'busybox' }] },
+      });
+    }
+    // As the real CRI client does: each call listens on the caller's signal until it is answered.
+    const podSandboxStatus = fake.podSandboxStatus.bind(fake);
+    let listening = 0;
+    fake.podSandboxStatus = async (id, verbose, opts) => {
+      const onAbort = (): void => undefined;
+      opts?.signal?.addEventListener('abort', onAbort);
+      listening++;
+      await new Promise((resolve) => setImmediate(resolve));
+      opts?.signal?.removeEventListener('abort', onAbort);
+      return podSandboxStatus(id, verbose, opts);
+    };
+    const provider = new StatsProvider({
+      runtime: fake,
+      images: fake,
+      clock,
+      nodeName: 'n1',
+      rootDir: dir,
+      podLogsDir: path.join(dir, 'logs'),
+      runtimeRequestTimeoutMs: 1000,
+      pods: () => pods,
+      fsResourceAnalyzer: new FsResourceAnalyzer({
+        rootDir: path.join(dir, 'root'),
+        clock,
+        periodMs: 60_000,
+        pods: () => pods,
+      }),
+    });
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): void => void warnings.push(w);
+    process.on('warning', onWarning);
+    try {
+      const summary = await provider.getSummary(new AbortController().signal);
+      assert.equal(summary.pods.length, 12);
+      // Node emits its warnings on a later tick.
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    assert.equal(listening, 12, 'every new sandbox was read under the signal');
+    assert.deepEqual(
+      warnings.filter((w) => w.name === 'MaxListenersExceededWarning').map((w) => w.message),
+      [],
+    );
+  });
+
   test('JSON times are metav1.Time: RFC 3339, whole seconds', async () => {
     const { provider } = await setUp();
     const json = JSON.parse(summaryJson(await provider.getCPUAndMemorySummary())) as {
