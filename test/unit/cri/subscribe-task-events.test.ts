@@ -20,10 +20,25 @@ import {
 } from '../../../src/cri/containerd-events/generated/github.com/containerd/containerd/api/events/task.js';
 import {
   Envelope,
-  EventsService,
-  type SubscribeRequest,
+  SubscribeRequest,
 } from '../../../src/cri/containerd-events/generated/github.com/containerd/containerd/api/services/events/v1/events.js';
 import { waitFor } from '../../helpers/wait.js';
+
+/**
+ * containerd's Subscribe as a grpc-js server serves it, built here from the message codecs alone
+ * (the generated code carries no grpc-js service): a real gRPC peer for the client's own framing.
+ */
+const EventsSubscribeService: grpc.ServiceDefinition = {
+  subscribe: {
+    path: '/containerd.services.events.v1.Events/Subscribe',
+    requestStream: false,
+    responseStream: true,
+    requestSerialize: (request: SubscribeRequest) => Buffer.from(SubscribeRequest.encode(request).finish()),
+    requestDeserialize: (bytes: Buffer) => SubscribeRequest.decode(bytes),
+    responseSerialize: (envelope: Envelope) => Buffer.from(Envelope.encode(envelope).finish()),
+    responseDeserialize: (bytes: Buffer) => Envelope.decode(bytes),
+  },
+};
 
 function envelope(topic: string, typeUrl: string, value: Uint8Array): Envelope {
   // env=node: the generated Any holds a Buffer.
@@ -41,9 +56,7 @@ test('typed task events, namespace header and filters; a broken stream is re-ope
   const socket = join(dir, 'containerd.sock');
   const seen: { namespace: unknown; filters: string[] }[] = [];
   const server = new grpc.Server();
-  server.addService(EventsService, {
-    publish: (_call: unknown, cb: grpc.sendUnaryData<object>) => cb(null, {}),
-    forward: (_call: unknown, cb: grpc.sendUnaryData<object>) => cb(null, {}),
+  server.addService(EventsSubscribeService, {
     subscribe: (call: grpc.ServerWritableStream<SubscribeRequest, Envelope>) => {
       seen.push({ namespace: call.metadata.get('containerd-namespace')[0], filters: call.request.filters });
       if (seen.length === 1) {
