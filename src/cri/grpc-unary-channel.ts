@@ -3,33 +3,22 @@
  * and over this project's own HTTP/2 connection (src/lib/http2) rather than node:http2, because every
  * pod start and relist makes these calls: grpc-js spends about twice the CPU per call of node:http2
  * (name resolution, load-balancing picks, call credentials, filter stacks), and node:http2 about four
- * times that of this connection (bench/relist's unary_call_cpu_us: about 200 µs against 50). Streaming
- * calls (containerd's events) keep grpc-js.
+ * times that of this connection (bench/relist's unary_call_cpu_us: about 200 µs against 50).
  *
- * The wire format is gRPC over HTTP/2 (grpc/doc/PROTOCOL-HTTP2.md): a POST to /package.Service/Method
- * with `content-type: application/grpc`, `te: trailers` and `grpc-timeout`; the body is one
- * length-prefixed message (a flag byte, 0 for uncompressed, then a 4-byte big-endian length); the
- * answer is one such message and trailers carrying grpc-status and grpc-message (or, for an error
- * without a body, those in the headers alone).
+ * The wire format (grpc-over-http2.ts) is shared with containerd's event stream: here the body is one
+ * length-prefixed message, sent with `grpc-timeout`, and so is the answer.
  */
 import net from 'node:net';
 import { CallWatchdog } from '../lib/call-watchdog.js';
 import { GrpcStatus } from '../lib/grpc-status.js';
-import { Http2ClientConnection, type StreamHandler } from '../lib/http2/client-connection.js';
-import type { HeaderFields } from '../lib/http2/hpack.js';
-
-/**
- * A failed call: an Error with grpc-js's ServiceError shape (a numeric code and the details), so that
- * toCriError maps both alike. Not a class of its own: it never leaves src/cri (see to-cri-error.ts).
- */
-export type GrpcCallError = Error & { code: number; details: string };
-
-export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
-  return Object.assign(new Error(`${code} ${details}`, cause === undefined ? undefined : { cause }), {
-    code,
-    details,
-  });
-}
+import { Http2ClientConnection } from '../lib/http2/client-connection.js';
+import {
+  grpcAnswerHandler,
+  grpcCallError,
+  grpcMessageFrame,
+  grpcRequestFields,
+  type GrpcCallError,
+} from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {
   path: string;
@@ -84,11 +73,7 @@ export class GrpcUnaryChannel {
     signal?: AbortSignal,
   ): Promise<Response> {
     if (this.closed) return Promise.reject(grpcCallError(GrpcStatus.UNAVAILABLE, 'channel closed'));
-    const message = method.requestSerialize(request);
-    const frame = Buffer.allocUnsafe(5 + message.length);
-    frame[0] = 0;
-    frame.writeUInt32BE(message.length, 1);
-    message.copy(frame, 5);
+    const frame = grpcMessageFrame(method.requestSerialize(request));
 
     return new Promise<Response>((resolve, reject) => {
       let connection: Http2ClientConnection;
@@ -100,11 +85,8 @@ export class GrpcUnaryChannel {
       }
       this.callStarted(connection);
 
-      const chunks: Buffer[] = [];
-      let received = 0;
-      let headerStatus: number | undefined;
-      let grpcStatus: number | undefined;
-      let grpcMessage = '';
+      let answer: Buffer | undefined;
+      let messages = 0;
       let settled = false;
       let streamId = 0;
       const finish = (err: GrpcCallError | undefined, value?: Response): void => {
@@ -129,71 +111,32 @@ export class GrpcUnaryChannel {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
 
-      const readStatus = (fields: HeaderFields): void => {
-        const status = fields.get('grpc-status');
-        if (status !== undefined) {
-          grpcStatus = Number(status);
-          grpcMessage = percentDecode(fields.get('grpc-message') ?? '');
-        }
-      };
-      const handler: StreamHandler = {
-        onHeaders: (fields) => {
-          if (headerStatus === undefined) headerStatus = Number(fields.get(':status'));
-          readStatus(fields);
+      const handler = grpcAnswerHandler({
+        peer: this.socketPath,
+        maxMessageBytes: this.opts.maxReceiveMessageBytes,
+        onMessage: (message) => {
+          answer = message;
+          messages++;
         },
-        onData: (chunk) => {
-          received += chunk.length;
-          if (received - 5 > this.opts.maxReceiveMessageBytes) {
-            cancel(
-              grpcCallError(
-                GrpcStatus.RESOURCE_EXHAUSTED,
-                `Received message larger than max (${received - 5} vs. ${this.opts.maxReceiveMessageBytes})`,
-              ),
-            );
+        cancel: () => connection.cancel(streamId),
+        onEnd: (err) => {
+          if (err) {
+            finish(err);
             return;
           }
-          chunks.push(chunk);
-        },
-        onError: (err) => finish(grpcCallError(GrpcStatus.UNAVAILABLE, err.message, err)),
-        onEnd: () => {
-          if (settled) return;
-          if (grpcStatus === undefined) {
-            // No status at all: something that is not a gRPC server answered.
-            const why =
-              headerStatus === undefined
-                ? `connection to ${this.socketPath} ended the stream without an answer`
-                : `no grpc-status in the answer (HTTP status ${headerStatus})`;
-            finish(grpcCallError(headerStatus === 200 ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, why));
-            return;
-          }
-          if (grpcStatus !== GrpcStatus.OK) {
-            finish(grpcCallError(grpcStatus, grpcMessage));
-            return;
-          }
-          const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
-          if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
-            // The request advertised no compression, so a compressed or partial message is a fault.
-            finish(grpcCallError(GrpcStatus.INTERNAL, 'malformed or compressed response message'));
+          if (answer === undefined || messages > 1) {
+            finish(grpcCallError(GrpcStatus.INTERNAL, `${messages} response messages to a unary call`));
             return;
           }
           try {
-            finish(undefined, method.responseDeserialize(body.subarray(5)));
+            finish(undefined, method.responseDeserialize(answer));
           } catch (err) {
             finish(grpcCallError(GrpcStatus.INTERNAL, `response could not be decoded: ${errorText(err)}`));
           }
         },
-      };
+      });
       streamId = connection.request(
-        [
-          [':method', 'POST'],
-          [':scheme', 'http'],
-          [':path', method.path],
-          [':authority', 'localhost'],
-          ['content-type', 'application/grpc'],
-          ['te', 'trailers'],
-          ['grpc-timeout', grpcTimeout(timeoutMs)],
-          ['user-agent', 'tskubelet-grpc'],
-        ],
+        grpcRequestFields(method.path, [['grpc-timeout', grpcTimeout(timeoutMs)]]),
         frame,
         handler,
       );
@@ -221,16 +164,6 @@ function grpcTimeout(timeoutMs: number): string {
   const ms = Math.max(1, Math.ceil(timeoutMs));
   if (ms <= MAX_TIMEOUT_DIGITS) return `${ms}m`;
   return `${Math.min(Math.ceil(ms / 1000), MAX_TIMEOUT_DIGITS)}S`;
-}
-
-/** grpc-message is percent-encoded UTF-8; a malformed one is shown as it came. */
-function percentDecode(text: string): string {
-  if (!text.includes('%')) return text;
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }
 
 function errorText(err: unknown): string {

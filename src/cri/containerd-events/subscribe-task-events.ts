@@ -1,19 +1,24 @@
 /**
  * containerd's event stream (`containerd.services.events.v1.Events/Subscribe`), narrowed to the task
  * events an evented PLEG needs: a container's task started, exited, was OOM-killed or was deleted.
- * The client is generated from containerd 1.6's protos (./proto, `npm run gen:cri`); each envelope
- * carries its event as a typeurl `Any`, decoded here by its type name.
+ * The messages are generated from containerd 1.6's protos (./proto, `npm run gen:cri`); each envelope
+ * carries its event as a typeurl `Any`, decoded here by its type name. The call itself goes over the
+ * project's own HTTP/2 connection (grpc-over-http2.ts), not grpc-js: this stream is open for as long
+ * as the kubelet runs, and grpc-js would cost the kubelet several MiB of memory for it alone.
  *
  * containerd does not replay events: whatever happened while the stream was down is lost. So the
  * stream is re-opened with back-off whenever it breaks, and `onSubscribe` tells the caller each time
  * a new stream starts, so that it can relist to cover the gap (as upstream's evented PLEG does).
  */
-import * as grpc from '@grpc/grpc-js';
+import net from 'node:net';
 import { retryDelayMs } from '../../lib/backoff.js';
 import { realClock, type Clock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
+import { GrpcStatus } from '../../lib/grpc-status.js';
+import { Http2ClientConnection } from '../../lib/http2/client-connection.js';
 import { logger } from '../../lib/log.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
+import { grpcAnswerHandler, grpcCallError, grpcMessageFrame, grpcRequestFields } from '../grpc-over-http2.js';
 // containerd's proto paths have an `api/` folder of their own, not src/api: the layer rule's pattern does not apply.
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
@@ -24,12 +29,18 @@ import {
 } from './generated/github.com/containerd/containerd/api/events/task.js';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
-  EventsClient,
+  Envelope,
   SubscribeRequest,
-  type Envelope,
 } from './generated/github.com/containerd/containerd/api/services/events/v1/events.js';
 
 const log = logger('containerd_events');
+
+const SUBSCRIBE_PATH = '/containerd.services.events.v1.Events/Subscribe';
+// grpc-js's default receive limit, which this stream had before; an event is a few hundred bytes.
+const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+// Events are read as they come, so the window bounds nothing held here: it only spares a burst of
+// events (a node's pods starting at once) a WINDOW_UPDATE every 32 KiB.
+const WINDOW_BYTES = 1024 * 1024;
 
 /** The containerd namespace the CRI plugin keeps the kubelet's pods in. */
 export const K8S_NAMESPACE = 'k8s.io';
@@ -159,76 +170,107 @@ export async function subscribeTaskEvents(
   const clock = options.clock ?? realClock;
   const initialMs = options.initialBackoffMs ?? 100;
   const maxMs = options.maxBackoffMs ?? 5000;
-  const target = parseCriEndpoint(socket).grpcTarget;
-  const client = new EventsClient(target, grpc.credentials.createInsecure(), {
-    'grpc.initial_reconnect_backoff_ms': initialMs,
-    'grpc.max_reconnect_backoff_ms': maxMs,
-  });
-  const request = SubscribeRequest.fromPartial({ filters: subscribeFilters(namespace, filters) });
-  try {
-    for (let failures = 0; !signal.aborted;) {
-      const { gotEvent, error } = await streamOnce(client, namespace, request, onEvent, signal, options);
-      if (signal.aborted) break;
-      options.onBreak?.(error);
-      if (gotEvent) failures = 0;
-      const delayMs = retryDelayMs(failures++, initialMs, maxMs);
-      log.v(failures > 1 ? 4 : 2, 'containerd event stream broke; re-subscribing', {
-        socket,
-        err: error,
-        retryInMs: delayMs,
-      });
-      await clock.sleep(delayMs, signal).catch(() => undefined);
-    }
-  } finally {
-    client.close();
+  const socketPath = parseCriEndpoint(socket).socketPath;
+  const body = grpcMessageFrame(
+    SubscribeRequest.encode(
+      SubscribeRequest.fromPartial({ filters: subscribeFilters(namespace, filters) }),
+    ).finish(),
+  );
+  for (let failures = 0; !signal.aborted;) {
+    const { gotEvent, error } = await streamOnce(socketPath, namespace, body, onEvent, signal, options);
+    if (signal.aborted) break;
+    options.onBreak?.(error);
+    if (gotEvent) failures = 0;
+    const delayMs = retryDelayMs(failures++, initialMs, maxMs);
+    log.v(failures > 1 ? 4 : 2, 'containerd event stream broke; re-subscribing', {
+      socket,
+      err: error,
+      retryInMs: delayMs,
+    });
+    await clock.sleep(delayMs, signal).catch(() => undefined);
   }
 }
 
-/** One Subscribe stream, until it ends, fails or signal aborts. */
+/**
+ * One Subscribe stream, until it ends, fails or signal aborts, on a connection of its own that closes
+ * with it. A stream breaks almost only when containerd restarts or drops its socket, which leaves the
+ * old connection dead or going away, so keeping it would save nothing; one dial per break (at most
+ * one per back-off) is free, and the open socket keeps the process up exactly while a stream is,
+ * as grpc-js's channel did while its call was active.
+ */
 function streamOnce(
-  client: EventsClient,
+  socketPath: string,
   namespace: string,
-  request: SubscribeRequest,
+  body: Buffer,
   onEvent: (event: TaskEvent) => void,
   signal: AbortSignal,
   options: SubscribeTaskEventsOptions,
 ): Promise<{ gotEvent: boolean; error: string }> {
   return new Promise((resolve) => {
     let gotEvent = false;
-    const metadata = new grpc.Metadata();
-    // containerd reads the namespace of a call from this header (its namespaces package).
-    metadata.set('containerd-namespace', namespace);
-    // grpc-js calls do not wait for a ready channel: while containerd is down this fails at once,
-    // and the loop above owns the back-off.
-    const call = client.subscribe(request, metadata);
-    const onAbort = (): void => call.cancel();
-    signal.addEventListener('abort', onAbort, { once: true });
-    options.onSubscribe?.();
     let settled = false;
+    let streamId = 0;
+    const connection = new Http2ClientConnection(net.connect(socketPath), { windowBytes: WINDOW_BYTES });
     const finish = (error: string): void => {
       if (settled) return;
       settled = true;
       signal.removeEventListener('abort', onAbort);
+      connection.close();
       resolve({ gotEvent, error });
     };
-    call.on('data', (envelope: Envelope) => {
-      gotEvent = true;
-      let event: TaskEvent | undefined;
-      try {
-        event = taskEventFromEnvelope(envelope);
-      } catch (err) {
-        log.error('Cannot decode a containerd event', { topic: envelope.topic, err: errorMessage(err) });
-        return;
-      }
-      if (!event) return;
-      try {
-        onEvent(event);
-      } catch (err) {
-        log.error('A containerd event handler failed', { topic: envelope.topic, err: errorMessage(err) });
-      }
+    const onAbort = (): void => {
+      connection.cancel(streamId);
+      finish('cancelled');
+    };
+    const handler = grpcAnswerHandler({
+      peer: socketPath,
+      maxMessageBytes: MAX_MESSAGE_BYTES,
+      onMessage: (message) => {
+        // After a break or an abort from inside onEvent, the rest of a chunk is not wanted.
+        if (settled) return;
+        let envelope: Envelope;
+        try {
+          envelope = Envelope.decode(message);
+        } catch (err) {
+          // As grpc-js did: an answer that does not decode ends the call; the re-subscription relists.
+          connection.cancel(streamId);
+          finish(
+            grpcCallError(GrpcStatus.INTERNAL, `an event could not be decoded: ${errorMessage(err)}`).message,
+          );
+          return;
+        }
+        gotEvent = true;
+        deliver(envelope, onEvent);
+      },
+      cancel: () => connection.cancel(streamId),
+      onEnd: (err) => finish(err ? err.message : 'the stream ended'),
     });
-    call.on('error', (err: Error) => finish(errorMessage(err)));
-    call.on('end', () => finish('the stream ended'));
-    call.on('close', () => finish('the stream closed'));
+    // containerd reads the namespace of a call from this header (its namespaces package). The call
+    // does not wait for containerd: while it is down the connect fails at once, and the loop above
+    // owns the back-off.
+    streamId = connection.request(
+      grpcRequestFields(SUBSCRIBE_PATH, [['containerd-namespace', namespace]]),
+      body,
+      handler,
+    );
+    signal.addEventListener('abort', onAbort, { once: true });
+    options.onSubscribe?.();
   });
+}
+
+/** Hands one envelope's task event to onEvent; neither a payload that does not decode nor what onEvent throws ends the stream. */
+function deliver(envelope: Envelope, onEvent: (event: TaskEvent) => void): void {
+  let event: TaskEvent | undefined;
+  try {
+    event = taskEventFromEnvelope(envelope);
+  } catch (err) {
+    log.error('Cannot decode a containerd event', { topic: envelope.topic, err: errorMessage(err) });
+    return;
+  }
+  if (!event) return;
+  try {
+    onEvent(event);
+  } catch (err) {
+    log.error('A containerd event handler failed', { topic: envelope.topic, err: errorMessage(err) });
+  }
 }

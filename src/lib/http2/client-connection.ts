@@ -1,6 +1,7 @@
 /**
  * An HTTP/2 client connection (RFC 9113) over one socket, for request/response exchanges with a
- * local server: the gRPC unary calls of the CRI. Hand-written rather than node:http2 because a
+ * local server: the gRPC unary calls of the CRI, and containerd's event stream (one request, an
+ * answer that lasts). Hand-written rather than node:http2 because a
  * node:http2 request costs the kubelet about 200 µs of CPU however small it is (a Duplex stream, an
  * AsyncResource whose bind() builds two deprecation wrappers, event listeners), and a pod start makes
  * a dozen or more of them; here a request is two frames in one write and its answer a few callbacks

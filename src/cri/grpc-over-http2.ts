@@ -1,0 +1,219 @@
+/**
+ * gRPC's wire format over this project's HTTP/2 connection (grpc/doc/PROTOCOL-HTTP2.md), shared by
+ * the CRI's unary calls (grpc-unary-channel.ts) and containerd's event stream
+ * (containerd-events/subscribe-task-events.ts). Hand-written rather than grpc-js, which costs the
+ * kubelet several MiB of memory and, per call, about four times the CPU (see grpc-unary-channel.ts).
+ *
+ * A request is a POST to /package.Service/Method with `content-type: application/grpc` and
+ * `te: trailers`; each message either way is length-prefixed (a flag byte, 0 for uncompressed, then
+ * a 4-byte big-endian length). The answer is headers, any number of messages split across DATA
+ * frames however the server likes, and trailers carrying grpc-status and grpc-message (or, for an
+ * error without a body, those in the headers alone).
+ */
+import type { StreamHandler } from '../lib/http2/client-connection.js';
+import { GrpcStatus } from '../lib/grpc-status.js';
+
+const PREFIX_BYTES = 5;
+
+const STATUS_NAMES = new Map<number, string>(Object.entries(GrpcStatus).map(([name, code]) => [code, name]));
+
+/**
+ * A failed call: an Error with grpc-js's ServiceError shape (a numeric code, the details, and its
+ * message `14 UNAVAILABLE: details`), so that toCriError maps both alike and what reads the message
+ * (the evented PLEG looks for UNIMPLEMENTED) reads the same text. Not a class of its own: it never
+ * leaves src/cri (see to-cri-error.ts).
+ */
+export type GrpcCallError = Error & { code: number; details: string };
+
+export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
+  const message = `${code} ${STATUS_NAMES.get(code) ?? `Code(${code})`}: ${details}`;
+  return Object.assign(new Error(message, cause === undefined ? undefined : { cause }), { code, details });
+}
+
+/** A request's header fields: the pseudo-headers and gRPC's own, then extra (metadata, grpc-timeout). */
+export function grpcRequestFields(
+  path: string,
+  extra: readonly (readonly [string, string])[],
+): (readonly [string, string])[] {
+  return [
+    [':method', 'POST'],
+    [':scheme', 'http'],
+    [':path', path],
+    [':authority', 'localhost'],
+    ['content-type', 'application/grpc'],
+    ['te', 'trailers'],
+    ...extra,
+    ['user-agent', 'tskubelet-grpc'],
+  ];
+}
+
+/** One message as it goes on the wire: uncompressed, behind its length. */
+export function grpcMessageFrame(message: Uint8Array): Buffer {
+  const frame = Buffer.allocUnsafe(PREFIX_BYTES + message.length);
+  frame[0] = 0;
+  frame.writeUInt32BE(message.length, 1);
+  frame.set(message, PREFIX_BYTES);
+  return frame;
+}
+
+/**
+ * Cuts an answer's DATA into its messages as the chunks come: a message may span chunks and a chunk
+ * may hold several. A message's bytes are not copied when one chunk holds them all.
+ */
+export class GrpcMessageReader {
+  private readonly chunks: Buffer[] = [];
+  private buffered = 0;
+  // The length of the message being read, once its prefix is in; -1 while the prefix is awaited.
+  private expected = -1;
+
+  constructor(
+    private readonly maxMessageBytes: number,
+    private readonly onMessage: (message: Buffer) => void,
+  ) {}
+
+  /** True when the bytes taken so far end inside a message (an answer ending here was cut short). */
+  get midMessage(): boolean {
+    return this.expected >= 0 || this.buffered > 0;
+  }
+
+  /**
+   * Takes one chunk and passes on each message it completes. Returns why the answer cannot be read
+   * (a compressed or oversized message), after which the reader must not be fed again.
+   */
+  push(chunk: Buffer): GrpcCallError | undefined {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    for (;;) {
+      if (this.expected < 0) {
+        if (this.buffered < PREFIX_BYTES) return undefined;
+        const prefix = this.take(PREFIX_BYTES);
+        // No request here asks for compression (grpc-accept-encoding is never sent), so a compressed
+        // message is a fault, as the protocol says.
+        if (prefix[0] !== 0) {
+          return grpcCallError(
+            GrpcStatus.INTERNAL,
+            `compressed message (flag ${prefix[0]}) was not asked for`,
+          );
+        }
+        const length = prefix.readUInt32BE(1);
+        // Checked on the prefix, before any of it is held: a broken server cannot make this buffer GiBs.
+        if (length > this.maxMessageBytes) {
+          return grpcCallError(
+            GrpcStatus.RESOURCE_EXHAUSTED,
+            `Received message larger than max (${length} vs. ${this.maxMessageBytes})`,
+          );
+        }
+        this.expected = length;
+      }
+      if (this.buffered < this.expected) return undefined;
+      const message = this.take(this.expected);
+      this.expected = -1;
+      this.onMessage(message);
+    }
+  }
+
+  /** The first n buffered bytes, which must all be in. */
+  private take(n: number): Buffer {
+    const first = this.chunks[0];
+    if (first !== undefined && first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      this.buffered -= n;
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    let used = 0;
+    while (at < n) {
+      const chunk = this.chunks[used]!;
+      const k = Math.min(chunk.length, n - at);
+      chunk.copy(out, at, 0, k);
+      at += k;
+      if (k === chunk.length) used++;
+      else this.chunks[used] = chunk.subarray(k);
+    }
+    // Once, not a shift per chunk: a large message arrives in thousands of 16 KiB frames.
+    this.chunks.splice(0, used);
+    this.buffered -= n;
+    return out;
+  }
+}
+
+export interface GrpcAnswerOptions {
+  /** The server, as errors name it (the socket's path). */
+  peer: string;
+  maxMessageBytes: number;
+  /** Each whole message of the answer, in order, as it completes. */
+  onMessage: (message: Buffer) => void;
+  /**
+   * Once, when the call is over: undefined for grpc-status OK, else why it failed. Not called after
+   * the owner cancelled the stream itself.
+   */
+  onEnd: (error: GrpcCallError | undefined) => void;
+  /** Resets the stream: the answer is unreadable (compressed, too large) and onEnd says so next. */
+  cancel: () => void;
+}
+
+/** The handler of one call's HTTP/2 stream: it reads the answer's messages and its status. */
+export function grpcAnswerHandler(options: GrpcAnswerOptions): StreamHandler {
+  const { peer, onEnd } = options;
+  const reader = new GrpcMessageReader(options.maxMessageBytes, options.onMessage);
+  let httpStatus: number | undefined;
+  let grpcStatus: number | undefined;
+  let grpcMessage = '';
+  let ended = false;
+  const end = (error: GrpcCallError | undefined): void => {
+    if (ended) return;
+    ended = true;
+    onEnd(error);
+  };
+  return {
+    onHeaders: (fields) => {
+      if (httpStatus === undefined) httpStatus = Number(fields.get(':status'));
+      const status = fields.get('grpc-status');
+      if (status !== undefined) {
+        grpcStatus = Number(status);
+        grpcMessage = percentDecode(fields.get('grpc-message') ?? '');
+      }
+    },
+    onData: (chunk) => {
+      if (ended) return;
+      const error = reader.push(chunk);
+      if (!error) return;
+      options.cancel();
+      end(error);
+    },
+    onError: (err) => end(grpcCallError(GrpcStatus.UNAVAILABLE, err.message, err)),
+    onEnd: () => end(statusAtEnd(peer, httpStatus, grpcStatus, grpcMessage, reader.midMessage)),
+  };
+}
+
+function statusAtEnd(
+  peer: string,
+  httpStatus: number | undefined,
+  grpcStatus: number | undefined,
+  grpcMessage: string,
+  midMessage: boolean,
+): GrpcCallError | undefined {
+  if (grpcStatus === undefined) {
+    // No status at all: the server went mid-answer, or something that is not a gRPC server answered.
+    const why =
+      httpStatus === undefined
+        ? `connection to ${peer} ended the stream without an answer`
+        : `no grpc-status in the answer (HTTP status ${httpStatus})`;
+    return grpcCallError(httpStatus === 200 ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, why);
+  }
+  if (grpcStatus !== GrpcStatus.OK) return grpcCallError(grpcStatus, grpcMessage);
+  if (midMessage) return grpcCallError(GrpcStatus.INTERNAL, 'the answer ended inside a message');
+  return undefined;
+}
+
+/** grpc-message is percent-encoded UTF-8; a malformed one is shown as it came. */
+function percentDecode(text: string): string {
+  if (!text.includes('%')) return text;
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}
