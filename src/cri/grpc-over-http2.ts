@@ -11,11 +11,9 @@
  * error without a body, those in the headers alone).
  */
 import type { StreamHandler } from '../lib/http2/client-connection.js';
-import { GrpcStatus } from '../lib/grpc-status.js';
+import { GrpcStatus, grpcStatusName } from '../lib/grpc-status.js';
 
 const PREFIX_BYTES = 5;
-
-const STATUS_NAMES = new Map<number, string>(Object.entries(GrpcStatus).map(([name, code]) => [code, name]));
 
 /**
  * A failed call: an Error with grpc-js's ServiceError shape (a numeric code, the details, and its
@@ -26,7 +24,7 @@ const STATUS_NAMES = new Map<number, string>(Object.entries(GrpcStatus).map(([na
 export type GrpcCallError = Error & { code: number; details: string };
 
 export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
-  const message = `${code} ${STATUS_NAMES.get(code) ?? `Code(${code})`}: ${details}`;
+  const message = `${code} ${grpcStatusName(code) ?? `Code(${code})`}: ${details}`;
   return Object.assign(new Error(message, cause === undefined ? undefined : { cause }), { code, details });
 }
 
