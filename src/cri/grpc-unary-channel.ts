@@ -66,11 +66,13 @@ export class GrpcUnaryChannel {
     return connection;
   }
 
+  /** One call; metadata are extra header fields (containerd's `containerd-namespace`, for one). */
   call<Request, Response>(
     method: UnaryMethod<Request, Response>,
     request: Request,
     timeoutMs: number,
     signal?: AbortSignal,
+    metadata: readonly (readonly [string, string])[] = [],
   ): Promise<Response> {
     if (this.closed) return Promise.reject(grpcCallError(GrpcStatus.UNAVAILABLE, 'channel closed'));
     const frame = grpcMessageFrame(method.requestSerialize(request));
@@ -136,7 +138,7 @@ export class GrpcUnaryChannel {
         },
       });
       streamId = connection.request(
-        grpcRequestFields(method.path, [['grpc-timeout', grpcTimeout(timeoutMs)]]),
+        grpcRequestFields(method.path, [...metadata, ['grpc-timeout', grpcTimeout(timeoutMs)]]),
         frame,
         handler,
       );

@@ -5,12 +5,15 @@
  * by a ref such as `layer-sha256:…`; the ingest's offset grows as bytes arrive, and the ingest is
  * gone once its blob is committed. The client is generated from ./proto (`npm run gen:cri`).
  */
-import type * as grpc from '@grpc/grpc-js';
-import { grpcJsUnary, grpcMethods, loadGrpcJs } from '../../lib/grpc-definitions.js';
+import { grpcMethods } from '../../lib/grpc-definitions.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
+import { GrpcUnaryChannel } from '../grpc-unary-channel.js';
 import { ContentDefinition, ListStatusesRequest, type Status } from './generated/content_statuses.js';
 
 const CONTENT = grpcMethods(ContentDefinition);
+
+/** The listing of a registry's worth of concurrent pulls is small; this bounds a broken answer. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** One download in progress in the content store. */
 export interface IngestStatus {
@@ -43,51 +46,45 @@ function toIngestStatus(s: Status): IngestStatus {
 }
 
 /**
- * A client of one containerd socket and namespace; close() releases its channel. grpc-js is loaded
- * and the channel made at the first listing: a kubelet that pulls nothing never pays for them.
+ * A client of one containerd socket and namespace, over the project's own gRPC channel (as the CRI
+ * calls: no grpc-js); it dials at the first listing, so a kubelet that pulls nothing never does.
  */
 export class ContentStatusClient {
-  private client: Promise<{ grpcJs: typeof grpc; client: grpc.Client }> | undefined;
-  private closed = false;
+  private readonly channel: GrpcUnaryChannel;
 
   /** socket: the runtime endpoint (`unix:///run/containerd/containerd.sock` or a path). */
   constructor(
-    private readonly socket: string,
+    socket: string,
     private readonly namespace: string,
-  ) {}
-
-  private connect(): Promise<{ grpcJs: typeof grpc; client: grpc.Client }> {
-    this.client ??= loadGrpcJs().then((grpcJs) => ({
-      grpcJs,
-      client: new grpcJs.Client(
-        parseCriEndpoint(this.socket).grpcTarget,
-        grpcJs.credentials.createInsecure(),
-      ),
-    }));
-    return this.client;
+  ) {
+    this.channel = new GrpcUnaryChannel(parseCriEndpoint(socket).socketPath, {
+      maxReceiveMessageBytes: MAX_ANSWER_BYTES,
+    });
   }
 
-  /** The ingests in progress in the namespace; rejects with the gRPC error (UNIMPLEMENTED from a runtime that is not containerd). */
+  /**
+   * The ingests in progress in the namespace; rejects with the gRPC error (its `code` UNIMPLEMENTED
+   * from a runtime that is not containerd), or with the signal's reason once it aborts.
+   */
   async listStatuses(options: ListIngestStatusesOptions): Promise<IngestStatus[]> {
-    if (options.signal?.aborted) throw options.signal.reason;
-    if (this.closed) throw new Error('the content store client is closed');
-    const { grpcJs, client } = await this.connect();
-    const metadata = new grpcJs.Metadata();
-    // containerd reads the namespace of a call from this header (its namespaces package).
-    metadata.set('containerd-namespace', this.namespace);
-    const res = await grpcJsUnary(
-      client,
-      CONTENT.listStatuses,
-      ListStatusesRequest.fromPartial({}),
-      metadata,
-      { deadline: Date.now() + options.timeoutMs },
-      options.signal,
-    );
+    const { signal } = options;
+    if (signal?.aborted) throw signal.reason;
+    const res = await this.channel
+      .call(
+        CONTENT.listStatuses,
+        ListStatusesRequest.fromPartial({}),
+        options.timeoutMs,
+        signal,
+        // containerd reads the namespace of a call from this header (its namespaces package).
+        [['containerd-namespace', this.namespace]],
+      )
+      .catch((err: unknown) => {
+        throw signal?.aborted ? signal.reason : err;
+      });
     return res.statuses.map(toIngestStatus);
   }
 
   close(): void {
-    this.closed = true;
-    void this.client?.then(({ client }) => client.close());
+    this.channel.close();
   }
 }
