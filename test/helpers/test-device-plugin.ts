@@ -16,11 +16,11 @@ import {
   PreferredAllocationResponse,
   PreStartContainerResponse,
   RegisterRequest,
-  RegistrationClient,
   type AllocateRequest,
   type Device,
   type PreferredAllocationRequest,
 } from '../../src/cm/devicemanager/generated/deviceplugin/v1beta1/deviceplugin.js';
+import { grpcUnaryCall, unixSocketClient } from './grpc-unary-call.js';
 
 export interface TestDevicePluginOptions {
   /** The kubelet's device plugin folder (`<root-dir>/device-plugins`). */
@@ -121,11 +121,8 @@ export class TestDevicePlugin {
   }
 
   /** Registers with the kubelet's kubelet.sock; rejects with the kubelet's refusal. */
-  register(overrides: Partial<RegisterRequest> = {}): Promise<void> {
-    const client = new RegistrationClient(
-      `unix://${path.join(this.opts.pluginDir, 'kubelet.sock')}`,
-      grpc.credentials.createInsecure(),
-    );
+  async register(overrides: Partial<RegisterRequest> = {}): Promise<void> {
+    const client = unixSocketClient(path.join(this.opts.pluginDir, 'kubelet.sock'));
     const req = RegisterRequest.fromPartial({
       version: 'v1beta1',
       endpoint: this.opts.endpoint,
@@ -133,13 +130,16 @@ export class TestDevicePlugin {
       options: { getPreferredAllocationAvailable: this.opts.preferredAllocation ?? false },
       ...overrides,
     });
-    return new Promise<void>((resolve, reject) =>
-      client.register(req, new grpc.Metadata(), { deadline: Date.now() + 15_000 }, (err) => {
-        client.close();
-        if (err) reject(err);
-        else resolve();
-      }),
-    );
+    try {
+      await grpcUnaryCall(
+        client,
+        '/v1beta1.Registration/Register',
+        { request: RegisterRequest, response: Empty },
+        req,
+      );
+    } finally {
+      client.close();
+    }
   }
 
   /** Changes the device list and streams it to the kubelet. */
