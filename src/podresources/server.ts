@@ -13,7 +13,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
-import { GrpcStatusError } from '../lib/grpc-server/grpc-status-error.js';
+import { grpcStatusError } from '../lib/grpc-server/grpc-status-error.js';
 import { GrpcUnaryServer, unaryMethod } from '../lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../lib/grpc-shutdown.js';
 import { GrpcStatus } from '../lib/grpc-status.js';
@@ -149,7 +149,7 @@ export class PodResourcesServer {
   private limited<Req, Res>(fn: (req: Req) => Res): (req: Req) => Res {
     return (req) => {
       if (!this.limiter.tryAccept())
-        throw new GrpcStatusError(GrpcStatus.RESOURCE_EXHAUSTED, 'rejected by rate limit');
+        throw grpcStatusError(GrpcStatus.RESOURCE_EXHAUSTED, 'rejected by rate limit');
       return fn(req);
     };
   }

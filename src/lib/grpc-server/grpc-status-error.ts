@@ -5,14 +5,14 @@
 import { errorMessage } from '../errors.js';
 import { GrpcStatus } from '../grpc-status.js';
 
-export class GrpcStatusError extends Error {
-  constructor(
-    readonly code: number,
-    readonly details: string,
-  ) {
-    super(details);
-    this.name = 'GrpcStatusError';
-  }
+/**
+ * grpc-js's ServiceError shape (a numeric code and the details). Not a class of its own: it carries
+ * a gRPC status to the server's answer and goes no further, where a KubeletError's code is a string.
+ */
+export type GrpcStatusError = Error & { code: number; details: string };
+
+export function grpcStatusError(code: number, details: string): GrpcStatusError {
+  return Object.assign(new Error(details), { code, details });
 }
 
 export interface GrpcStatusOf {

@@ -17,7 +17,7 @@ import net from 'node:net';
 import { errorMessage } from '../errors.js';
 import { GrpcStatus } from '../grpc-status.js';
 import { logger } from '../log.js';
-import { GrpcStatusError, grpcStatusOf } from './grpc-status-error.js';
+import { grpcStatusError, grpcStatusOf } from './grpc-status-error.js';
 
 // node:http2 (about 3 MiB) is loaded when the first client connects, so a kubelet nobody talks to
 // never holds it; `require`, so that it is loaded in the same tick as the connection is accepted and
@@ -38,7 +38,7 @@ export interface UnaryMethod<Request, Response> {
   path: string;
   decode: (bytes: Buffer) => Request;
   encode: (response: Response) => Uint8Array;
-  /** Throws a GrpcStatusError (or anything with a numeric `code`) to answer with that status. */
+  /** Throws a grpcStatusError (or anything with a numeric `code`) to answer with that status. */
   handler: (request: Request) => Response | Promise<Response>;
 }
 
@@ -56,16 +56,13 @@ export function unaryMethod<Request, Response>(method: UnaryMethod<Request, Resp
       try {
         request = method.decode(body);
       } catch (err) {
-        throw new GrpcStatusError(
-          GrpcStatus.INTERNAL,
-          `grpc: error unmarshalling request: ${errorMessage(err)}`,
-        );
+        throw grpcStatusError(GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${errorMessage(err)}`);
       }
       const response = await method.handler(request);
       try {
         return method.encode(response);
       } catch (err) {
-        throw new GrpcStatusError(GrpcStatus.INTERNAL, `grpc: error while marshaling: ${errorMessage(err)}`);
+        throw grpcStatusError(GrpcStatus.INTERNAL, `grpc: error while marshaling: ${errorMessage(err)}`);
       }
     },
   };

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import type * as grpc from '@grpc/grpc-js';
-import { GrpcStatusError } from '../../../../src/lib/grpc-server/grpc-status-error.js';
+import { grpcStatusError } from '../../../../src/lib/grpc-server/grpc-status-error.js';
 import {
   DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
   GrpcUnaryServer,
@@ -162,7 +162,7 @@ test('an unknown service or method is UNIMPLEMENTED, worded as grpc-go', async (
 test("a handler's error: its numeric code, else UNKNOWN with its message", async (t) => {
   const server = await serve([
     textMethod('Status', () => {
-      throw new GrpcStatusError(GrpcStatus.NOT_FOUND, 'no such thing');
+      throw grpcStatusError(GrpcStatus.NOT_FOUND, 'no such thing');
     }),
     textMethod('ServiceError', () => {
       throw Object.assign(new Error('5 NOT_FOUND: ignored'), {
