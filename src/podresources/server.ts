@@ -9,24 +9,26 @@
  * default). Calls past upstream's rate limit (100 per second, bursts of 10) fail with
  * RESOURCE_EXHAUSTED. The deprecated v1alpha1 service is not served.
  */
-import * as grpc from '@grpc/grpc-js';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
-import { logger } from '../lib/log.js';
+import { grpcStatusError } from '../lib/grpc-server/grpc-status-error.js';
+import { GrpcUnaryServer, unaryMethod } from '../lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../lib/grpc-shutdown.js';
+import { GrpcStatus } from '../lib/grpc-status.js';
+import { logger } from '../lib/log.js';
 import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
 import type { ResourceDeviceInstances } from '../cm/devicemanager/manager.js';
 import {
+  AllocatableResourcesRequest,
   AllocatableResourcesResponse,
+  GetPodResourcesRequest,
   GetPodResourcesResponse,
+  ListPodResourcesRequest,
   ListPodResourcesResponse,
-  PodResourcesListerService,
   type ContainerDevices,
   type ContainerResources,
-  type GetPodResourcesRequest,
   type PodResources,
 } from './generated/podresources/v1/podresources.js';
 
@@ -125,10 +127,8 @@ export class PodResourcesLister {
   }
 }
 
-type Handler<Req, Res> = (call: grpc.ServerUnaryCall<Req, Res>, cb: grpc.sendUnaryData<Res>) => void;
-
 export class PodResourcesServer {
-  private server: grpc.Server | undefined;
+  private server: GrpcUnaryServer | undefined;
   readonly lister: PodResourcesLister;
   private readonly limiter: TokenBucketRateLimiter;
 
@@ -146,17 +146,11 @@ export class PodResourcesServer {
   }
 
   /** Each call passes the rate limiter first (upstream: LimiterUnaryServerInterceptor); errors are UNKNOWN, as Go's are. */
-  private handler<Req, Res>(fn: (req: Req) => Res): Handler<Req, Res> {
-    return (call, cb) => {
-      if (!this.limiter.tryAccept()) {
-        cb({ code: grpc.status.RESOURCE_EXHAUSTED, details: 'rejected by rate limit' });
-        return;
-      }
-      try {
-        cb(null, fn(call.request));
-      } catch (err) {
-        cb({ code: grpc.status.UNKNOWN, details: errorMessage(err) });
-      }
+  private limited<Req, Res>(fn: (req: Req) => Res): (req: Req) => Res {
+    return (req) => {
+      if (!this.limiter.tryAccept())
+        throw grpcStatusError(GrpcStatus.RESOURCE_EXHAUSTED, 'rejected by rate limit');
+      return fn(req);
     };
   }
 
@@ -164,18 +158,29 @@ export class PodResourcesServer {
   async start(): Promise<void> {
     await mkdir(this.opts.socketDir, { recursive: true, mode: 0o750 });
     await rm(this.socketPath, { force: true });
-    const server = new grpc.Server();
-    server.addService(PodResourcesListerService, {
-      list: this.handler(() => this.lister.list()),
-      getAllocatableResources: this.handler(() => this.lister.getAllocatableResources()),
-      get: this.handler((req: GetPodResourcesRequest) => this.lister.get(req)),
+    this.server = await GrpcUnaryServer.listen({
+      socketPath: this.socketPath,
+      methods: [
+        unaryMethod({
+          path: '/v1.PodResourcesLister/List',
+          decode: (bytes) => ListPodResourcesRequest.decode(bytes),
+          encode: (res: ListPodResourcesResponse) => ListPodResourcesResponse.encode(res).finish(),
+          handler: this.limited(() => this.lister.list()),
+        }),
+        unaryMethod({
+          path: '/v1.PodResourcesLister/GetAllocatableResources',
+          decode: (bytes) => AllocatableResourcesRequest.decode(bytes),
+          encode: (res: AllocatableResourcesResponse) => AllocatableResourcesResponse.encode(res).finish(),
+          handler: this.limited(() => this.lister.getAllocatableResources()),
+        }),
+        unaryMethod({
+          path: '/v1.PodResourcesLister/Get',
+          decode: (bytes) => GetPodResourcesRequest.decode(bytes),
+          encode: (res: GetPodResourcesResponse) => GetPodResourcesResponse.encode(res).finish(),
+          handler: this.limited((req: GetPodResourcesRequest) => this.lister.get(req)),
+        }),
+      ],
     });
-    await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-        err ? reject(err) : resolve(),
-      ),
-    );
-    this.server = server;
     log.v(2, 'Serving the pod resources API', { socket: this.socketPath });
   }
 

@@ -7,7 +7,6 @@
  * allocation; and the allocation is in the checkpoint in upstream's shape.
  */
 import assert from 'node:assert/strict';
-import * as grpc from '@grpc/grpc-js';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,15 +15,10 @@ import type { Pod } from '../../src/api/core-v1.js';
 import type { Node } from '../../src/api/node.js';
 import { DEVICE_MANAGER_CHECKPOINT, unmarshalCheckpoint } from '../../src/cm/devicemanager/checkpoint.js';
 import type { CoreEvent } from '../../src/events/event-types.js';
-import {
-  AllocatableResourcesRequest,
-  GetPodResourcesRequest,
-  ListPodResourcesRequest,
-  PodResourcesListerClient,
-} from '../../src/podresources/generated/podresources/v1/podresources.js';
 import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
+import { PodResourcesClient } from '../helpers/pod-resources-client.js';
 import { TestDevicePlugin } from '../helpers/test-device-plugin.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -60,10 +54,6 @@ function devicePod(name: string, count: number): Pod {
       conditions: [{ type: 'PodScheduled', status: 'True', lastTransitionTime: '2026-01-01T00:00:00Z' }],
     },
   };
-}
-
-function unary<Res>(fn: (cb: (err: grpc.ServiceError | null, res: Res) => void) => void): Promise<Res> {
-  return new Promise((resolve, reject) => fn((err, res) => (err ? reject(err) : resolve(res))));
 }
 
 describe('device plugins and the pod resources API', () => {
@@ -189,14 +179,9 @@ describe('device plugins and the pod resources API', () => {
     assert.deepEqual(await cri.podContainers(ns, 'three'), []);
 
     // The pod resources API, as a monitoring agent dials it.
-    const client = new PodResourcesListerClient(
-      `unix://${path.join(kubelet.rootDir, 'pod-resources', 'kubelet.sock')}`,
-      grpc.credentials.createInsecure(),
-    );
+    const client = new PodResourcesClient(path.join(kubelet.rootDir, 'pod-resources', 'kubelet.sock'));
     try {
-      const list = await unary<
-        import('../../src/podresources/generated/podresources/v1/podresources.js').ListPodResourcesResponse
-      >((cb) => client.list(ListPodResourcesRequest.fromPartial({}), cb));
+      const list = await client.list();
       const one = list.podResources.find((p) => p.name === 'one' && p.namespace === ns);
       assert.deepEqual(one?.containers, [
         {
@@ -207,13 +192,9 @@ describe('device plugins and the pod resources API', () => {
           dynamicResources: [],
         },
       ]);
-      const allocatable = await unary<
-        import('../../src/podresources/generated/podresources/v1/podresources.js').AllocatableResourcesResponse
-      >((cb) => client.getAllocatableResources(AllocatableResourcesRequest.fromPartial({}), cb));
+      const allocatable = await client.getAllocatableResources();
       assert.deepEqual(allocatable.devices.map((d) => d.deviceIds[0]).sort(), ['dev-0', 'dev-1']);
-      const got = await unary<
-        import('../../src/podresources/generated/podresources/v1/podresources.js').GetPodResourcesResponse
-      >((cb) => client.get(GetPodResourcesRequest.fromPartial({ podName: 'one', podNamespace: ns }), cb));
+      const got = await client.get(ns, 'one');
       assert.deepEqual(got.podResources?.containers[0]?.devices[0]?.deviceIds, ['dev-1']);
     } finally {
       client.close();

@@ -7,18 +7,14 @@
  * At start the folder's stale sockets are removed (the checkpoint stays) and kubelet.sock is made
  * anew: plugins watch for that file and register again with a restarted kubelet.
  */
-import * as grpc from '@grpc/grpc-js';
 import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../lib/errors.js';
-import { logger } from '../../lib/log.js';
+import { GrpcUnaryServer, unaryMethod } from '../../lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../../lib/grpc-shutdown.js';
+import { logger } from '../../lib/log.js';
 import { DEVICE_MANAGER_CHECKPOINT } from './checkpoint.js';
-import {
-  Empty,
-  RegistrationService,
-  type RegisterRequest,
-} from './generated/deviceplugin/v1beta1/deviceplugin.js';
+import { Empty, RegisterRequest } from './generated/deviceplugin/v1beta1/deviceplugin.js';
 
 const log = logger('devicemanager');
 
@@ -98,7 +94,7 @@ export async function cleanupPluginDirectory(dir: string): Promise<void> {
 }
 
 export class RegistrationServer {
-  private server: grpc.Server | undefined;
+  private server: GrpcUnaryServer | undefined;
 
   constructor(
     readonly socketDir: string,
@@ -113,21 +109,21 @@ export class RegistrationServer {
     log.v(2, 'Starting device plugin registration server');
     await mkdir(this.socketDir, { recursive: true, mode: 0o750 });
     await cleanupPluginDirectory(this.socketDir);
-    const server = new grpc.Server();
-    server.addService(RegistrationService, {
-      register: (call: grpc.ServerUnaryCall<RegisterRequest, Empty>, callback: grpc.sendUnaryData<Empty>) => {
-        void this.register(call.request).then(
-          () => callback(null, Empty.fromPartial({})),
-          (err: unknown) => callback({ code: grpc.status.UNKNOWN, details: errorMessage(err) }),
-        );
-      },
+    // The refusals are plain errors: plugins read them as UNKNOWN, as upstream's.
+    this.server = await GrpcUnaryServer.listen({
+      socketPath: this.socketPath,
+      methods: [
+        unaryMethod({
+          path: '/v1beta1.Registration/Register',
+          decode: (bytes) => RegisterRequest.decode(bytes),
+          encode: (res: Empty) => Empty.encode(res).finish(),
+          handler: async (req) => {
+            await this.register(req);
+            return Empty.fromPartial({});
+          },
+        }),
+      ],
     });
-    await new Promise<void>((resolve, reject) =>
-      server.bindAsync(`unix://${this.socketPath}`, grpc.ServerCredentials.createInsecure(), (err) =>
-        err ? reject(err) : resolve(),
-      ),
-    );
-    this.server = server;
     log.v(2, 'Serving device plugin registration server', { socket: this.socketPath });
   }
 

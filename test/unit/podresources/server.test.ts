@@ -7,12 +7,8 @@ import { test } from 'node:test';
 import type { Pod } from '../../../src/api/core-v1.js';
 import type { ResourceDeviceInstances } from '../../../src/cm/devicemanager/manager.js';
 import { FakeClock } from '../../../src/lib/clock.js';
-import {
-  ListPodResourcesRequest,
-  PodResourcesListerClient,
-  type ListPodResourcesResponse,
-} from '../../../src/podresources/generated/podresources/v1/podresources.js';
 import { PodResourcesLister, PodResourcesServer } from '../../../src/podresources/server.js';
+import { PodResourcesClient } from '../../helpers/pod-resources-client.js';
 
 const pods: Pod[] = [
   {
@@ -102,14 +98,8 @@ test('over the socket, past the burst, calls are refused by the rate limit', asy
     qps: 1,
   });
   await server.start();
-  const client = new PodResourcesListerClient(
-    `unix://${server.socketPath}`,
-    grpc.credentials.createInsecure(),
-  );
-  const list = () =>
-    new Promise<ListPodResourcesResponse>((resolve, reject) =>
-      client.list(ListPodResourcesRequest.fromPartial({}), (err, res) => (err ? reject(err) : resolve(res))),
-    );
+  const client = new PodResourcesClient(server.socketPath);
+  const list = () => client.list();
   try {
     assert.equal((await list()).podResources.length, 1);
     await list();

@@ -1,0 +1,37 @@
+/**
+ * A unary call through grpc-js's generic client, with the method's path and message codecs spelled
+ * out: the generated code has no grpc-js clients, and grpc-js is here the independent peer that
+ * checks the kubelet's servers against a real gRPC implementation. Test equipment, not product.
+ */
+import * as grpc from '@grpc/grpc-js';
+
+/** What ts-proto generates for each message. */
+export interface MessageCodec<T> {
+  encode(message: T): { finish(): Uint8Array };
+  decode(bytes: Uint8Array): T;
+}
+
+export function grpcUnaryCall<Request, Response>(
+  client: grpc.Client,
+  path: string,
+  codecs: { request: MessageCodec<Request>; response: MessageCodec<Response> },
+  request: Request,
+  timeoutMs = 15_000,
+): Promise<Response> {
+  return new Promise((resolve, reject) =>
+    client.makeUnaryRequest(
+      path,
+      (req: Request) => Buffer.from(codecs.request.encode(req).finish()),
+      (bytes: Buffer) => codecs.response.decode(bytes),
+      request,
+      new grpc.Metadata(),
+      { deadline: Date.now() + timeoutMs },
+      (err, res) => (err || res === undefined ? reject(err ?? new Error('no response')) : resolve(res)),
+    ),
+  );
+}
+
+/** A grpc-js client on a unix socket, without TLS as the kubelet's sockets are. */
+export function unixSocketClient(socketPath: string): grpc.Client {
+  return new grpc.Client(`unix://${socketPath}`, grpc.credentials.createInsecure());
+}
