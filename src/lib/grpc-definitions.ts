@@ -88,7 +88,7 @@ export function grpcJsService(service: GeneratedService): grpc.ServiceDefinition
  */
 export function grpcJsUnary<Request, Response>(
   client: grpc.Client,
-  method: GrpcMethod<Request, Response>,
+  method: Pick<GrpcMethod<Request, Response>, 'path' | 'requestSerialize' | 'responseDeserialize'>,
   request: Request,
   metadata: grpc.Metadata,
   options: Partial<grpc.CallOptions>,

@@ -17,22 +17,24 @@ import { grpcStatusError } from '../lib/grpc-server/grpc-status-error.js';
 import { GrpcUnaryServer, unaryMethod } from '../lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../lib/grpc-shutdown.js';
 import { GrpcStatus } from '../lib/grpc-status.js';
+import { grpcMethods } from '../lib/grpc-definitions.js';
 import { logger } from '../lib/log.js';
 import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
 import type { ResourceDeviceInstances } from '../cm/devicemanager/manager.js';
 import {
-  AllocatableResourcesRequest,
+  PodResourcesListerDefinition,
   AllocatableResourcesResponse,
-  GetPodResourcesRequest,
-  GetPodResourcesResponse,
-  ListPodResourcesRequest,
-  ListPodResourcesResponse,
   type ContainerDevices,
   type ContainerResources,
+  type GetPodResourcesRequest,
+  GetPodResourcesResponse,
+  ListPodResourcesResponse,
   type PodResources,
 } from './generated/podresources/v1/podresources.js';
 
 const log = logger('podresources');
+
+const LISTER = grpcMethods(PodResourcesListerDefinition);
 
 /** Upstream's config.DefaultKubeletPodResourcesDirName and podresources.Socket. */
 export const POD_RESOURCES_DIR_NAME = 'pod-resources';
@@ -161,24 +163,18 @@ export class PodResourcesServer {
     this.server = await GrpcUnaryServer.listen({
       socketPath: this.socketPath,
       methods: [
-        unaryMethod({
-          path: '/v1.PodResourcesLister/List',
-          decode: (bytes) => ListPodResourcesRequest.decode(bytes),
-          encode: (res: ListPodResourcesResponse) => ListPodResourcesResponse.encode(res).finish(),
-          handler: this.limited(() => this.lister.list()),
-        }),
-        unaryMethod({
-          path: '/v1.PodResourcesLister/GetAllocatableResources',
-          decode: (bytes) => AllocatableResourcesRequest.decode(bytes),
-          encode: (res: AllocatableResourcesResponse) => AllocatableResourcesResponse.encode(res).finish(),
-          handler: this.limited(() => this.lister.getAllocatableResources()),
-        }),
-        unaryMethod({
-          path: '/v1.PodResourcesLister/Get',
-          decode: (bytes) => GetPodResourcesRequest.decode(bytes),
-          encode: (res: GetPodResourcesResponse) => GetPodResourcesResponse.encode(res).finish(),
-          handler: this.limited((req: GetPodResourcesRequest) => this.lister.get(req)),
-        }),
+        unaryMethod(
+          LISTER.list,
+          this.limited(() => this.lister.list()),
+        ),
+        unaryMethod(
+          LISTER.getAllocatableResources,
+          this.limited(() => this.lister.getAllocatableResources()),
+        ),
+        unaryMethod(
+          LISTER.get,
+          this.limited((req: GetPodResourcesRequest) => this.lister.get(req)),
+        ),
       ],
     });
     log.v(2, 'Serving the pod resources API', { socket: this.socketPath });

@@ -1,9 +1,10 @@
 /**
  * A unary call through grpc-js's generic client, with the method's path and message codecs spelled
- * out: the generated code has no grpc-js clients, and grpc-js is here the independent peer that
- * checks the kubelet's servers against a real gRPC implementation. Test equipment, not product.
+ * out: grpc-js is here the independent peer that checks the kubelet's servers against a real gRPC
+ * implementation. Test equipment, not product.
  */
 import * as grpc from '@grpc/grpc-js';
+import { grpcJsUnary } from '../../src/lib/grpc-definitions.js';
 
 /** What ts-proto generates for each message. */
 export interface MessageCodec<T> {
@@ -18,17 +19,12 @@ export function grpcUnaryCall<Request, Response>(
   request: Request,
   timeoutMs = 15_000,
 ): Promise<Response> {
-  return new Promise((resolve, reject) =>
-    client.makeUnaryRequest(
-      path,
-      (req: Request) => Buffer.from(codecs.request.encode(req).finish()),
-      (bytes: Buffer) => codecs.response.decode(bytes),
-      request,
-      new grpc.Metadata(),
-      { deadline: Date.now() + timeoutMs },
-      (err, res) => (err || res === undefined ? reject(err ?? new Error('no response')) : resolve(res)),
-    ),
-  );
+  const method = {
+    path,
+    requestSerialize: (req: Request) => Buffer.from(codecs.request.encode(req).finish()),
+    responseDeserialize: (bytes: Buffer) => codecs.response.decode(bytes),
+  };
+  return grpcJsUnary(client, method, request, new grpc.Metadata(), { deadline: Date.now() + timeoutMs });
 }
 
 /** A grpc-js client on a unix socket, without TLS as the kubelet's sockets are. */

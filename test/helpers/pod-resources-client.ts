@@ -2,38 +2,37 @@
  * A pod resources API client as a monitoring agent dials it: grpc-js on the kubelet's
  * `pod-resources/kubelet.sock`. Test equipment, not product.
  */
-import type { Client } from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
+import { grpcJsUnary, grpcMethods, type GrpcMethod } from '../../src/lib/grpc-definitions.js';
 import * as v1 from '../../src/podresources/generated/podresources/v1/podresources.js';
-import { grpcUnaryCall, unixSocketClient, type MessageCodec } from './grpc-unary-call.js';
+import { unixSocketClient } from './grpc-unary-call.js';
+
+const LISTER = grpcMethods(v1.PodResourcesListerDefinition);
 
 export class PodResourcesClient {
-  private readonly client: Client;
+  private readonly client: grpc.Client;
 
   constructor(socketPath: string) {
     this.client = unixSocketClient(socketPath);
   }
 
   private call<Request, Response>(
-    method: string,
-    codecs: { request: MessageCodec<Request>; response: MessageCodec<Response> },
+    method: GrpcMethod<Request, Response>,
     request: Request,
   ): Promise<Response> {
-    return grpcUnaryCall(this.client, `/v1.PodResourcesLister/${method}`, codecs, request);
+    return grpcJsUnary(this.client, method, request, new grpc.Metadata(), { deadline: Date.now() + 15_000 });
   }
 
   list(): Promise<v1.ListPodResourcesResponse> {
-    const codecs = { request: v1.ListPodResourcesRequest, response: v1.ListPodResourcesResponse };
-    return this.call('List', codecs, {});
+    return this.call(LISTER.list, {});
   }
 
   getAllocatableResources(): Promise<v1.AllocatableResourcesResponse> {
-    const codecs = { request: v1.AllocatableResourcesRequest, response: v1.AllocatableResourcesResponse };
-    return this.call('GetAllocatableResources', codecs, {});
+    return this.call(LISTER.getAllocatableResources, {});
   }
 
   get(podNamespace: string, podName: string): Promise<v1.GetPodResourcesResponse> {
-    const codecs = { request: v1.GetPodResourcesRequest, response: v1.GetPodResourcesResponse };
-    return this.call('Get', codecs, { podNamespace, podName });
+    return this.call(LISTER.get, { podNamespace, podName });
   }
 
   close(): void {

@@ -10,11 +10,18 @@
 import { lstat, mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../../lib/errors.js';
+import { grpcMethods } from '../../lib/grpc-definitions.js';
 import { GrpcUnaryServer, unaryMethod } from '../../lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../../lib/grpc-shutdown.js';
 import { logger } from '../../lib/log.js';
 import { DEVICE_MANAGER_CHECKPOINT } from './checkpoint.js';
-import { Empty, RegisterRequest } from './generated/deviceplugin/v1beta1/deviceplugin.js';
+import {
+  Empty,
+  RegisterRequest,
+  RegistrationDefinition,
+} from './generated/deviceplugin/v1beta1/deviceplugin.js';
+
+const REGISTRATION = grpcMethods(RegistrationDefinition);
 
 const log = logger('devicemanager');
 
@@ -113,14 +120,9 @@ export class RegistrationServer {
     this.server = await GrpcUnaryServer.listen({
       socketPath: this.socketPath,
       methods: [
-        unaryMethod({
-          path: '/v1beta1.Registration/Register',
-          decode: (bytes) => RegisterRequest.decode(bytes),
-          encode: (res: Empty) => Empty.encode(res).finish(),
-          handler: async (req) => {
-            await this.register(req);
-            return Empty.fromPartial({});
-          },
+        unaryMethod(REGISTRATION.register, async (req) => {
+          await this.register(req);
+          return Empty.fromPartial({});
         }),
       ],
     });

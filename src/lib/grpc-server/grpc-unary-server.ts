@@ -15,6 +15,7 @@ import type * as Http2 from 'node:http2';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import { errorMessage } from '../errors.js';
+import type { GrpcMethod } from '../grpc-definitions.js';
 import { GrpcStatus } from '../grpc-status.js';
 import { logger } from '../log.js';
 import { grpcStatusError, grpcStatusOf } from './grpc-status-error.js';
@@ -32,15 +33,11 @@ export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 4 * 1024 * 1024;
 const MESSAGE_HEADER_BYTES = 5;
 const NGHTTP2_NO_ERROR = 0;
 
-/** One unary method: its path, its message codecs and its handler. */
-export interface UnaryMethod<Request, Response> {
-  /** `/<package>.<Service>/<Method>`, as the .proto names them. */
-  path: string;
-  decode: (bytes: Buffer) => Request;
-  encode: (response: Response) => Uint8Array;
-  /** Throws a grpcStatusError (or anything with a numeric `code`) to answer with that status. */
-  handler: (request: Request) => Response | Promise<Response>;
-}
+/** What the server needs of a method (one of grpcMethods(<generated definition>)): its path and codecs. */
+export type UnaryMethod<Request, Response> = Pick<
+  GrpcMethod<Request, Response>,
+  'path' | 'requestDeserialize' | 'responseSerialize'
+>;
 
 /** A unary method with its message types hidden, as the server's table holds it. */
 export interface UnaryMethodHandler {
@@ -48,19 +45,23 @@ export interface UnaryMethodHandler {
   call(body: Buffer): Promise<Uint8Array>;
 }
 
-export function unaryMethod<Request, Response>(method: UnaryMethod<Request, Response>): UnaryMethodHandler {
+/** The method served by handler, which throws a grpcStatusError (or anything with a numeric `code`) to answer with that status. */
+export function unaryMethod<Request, Response>(
+  method: UnaryMethod<Request, Response>,
+  handler: (request: Request) => Response | Promise<Response>,
+): UnaryMethodHandler {
   return {
     path: method.path,
     async call(body) {
       let request: Request;
       try {
-        request = method.decode(body);
+        request = method.requestDeserialize(body);
       } catch (err) {
         throw grpcStatusError(GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${errorMessage(err)}`);
       }
-      const response = await method.handler(request);
+      const response = await handler(request);
       try {
-        return method.encode(response);
+        return method.responseSerialize(response);
       } catch (err) {
         throw grpcStatusError(GrpcStatus.INTERNAL, `grpc: error while marshaling: ${errorMessage(err)}`);
       }

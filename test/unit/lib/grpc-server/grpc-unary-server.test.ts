@@ -29,12 +29,14 @@ let serial = 0;
 
 /** A method on test.Echo whose messages are UTF-8 text. */
 function textMethod(name: string, handler: (text: string) => string | Promise<string>): UnaryMethodHandler {
-  return unaryMethod({
-    path: `/test.Echo/${name}`,
-    decode: (bytes) => bytes.toString('utf8'),
-    encode: (text: string) => Buffer.from(text, 'utf8'),
+  return unaryMethod(
+    {
+      path: `/test.Echo/${name}`,
+      requestDeserialize: (bytes) => bytes.toString('utf8'),
+      responseSerialize: (text: string) => Buffer.from(text, 'utf8'),
+    },
     handler,
-  });
+  );
 }
 
 const echo = textMethod('Say', (text) => `echo: ${text}`);
@@ -187,15 +189,17 @@ test("a handler's error: its numeric code, else UNKNOWN with its message", async
 
 test('a message that cannot be decoded is INTERNAL', async (t) => {
   const server = await serve([
-    unaryMethod({
-      path: '/test.Echo/Strict',
-      decode: (bytes) => {
-        if (bytes.length === 0) throw new Error('empty');
-        return bytes;
+    unaryMethod(
+      {
+        path: '/test.Echo/Strict',
+        requestDeserialize: (bytes) => {
+          if (bytes.length === 0) throw new Error('empty');
+          return bytes;
+        },
+        responseSerialize: (b: Buffer) => b,
       },
-      encode: (b: Buffer) => b,
-      handler: (b) => b,
-    }),
+      (b) => b,
+    ),
   ]);
   const client = clientOf(server, t);
   await callFails(
