@@ -40,6 +40,28 @@ describe('StatsProvider', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
+  /** A provider over the fake runtime and these pods, with a volume analyzer under dir. */
+  function providerOver(clock: FakeClock, fake: FakeRuntime, pods: Pod[]) {
+    const analyzer = new FsResourceAnalyzer({
+      rootDir: path.join(dir, 'root'),
+      clock,
+      periodMs: 60_000,
+      pods: () => pods,
+    });
+    const provider = new StatsProvider({
+      runtime: fake,
+      images: fake,
+      clock,
+      nodeName: 'n1',
+      rootDir: dir,
+      podLogsDir: path.join(dir, 'logs'),
+      runtimeRequestTimeoutMs: 1000,
+      pods: () => pods,
+      fsResourceAnalyzer: analyzer,
+    });
+    return { provider, analyzer };
+  }
+
   async function setUp() {
     const clock = new FakeClock();
     const fake = new FakeRuntime(clock);
@@ -81,23 +103,7 @@ describe('StatsProvider', () => {
     const volDir = path.join(dir, 'root', 'pods', uid, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
     await mkdir(volDir, { recursive: true });
     await writeFile(path.join(volDir, 'data'), Buffer.alloc(128 * 1024, 'y'));
-    const analyzer = new FsResourceAnalyzer({
-      rootDir: path.join(dir, 'root'),
-      clock,
-      periodMs: 60_000,
-      pods: () => [pod],
-    });
-    const provider = new StatsProvider({
-      runtime: fake,
-      images: fake,
-      clock,
-      nodeName: 'n1',
-      rootDir: dir,
-      podLogsDir: path.join(dir, 'logs'),
-      runtimeRequestTimeoutMs: 1000,
-      pods: () => [pod],
-      fsResourceAnalyzer: analyzer,
-    });
+    const { provider, analyzer } = providerOver(clock, fake, [pod]);
     return { clock, provider, analyzer, old, live, bump: (ns: number) => (cpuNs += ns) };
   }
 
@@ -162,22 +168,7 @@ describe('StatsProvider', () => {
       opts?.signal?.removeEventListener('abort', onAbort);
       return podSandboxStatus(id, verbose, opts);
     };
-    const provider = new StatsProvider({
-      runtime: fake,
-      images: fake,
-      clock,
-      nodeName: 'n1',
-      rootDir: dir,
-      podLogsDir: path.join(dir, 'logs'),
-      runtimeRequestTimeoutMs: 1000,
-      pods: () => pods,
-      fsResourceAnalyzer: new FsResourceAnalyzer({
-        rootDir: path.join(dir, 'root'),
-        clock,
-        periodMs: 60_000,
-        pods: () => pods,
-      }),
-    });
+    const { provider } = providerOver(clock, fake, pods);
     const warnings: Error[] = [];
     const onWarning = (w: Error): void => void warnings.push(w);
     process.on('warning', onWarning);
