@@ -255,23 +255,34 @@ export class StatsProvider {
       byPod.set(sandbox.id, entry);
     }
     const liveIds = new Set<string>(['node:/', 'cgroup:pods']);
-    // A pass reads every new sandbox's status at once, each call listening on this one signal: with
-    // more than ten new pods Node would warn of a listener leak, though each call lets go of its own.
-    if (signal) setMaxListeners(0, signal);
-    const out = await Promise.all(
-      [...byPod.values()].map(({ sandbox, containers }) => {
-        liveIds.add(sandbox.id);
-        for (const c of containers) liveIds.add(c.id);
-        return this.podStats(
-          snapshot,
-          sandbox,
-          containers,
-          podsByUid.get(sandbox.metadata.uid),
-          onlyCpuAndMemory,
-          signal,
-        );
-      }),
-    );
+    // A pass reads every new sandbox's status at once, each call listening on one signal: past ten new
+    // pods Node would warn of a listener leak, though each call lets go of its own. They listen on the
+    // pass's own signal, so that the caller's (the eviction manager's lives as long as the kubelet)
+    // keeps Node's check.
+    const pass = new AbortController();
+    setMaxListeners(0, pass.signal);
+    const onAbort = (): void => pass.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    let out: PodStats[];
+    try {
+      out = await Promise.all(
+        [...byPod.values()].map(({ sandbox, containers }) => {
+          liveIds.add(sandbox.id);
+          for (const c of containers) liveIds.add(c.id);
+          return this.podStats(
+            snapshot,
+            sandbox,
+            containers,
+            podsByUid.get(sandbox.metadata.uid),
+            onlyCpuAndMemory,
+            signal && pass.signal,
+          );
+        }),
+      );
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
     this.cpuCache.retain(liveIds);
     for (const id of this.sandboxPids.keys()) if (!sandboxById.has(id)) this.sandboxPids.delete(id);
     return out;
