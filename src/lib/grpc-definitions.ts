@@ -109,7 +109,9 @@ export function grpcJsUnary<Request, Response>(
         else resolve(response as Response);
       },
     );
-    signal?.addEventListener('abort', onAbort, { once: true });
+    // A signal that aborted before the call (while grpc-js loaded, for one) fires no event: cancel now.
+    if (signal?.aborted) call.cancel();
+    else signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
 
