@@ -14,6 +14,7 @@ import net from 'node:net';
 import { retryDelayMs } from '../../lib/backoff.js';
 import { realClock, type Clock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
+import { grpcMethods } from '../../lib/grpc-definitions.js';
 import { GrpcStatus } from '../../lib/grpc-status.js';
 import { Http2ClientConnection } from '../../lib/http2/client-connection.js';
 import { logger } from '../../lib/log.js';
@@ -29,13 +30,14 @@ import {
 } from './generated/github.com/containerd/containerd/api/events/task.js';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {
-  Envelope,
+  EventsDefinition,
   SubscribeRequest,
+  type Envelope,
 } from './generated/github.com/containerd/containerd/api/services/events/v1/events.js';
 
 const log = logger('containerd_events');
 
-const SUBSCRIBE_PATH = '/containerd.services.events.v1.Events/Subscribe';
+const SUBSCRIBE = grpcMethods(EventsDefinition).subscribe;
 // grpc-js's default receive limit, which this stream had before; an event is a few hundred bytes.
 const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 // Events are read as they come, so the window bounds nothing held here: it only spares a burst of
@@ -172,9 +174,9 @@ export async function subscribeTaskEvents(
   const maxMs = options.maxBackoffMs ?? 5000;
   const socketPath = parseCriEndpoint(socket).socketPath;
   const body = grpcMessageFrame(
-    SubscribeRequest.encode(
+    SUBSCRIBE.requestSerialize(
       SubscribeRequest.fromPartial({ filters: subscribeFilters(namespace, filters) }),
-    ).finish(),
+    ),
   );
   for (let failures = 0; !signal.aborted;) {
     const { gotEvent, error } = await streamOnce(socketPath, namespace, body, onEvent, signal, options);
@@ -230,7 +232,7 @@ function streamOnce(
         if (settled) return;
         let envelope: Envelope;
         try {
-          envelope = Envelope.decode(message);
+          envelope = SUBSCRIBE.responseDeserialize(message);
         } catch (err) {
           // As grpc-js did: an answer that does not decode ends the call; the re-subscription relists.
           connection.cancel(streamId);
@@ -249,7 +251,7 @@ function streamOnce(
     // does not wait for containerd: while it is down the connect fails at once, and the loop above
     // owns the back-off.
     streamId = connection.request(
-      grpcRequestFields(SUBSCRIBE_PATH, [['containerd-namespace', namespace]]),
+      grpcRequestFields(SUBSCRIBE.path, [['containerd-namespace', namespace]]),
       body,
       handler,
     );

@@ -26,25 +26,14 @@ import {
 } from '../../../src/cri/containerd-events/generated/github.com/containerd/containerd/api/events/task.js';
 import {
   Envelope,
+  EventsDefinition,
   SubscribeRequest,
 } from '../../../src/cri/containerd-events/generated/github.com/containerd/containerd/api/services/events/v1/events.js';
+import { grpcJsService } from '../../../src/lib/grpc-definitions.js';
 import { sleep, waitFor } from '../../helpers/wait.js';
 
-/**
- * containerd's Subscribe as a grpc-js server serves it, built here from the message codecs alone
- * (the generated code carries no grpc-js service): a real gRPC peer for the client's own framing.
- */
-const EventsSubscribeService: grpc.ServiceDefinition = {
-  subscribe: {
-    path: '/containerd.services.events.v1.Events/Subscribe',
-    requestStream: false,
-    responseStream: true,
-    requestSerialize: (request: SubscribeRequest) => Buffer.from(SubscribeRequest.encode(request).finish()),
-    requestDeserialize: (bytes: Buffer) => SubscribeRequest.decode(bytes),
-    responseSerialize: (envelope: Envelope) => Buffer.from(Envelope.encode(envelope).finish()),
-    responseDeserialize: (bytes: Buffer) => Envelope.decode(bytes),
-  },
-};
+/** containerd's Events service as a grpc-js server serves it: a real gRPC peer for the client's own framing. */
+const EventsSubscribeService = grpcJsService(EventsDefinition);
 
 function envelope(topic: string, typeUrl: string, value: Uint8Array): Envelope {
   // env=node: the generated Any holds a Buffer.
