@@ -11,22 +11,8 @@
  * error without a body, those in the headers alone).
  */
 import type { StreamHandler } from '../lib/http2/client-connection.js';
-import { GrpcStatus, grpcStatusName } from '../lib/grpc-status.js';
-
-const PREFIX_BYTES = 5;
-
-/**
- * A failed call: an Error with grpc-js's ServiceError shape (a numeric code, the details, and its
- * message `14 UNAVAILABLE: details`), so that toCriError maps both alike and what reads the message
- * (the evented PLEG looks for UNIMPLEMENTED) reads the same text. Not a class of its own: it never
- * leaves src/cri (see to-cri-error.ts).
- */
-export type GrpcCallError = Error & { code: number; details: string };
-
-export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
-  const message = `${code} ${grpcStatusName(code) ?? `Code(${code})`}: ${details}`;
-  return Object.assign(new Error(message, cause === undefined ? undefined : { cause }), { code, details });
-}
+import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
+import { GRPC_PREFIX_BYTES, decodeGrpcMessage } from '../lib/grpc-wire.js';
 
 /** A request's header fields: the pseudo-headers and gRPC's own, then extra (metadata, grpc-timeout). */
 export function grpcRequestFields(
@@ -43,15 +29,6 @@ export function grpcRequestFields(
     ...extra,
     ['user-agent', 'tskubelet-grpc'],
   ];
-}
-
-/** One message as it goes on the wire: uncompressed, behind its length. */
-export function grpcMessageFrame(message: Uint8Array): Buffer {
-  const frame = Buffer.allocUnsafe(PREFIX_BYTES + message.length);
-  frame[0] = 0;
-  frame.writeUInt32BE(message.length, 1);
-  frame.set(message, PREFIX_BYTES);
-  return frame;
 }
 
 /**
@@ -83,8 +60,8 @@ export class GrpcMessageReader {
     this.buffered += chunk.length;
     for (;;) {
       if (this.expected < 0) {
-        if (this.buffered < PREFIX_BYTES) return undefined;
-        const prefix = this.take(PREFIX_BYTES);
+        if (this.buffered < GRPC_PREFIX_BYTES) return undefined;
+        const prefix = this.take(GRPC_PREFIX_BYTES);
         // No request here asks for compression (grpc-accept-encoding is never sent), so a compressed
         // message is a fault, as the protocol says.
         if (prefix[0] !== 0) {
@@ -171,7 +148,7 @@ export function grpcAnswerHandler(options: GrpcAnswerOptions): StreamHandler {
       const status = fields.get('grpc-status');
       if (status !== undefined) {
         grpcStatus = Number(status);
-        grpcMessage = percentDecode(fields.get('grpc-message') ?? '');
+        grpcMessage = decodeGrpcMessage(fields.get('grpc-message') ?? '');
       }
     },
     onData: (chunk) => {
@@ -204,14 +181,4 @@ function statusAtEnd(
   if (grpcStatus !== GrpcStatus.OK) return grpcCallError(grpcStatus, grpcMessage);
   if (midMessage) return grpcCallError(GrpcStatus.INTERNAL, 'the answer ended inside a message');
   return undefined;
-}
-
-/** grpc-message is percent-encoded UTF-8; a malformed one is shown as it came. */
-function percentDecode(text: string): string {
-  if (!text.includes('%')) return text;
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
 }

@@ -10,15 +10,10 @@
  */
 import net from 'node:net';
 import { CallWatchdog } from '../lib/call-watchdog.js';
-import { GrpcStatus } from '../lib/grpc-status.js';
+import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
+import { grpcMessageFrame } from '../lib/grpc-wire.js';
 import { Http2ClientConnection } from '../lib/http2/client-connection.js';
-import {
-  grpcAnswerHandler,
-  grpcCallError,
-  grpcMessageFrame,
-  grpcRequestFields,
-  type GrpcCallError,
-} from './grpc-over-http2.js';
+import { grpcAnswerHandler, grpcRequestFields } from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {
   path: string;

@@ -25,3 +25,17 @@ const NAMES = Object.keys(GrpcStatus);
 export function grpcStatusName(code: number): string | undefined {
   return NAMES[code];
 }
+
+/**
+ * A failed gRPC call, or what a server's handler throws to answer with that status: an Error with
+ * grpc-js's ServiceError shape (a numeric code, the details, and its message `14 UNAVAILABLE:
+ * details`), so that what maps grpc-js's errors maps these alike and what reads the message (the
+ * evented PLEG looks for UNIMPLEMENTED) reads the same text. Not a class of its own: a KubeletError's
+ * code is a string, and this one goes no further than the gRPC code that reads it.
+ */
+export type GrpcCallError = Error & { code: number; details: string };
+
+export function grpcCallError(code: number, details: string, cause?: unknown): GrpcCallError {
+  const message = `${code} ${grpcStatusName(code) ?? `Code(${code})`}: ${details}`;
+  return Object.assign(new Error(message, cause === undefined ? undefined : { cause }), { code, details });
+}

@@ -13,10 +13,9 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
-import { grpcStatusError } from '../lib/grpc-server/grpc-status-error.js';
 import { GrpcUnaryServer, unaryMethod } from '../lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../lib/grpc-shutdown.js';
-import { GrpcStatus } from '../lib/grpc-status.js';
+import { GrpcStatus, grpcCallError } from '../lib/grpc-status.js';
 import { grpcMethods } from '../lib/grpc-definitions.js';
 import { logger } from '../lib/log.js';
 import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
@@ -151,7 +150,7 @@ export class PodResourcesServer {
   private limited<Req, Res>(fn: (req: Req) => Res): (req: Req) => Res {
     return (req) => {
       if (!this.limiter.tryAccept())
-        throw grpcStatusError(GrpcStatus.RESOURCE_EXHAUSTED, 'rejected by rate limit');
+        throw grpcCallError(GrpcStatus.RESOURCE_EXHAUSTED, 'rejected by rate limit');
       return fn(req);
     };
   }

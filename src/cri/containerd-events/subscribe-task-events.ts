@@ -15,11 +15,12 @@ import { retryDelayMs } from '../../lib/backoff.js';
 import { realClock, type Clock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
 import { grpcMethods } from '../../lib/grpc-definitions.js';
-import { GrpcStatus } from '../../lib/grpc-status.js';
+import { GrpcStatus, grpcCallError } from '../../lib/grpc-status.js';
+import { grpcMessageFrame } from '../../lib/grpc-wire.js';
 import { Http2ClientConnection } from '../../lib/http2/client-connection.js';
 import { logger } from '../../lib/log.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
-import { grpcAnswerHandler, grpcCallError, grpcMessageFrame, grpcRequestFields } from '../grpc-over-http2.js';
+import { grpcAnswerHandler, grpcRequestFields } from '../grpc-over-http2.js';
 // containerd's proto paths have an `api/` folder of their own, not src/api: the layer rule's pattern does not apply.
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
 import {

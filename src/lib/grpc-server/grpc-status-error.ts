@@ -1,19 +1,10 @@
 /**
- * What a gRPC handler throws to answer with a status of its choosing. Anything else it throws answers
- * UNKNOWN with the error's message, as a plain error from a grpc-go handler does.
+ * The status a gRPC handler's error answers with: a grpcCallError's (or anything with a numeric
+ * `code`) as it says; anything else UNKNOWN with the error's message, as a plain error from a grpc-go
+ * handler does.
  */
 import { errorMessage } from '../errors.js';
 import { GrpcStatus } from '../grpc-status.js';
-
-/**
- * grpc-js's ServiceError shape (a numeric code and the details). Not a class of its own: it carries
- * a gRPC status to the server's answer and goes no further, where a KubeletError's code is a string.
- */
-export type GrpcStatusError = Error & { code: number; details: string };
-
-export function grpcStatusError(code: number, details: string): GrpcStatusError {
-  return Object.assign(new Error(details), { code, details });
-}
 
 export interface GrpcStatusOf {
   code: number;

@@ -16,9 +16,10 @@ import { createRequire } from 'node:module';
 import net from 'node:net';
 import { errorMessage } from '../errors.js';
 import type { GrpcMethod } from '../grpc-definitions.js';
-import { GrpcStatus } from '../grpc-status.js';
+import { GrpcStatus, grpcCallError } from '../grpc-status.js';
+import { GRPC_PREFIX_BYTES, encodeGrpcMessage, grpcMessageFrame } from '../grpc-wire.js';
 import { logger } from '../log.js';
-import { grpcStatusError, grpcStatusOf } from './grpc-status-error.js';
+import { grpcStatusOf } from './grpc-status-error.js';
 
 // node:http2 (about 3 MiB) is loaded when the first client connects, so a kubelet nobody talks to
 // never holds it; `require`, so that it is loaded in the same tick as the connection is accepted and
@@ -30,7 +31,6 @@ const log = logger('grpc-server');
 /** grpc-go's default MaxRecvMsgSize. */
 export const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 4 * 1024 * 1024;
 
-const MESSAGE_HEADER_BYTES = 5;
 const NGHTTP2_NO_ERROR = 0;
 
 /** What the server needs of a method (one of grpcMethods(<generated definition>)): its path and codecs. */
@@ -45,7 +45,7 @@ export interface UnaryMethodHandler {
   call(body: Buffer): Promise<Uint8Array>;
 }
 
-/** The method served by handler, which throws a grpcStatusError (or anything with a numeric `code`) to answer with that status. */
+/** The method served by handler, which throws a grpcCallError (or anything with a numeric `code`) to answer with that status. */
 export function unaryMethod<Request, Response>(
   method: UnaryMethod<Request, Response>,
   handler: (request: Request) => Response | Promise<Response>,
@@ -57,13 +57,13 @@ export function unaryMethod<Request, Response>(
       try {
         request = method.requestDeserialize(body);
       } catch (err) {
-        throw grpcStatusError(GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${errorMessage(err)}`);
+        throw grpcCallError(GrpcStatus.INTERNAL, `grpc: error unmarshalling request: ${errorMessage(err)}`);
       }
       const response = await handler(request);
       try {
         return method.responseSerialize(response);
       } catch (err) {
-        throw grpcStatusError(GrpcStatus.INTERNAL, `grpc: error while marshaling: ${errorMessage(err)}`);
+        throw grpcCallError(GrpcStatus.INTERNAL, `grpc: error while marshaling: ${errorMessage(err)}`);
       }
     },
   };
@@ -197,7 +197,7 @@ export class GrpcUnaryServer {
     const onData = (chunk: Buffer): void => {
       chunks.push(chunk);
       received += chunk.length;
-      if (messageBytes === undefined && received >= MESSAGE_HEADER_BYTES) {
+      if (messageBytes === undefined && received >= GRPC_PREFIX_BYTES) {
         const head = chunks.length === 1 ? chunk : Buffer.concat(chunks, received);
         chunks = [head];
         messageBytes = head.readUInt32BE(1);
@@ -220,16 +220,16 @@ export class GrpcUnaryServer {
           return;
         }
       }
-      if (messageBytes !== undefined && received > MESSAGE_HEADER_BYTES + messageBytes)
+      if (messageBytes !== undefined && received > GRPC_PREFIX_BYTES + messageBytes)
         fail(GrpcStatus.INTERNAL, 'grpc: more than one request message in a unary call');
     };
     const onEnd = (): void => {
-      if (messageBytes === undefined || received < MESSAGE_HEADER_BYTES + messageBytes) {
+      if (messageBytes === undefined || received < GRPC_PREFIX_BYTES + messageBytes) {
         fail(GrpcStatus.INTERNAL, received === 0 ? 'grpc: no request message' : 'unexpected EOF');
         return;
       }
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received);
-      onMessage(body.subarray(MESSAGE_HEADER_BYTES));
+      onMessage(body.subarray(GRPC_PREFIX_BYTES));
     };
     stream.on('data', onData);
     stream.on('end', onEnd);
@@ -237,10 +237,7 @@ export class GrpcUnaryServer {
 
   private respond(stream: Http2.ServerHttp2Stream, message: Uint8Array): void {
     if (stream.destroyed || stream.closed) return;
-    const frame = Buffer.allocUnsafe(MESSAGE_HEADER_BYTES + message.length);
-    frame[0] = 0;
-    frame.writeUInt32BE(message.length, 1);
-    frame.set(message, MESSAGE_HEADER_BYTES);
+    const frame = grpcMessageFrame(message);
     stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
     stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': String(GrpcStatus.OK) }));
     stream.end(frame);
@@ -259,7 +256,7 @@ export class GrpcUnaryServer {
         ':status': httpStatus,
         'content-type': 'application/grpc',
         'grpc-status': String(code),
-        'grpc-message': percentEncode(message),
+        'grpc-message': encodeGrpcMessage(message),
       },
       { endStream: true },
     );
@@ -294,16 +291,4 @@ export class GrpcUnaryServer {
 function serviceOf(path: string): string {
   const slash = path.lastIndexOf('/');
   return slash > 0 ? path.slice(1, slash) : '';
-}
-
-/** grpc-message is UTF-8 with every byte outside printable ASCII, and '%' itself, as %XX. */
-function percentEncode(text: string): string {
-  if (/^[\x20-\x24\x26-\x7e]*$/.test(text)) return text;
-  let out = '';
-  for (const byte of Buffer.from(text, 'utf8'))
-    out +=
-      byte >= 0x20 && byte <= 0x7e && byte !== 0x25
-        ? String.fromCharCode(byte)
-        : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  return out;
 }

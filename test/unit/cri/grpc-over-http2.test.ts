@@ -5,14 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import {
-  grpcAnswerHandler,
-  grpcCallError,
-  grpcMessageFrame,
-  GrpcMessageReader,
-  type GrpcCallError,
-} from '../../../src/cri/grpc-over-http2.js';
-import { GrpcStatus } from '../../../src/lib/grpc-status.js';
+import { grpcAnswerHandler, GrpcMessageReader } from '../../../src/cri/grpc-over-http2.js';
+import { GrpcStatus, grpcCallError, type GrpcCallError } from '../../../src/lib/grpc-status.js';
+import { grpcMessageFrame } from '../../../src/lib/grpc-wire.js';
 import { http2StreamError } from '../../../src/lib/http2/client-connection.js';
 
 function reader(maxMessageBytes = 1024): { reader: GrpcMessageReader; messages: Buffer[] } {

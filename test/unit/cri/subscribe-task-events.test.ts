@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
-import { grpcMessageFrame } from '../../../src/cri/grpc-over-http2.js';
+import { grpcMessageFrame } from '../../../src/lib/grpc-wire.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import {
   subscribeFilters,

@@ -11,7 +11,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import type * as grpc from '@grpc/grpc-js';
-import { grpcStatusError } from '../../../../src/lib/grpc-server/grpc-status-error.js';
 import {
   DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
   GrpcUnaryServer,
@@ -20,7 +19,7 @@ import {
   type UnaryMethodHandler,
 } from '../../../../src/lib/grpc-server/grpc-unary-server.js';
 import { shutdownGrpcServer } from '../../../../src/lib/grpc-shutdown.js';
-import { GrpcStatus } from '../../../../src/lib/grpc-status.js';
+import { GrpcStatus, grpcCallError } from '../../../../src/lib/grpc-status.js';
 import { grpcUnaryCall, unixSocketClient, type MessageCodec } from '../../../helpers/grpc-unary-call.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'grpc-server-'));
@@ -164,7 +163,7 @@ test('an unknown service or method is UNIMPLEMENTED, worded as grpc-go', async (
 test("a handler's error: its numeric code, else UNKNOWN with its message", async (t) => {
   const server = await serve([
     textMethod('Status', () => {
-      throw grpcStatusError(GrpcStatus.NOT_FOUND, 'no such thing');
+      throw grpcCallError(GrpcStatus.NOT_FOUND, 'no such thing');
     }),
     textMethod('ServiceError', () => {
       throw Object.assign(new Error('5 NOT_FOUND: ignored'), {
