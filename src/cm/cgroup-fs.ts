@@ -5,7 +5,8 @@
  */
 import { CallWatchdog } from '../lib/call-watchdog.js';
 import { constants } from 'node:fs';
-import { mkdir, readdir, readFile, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
+import { readSmallTextFile } from '../lib/read-small-file.js';
 
 export interface CgroupDirEntry {
   name: string;
@@ -41,7 +42,7 @@ export function realCgroupFs(timeoutMs = DEFAULT_CGROUP_FS_TIMEOUT_MS): CgroupFs
   const watchdog = new CallWatchdog(Math.max(10, Math.min(1000, timeoutMs / 4)));
   const bounded = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => watchdog.bounded(p, ms, what);
   return {
-    readFile: (file) => bounded(readFile(file, 'utf8'), timeoutMs, `read ${file}`),
+    readFile: (file) => bounded(readSmallTextFile(file), timeoutMs, `read ${file}`),
     writeFile: (file, data) =>
       bounded(writeFile(file, data, { flag: WRITE_FLAGS }), timeoutMs, `write ${file}`),
     mkdir: (dir) =>

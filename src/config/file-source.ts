@@ -17,7 +17,7 @@
  */
 import { createHash } from 'node:crypto';
 import { watch, type FSWatcher, type Stats } from 'node:fs';
-import { lstat, open, readdir, stat } from 'node:fs/promises';
+import { lstat, readdir, stat } from 'node:fs/promises';
 import * as path from 'node:path';
 
 import { podFullName, type Pod } from '../api/core-v1.js';
@@ -33,6 +33,7 @@ import { decodeManifest } from './manifest-decoder.js';
 import { MAX_MANIFEST_BYTES } from './static-pod-defaults.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 import { compareStrings } from '../lib/compare.js';
+import { FileTooLargeError, readSmallFile } from '../lib/read-small-file.js';
 
 export interface FileSourceOptions {
   /** A folder of manifests or one manifest file. */
@@ -325,7 +326,7 @@ export class FileSource {
 
     let data: Buffer;
     try {
-      data = await readAtMost(file, MAX_MANIFEST_BYTES, signal);
+      data = await readAtMost(file, MAX_MANIFEST_BYTES, signal, st.size);
     } catch (err) {
       if (signal.aborted) throw err;
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
@@ -495,27 +496,20 @@ export class FileSource {
 
 /**
  * The file's bytes, refusing one larger than maxBytes without reading past the limit (a file may
- * grow between stat and read, and a FIFO or /dev/zero has no size at all).
+ * grow between stat and read, and a FIFO or /dev/zero has no size at all). sizeHint is stat's size:
+ * a manifest of a few KiB is read into a buffer of its size.
  */
-export async function readAtMost(file: string, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
-  const handle = await open(file, 'r');
+export async function readAtMost(
+  file: string,
+  maxBytes: number,
+  signal: AbortSignal,
+  sizeHint?: number,
+): Promise<Buffer> {
   try {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const chunkBytes = 1024 * 1024;
-    for (;;) {
-      if (signal.aborted) throw signal.reason as Error;
-      const buf = Buffer.allocUnsafe(Math.min(chunkBytes, maxBytes + 1 - total));
-      const { bytesRead } = await handle.read(buf, 0, buf.length, null);
-      if (bytesRead === 0) break;
-      total += bytesRead;
-      if (total > maxBytes) {
-        throw new Error(`the file is larger than the ${maxBytes} bytes a manifest may have; refused`);
-      }
-      chunks.push(buf.subarray(0, bytesRead));
-    }
-    return Buffer.concat(chunks, total);
-  } finally {
-    await handle.close();
+    return await readSmallFile(file, { maxBytes, signal, sizeHint });
+  } catch (err) {
+    if (err instanceof FileTooLargeError)
+      throw new Error(`the file is larger than the ${maxBytes} bytes a manifest may have; refused`);
+    throw err;
   }
 }

@@ -5,9 +5,9 @@
  * unset or 0.0.0.0, IPv6 for ::).
  */
 import { lookup } from 'node:dns/promises';
-import { readFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
+import { readSmallTextFile } from '../lib/read-small-file.js';
 
 export type IpFamily = 4 | 6;
 
@@ -40,7 +40,7 @@ export const realNetworkHost: NetworkHost = {
   },
   readRouteFile: async (family) => {
     try {
-      return await readFile(family === 4 ? '/proc/net/route' : '/proc/net/ipv6_route', 'utf8');
+      return await readSmallTextFile(family === 4 ? '/proc/net/route' : '/proc/net/ipv6_route');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;

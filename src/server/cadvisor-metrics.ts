@@ -11,7 +11,7 @@
  *  - the sandbox (container="", name=its id), carrying the pod's network, which cAdvisor reads only
  *    for the sandbox since the other containers share its network namespace.
  */
-import { readFile } from 'node:fs/promises';
+import { readSmallTextFile } from '../lib/read-small-file.js';
 import os from 'node:os';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -51,7 +51,7 @@ export interface CadvisorMetricsSource {
 export async function readMachineInfo(): Promise<MachineInfo> {
   const first = async (paths: string[]) => {
     for (const p of paths) {
-      const text = await readFile(p, 'utf8').catch(() => undefined);
+      const text = await readSmallTextFile(p).catch(() => undefined);
       if (text?.trim()) return text.trim();
     }
     return '';

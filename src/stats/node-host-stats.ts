@@ -3,14 +3,14 @@
  * capacity, network interfaces, process counts and pid_max. The figures cAdvisor's root container
  * and machine info give the upstream kubelet.
  */
-import { readFile } from 'node:fs/promises';
+import { readSmallTextFile } from '../lib/read-small-file.js';
 import type { InterfaceStats } from './summary-types.js';
 
 /** USER_HZ, the unit of /proc/stat: 100 on every Linux the kubelet runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
 
 async function readOptional(file: string): Promise<string | undefined> {
-  return readFile(file, 'utf8').catch(() => undefined);
+  return readSmallTextFile(file).catch(() => undefined);
 }
 
 /** /proc/stat's btime, ms since the epoch: the root container's start time. */

@@ -4,7 +4,8 @@
  * table is read asynchronously, never on a hot path more than once per operation.
  */
 import { execFile } from 'node:child_process';
-import { lstat, readFile, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
+import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
+import { readSmallTextFile } from '../lib/read-small-file.js';
 import path from 'node:path';
 import { logger } from '../lib/log.js';
 
@@ -121,7 +122,7 @@ export class SystemMounter implements Mounter {
   }
 
   async list(): Promise<MountInfo[]> {
-    return parseMountInfo(await readFile(this.mountInfoPath, 'utf8'));
+    return parseMountInfo(await readSmallTextFile(this.mountInfoPath));
   }
 }
 
