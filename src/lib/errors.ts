@@ -30,7 +30,9 @@ export type KubeletErrorCode =
   /** A checkpoint file that cannot be trusted (unreadable, or its checksum does not match). */
   | 'CHECKPOINT_CORRUPT'
   /** Devices a container asks for could not be allocated (too few free, the plugin failed). */
-  | 'DEVICE_ALLOCATION_FAILED';
+  | 'DEVICE_ALLOCATION_FAILED'
+  /** A file longer than its reader allows (a manifest over 10 MiB). */
+  | 'FILE_TOO_LARGE';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -10,6 +10,7 @@
  */
 import { close, open, read } from 'node:fs';
 import { constants as bufferConstants } from 'node:buffer';
+import { KubeletError } from './errors.js';
 
 export interface ReadSmallFileOptions {
   /** The size the file is expected to have (a regular file's stat size); unknown when not given. */
@@ -20,12 +21,12 @@ export interface ReadSmallFileOptions {
   signal?: AbortSignal;
 }
 
-export class FileTooLargeError extends Error {
+export class FileTooLargeError extends KubeletError {
   constructor(
     readonly file: string,
     readonly maxBytes: number,
   ) {
-    super(`${file} is larger than ${maxBytes} bytes`);
+    super('FILE_TOO_LARGE', `${file} is larger than ${maxBytes} bytes`);
     this.name = 'FileTooLargeError';
   }
 }
@@ -39,7 +40,9 @@ function openForReading(file: string): Promise<number> {
 
 function readInto(fd: number, buf: Buffer, offset: number): Promise<number> {
   return new Promise((resolve, reject) =>
-    read(fd, buf, offset, buf.length - offset, null, (err, bytesRead) => (err ? reject(err) : resolve(bytesRead))),
+    read(fd, buf, offset, buf.length - offset, null, (err, bytesRead) =>
+      err ? reject(err) : resolve(bytesRead),
+    ),
   );
 }
 

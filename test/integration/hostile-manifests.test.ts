@@ -10,6 +10,7 @@ import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 
 import type { Pod } from '../../src/api/core-v1.js';
+import { OFF_THREAD_DECODE_MIN_BYTES } from '../../src/config/manifest-decoder.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -81,6 +82,16 @@ const HOSTILE: Record<string, { text: string; expected: RegExp }> = {
 
 const GOOD = ['good-a', 'good-b'];
 
+/**
+ * good-b is large enough (over OFF_THREAD_DECODE_MIN_BYTES) to be decoded in a worker thread: the
+ * built kubelet must find the worker's file beside its own code (dist/kubelet, scripts/bundle.mjs).
+ */
+function goodManifest(name: string): string {
+  if (name !== 'good-b') return manifest(name);
+  assert.ok(OFF_THREAD_DECODE_MIN_BYTES < 100 * 1024);
+  return manifest(name, { meta: `  annotations: { example.com/padding: "${'p'.repeat(100 * 1024)}" }` });
+}
+
 describe('hostile manifests through containerd', () => {
   let cri: CriInspector;
   let kubelet: KubeletProcess | undefined;
@@ -132,7 +143,7 @@ describe('hostile manifests through containerd', () => {
     const k = kubelet;
     await k.start();
     for (const [file, { text }] of Object.entries(HOSTILE)) await k.writeManifest(file, text);
-    for (const name of GOOD) await k.writeManifest(`${name}.yaml`, manifest(name));
+    for (const name of GOOD) await k.writeManifest(`${name}.yaml`, goodManifest(name));
 
     const before = await containerIds(k);
     await waitFor(
