@@ -180,7 +180,7 @@ function otherKubelets(endpoint: string): number[] {
     }
     const isKubelet =
       path.basename(argv[0] ?? '') === 'kubelet' ||
-      argv.some((a) => a.endsWith('bin/tskubelet') || a.endsWith('dist/src/cmd/main.js'));
+      argv.some((a) => a.endsWith('bin/tskubelet') || a.endsWith('dist/kubelet/main.js'));
     if (!isKubelet) continue;
     const flag = argv.find((a) => a.startsWith('--container-runtime-endpoint'));
     if (flag === undefined || flag.includes(socket)) found.push(Number(entry));

@@ -20,6 +20,29 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 // From dist/bench/ the repository is two levels up.
 const kubeletBin = [path.join(repoRoot, 'bin/tskubelet'), path.join(repoRoot, '../bin/tskubelet')];
 
+const unitFiles = [
+  path.join(repoRoot, 'packaging/systemd/kubelet.service'),
+  path.join(repoRoot, '../packaging/systemd/kubelet.service'),
+];
+
+/** The environment the systemd unit gives the kubelet (its `Environment=` lines), as the bench runs it. */
+async function unitEnvironment(): Promise<Record<string, string>> {
+  for (const file of unitFiles) {
+    const text = await readFile(file, 'utf8').catch(() => undefined);
+    if (text === undefined) continue;
+    const env: Record<string, string> = {};
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('Environment=')) continue;
+      for (const pair of line.slice('Environment='.length).trim().split(/\s+/)) {
+        const eq = pair.indexOf('=');
+        if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
+      }
+    }
+    return env;
+  }
+  throw new Error(`packaging/systemd/kubelet.service not found near ${repoRoot}`);
+}
+
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
@@ -164,7 +187,10 @@ export class BenchKubelet {
     }
     args.push(...(this.opts.extraArgs ?? []));
     this.logStream = createWriteStream(this.logFile, { flags: 'a' });
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    // tskubelet runs with the malloc settings its systemd unit sets (packaging/systemd/kubelet.service).
+    // The bench's own environment wins, so that a figure can be taken without them.
+    const env = kind === 'tskubelet' ? { ...(await unitEnvironment()), ...process.env } : process.env;
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout?.pipe(this.logStream, { end: false });
     child.stderr?.pipe(this.logStream, { end: false });
     this.child = child;

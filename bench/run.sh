@@ -32,7 +32,7 @@ out=${BENCH_OUT:-$(mktemp -t tskubelet-bench-XXXXXX.jsonl)}
 : >"$out"
 
 if ((no_build)); then
-  [[ -f dist/src/cmd/main.js && -f dist/bench/density.js ]] || { log "dist/ is not built: run without --no-build"; exit 1; }
+  [[ -f dist/kubelet/main.js && -f dist/bench/density.js ]] || { log "dist/ is not built: run without --no-build"; exit 1; }
 else
   log "building"
   npm run --silent build

@@ -10,7 +10,7 @@
 // npm packages stay outside the bundle, loaded from node_modules as before (lazily where the code
 // says so). Run by `npm run build`, after tsc.
 import { build } from 'esbuild';
-import { cpSync, existsSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,7 +18,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist/kubelet');
 
 rmSync(outdir, { recursive: true, force: true });
-await build({
+const result = await build({
+  metafile: true,
   absWorkingDir: root,
   entryPoints: {
     main: 'dist/src/cmd/main.js',
@@ -47,3 +48,24 @@ cpSync(path.join(root, 'src/nodepage/assets'), path.join(outdir, 'assets'), { re
 
 for (const file of ['main.js', 'manifest-decode-worker.js', 'assets'])
   if (!existsSync(path.join(outdir, file))) throw new Error(`bundle: ${file} is missing from ${outdir}`);
+
+// An installed kubelet has its dependencies only (`npm install --omit=dev`, scripts/install.sh):
+// every package the bundle loads must be one. Packages loaded through createRequire are calls, not
+// imports, to esbuild: they are found in the output's text.
+const { dependencies = {} } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+const packageOf = (spec) =>
+  spec
+    .split('/')
+    .slice(0, spec.startsWith('@') ? 2 : 1)
+    .join('/');
+const loaded = new Set();
+for (const [file, output] of Object.entries(result.metafile.outputs)) {
+  for (const imported of output.imports)
+    if (imported.external && !imported.path.startsWith('node:')) loaded.add(packageOf(imported.path));
+  if (!file.endsWith('.js')) continue;
+  for (const m of readFileSync(path.join(root, file), 'utf8').matchAll(/\brequire\d*\("([^"]+)"\)/g))
+    if (!m[1].startsWith('node:') && !m[1].startsWith('.')) loaded.add(packageOf(m[1]));
+}
+const missing = [...loaded].filter((name) => !(name in dependencies));
+if (missing.length > 0)
+  throw new Error(`bundle: loaded at run time but not in package.json's dependencies: ${missing.join(', ')}`);

@@ -24,7 +24,7 @@ import { podFullName, type Pod } from '../api/core-v1.js';
 import { nodeRef } from '../api/node.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger, type Logger } from '../lib/log.js';
 import { raceAbort, withDeadline } from '../lib/deadline.js';
 import type { SourceChannel } from './pod-config.js';
@@ -508,8 +508,13 @@ export async function readAtMost(
   try {
     return await readSmallFile(file, { maxBytes, signal, sizeHint });
   } catch (err) {
-    if (err instanceof FileTooLargeError)
-      throw new Error(`the file is larger than the ${maxBytes} bytes a manifest may have; refused`);
+    if (err instanceof FileTooLargeError) {
+      throw new KubeletError(
+        'FILE_TOO_LARGE',
+        `the file is larger than the ${maxBytes} bytes a manifest may have; refused`,
+        { cause: err },
+      );
+    }
     throw err;
   }
 }

@@ -56,10 +56,12 @@ export async function readSmallFile(file: string, opts: ReadSmallFileOptions = {
   const maxBytes = Math.min(opts.maxBytes ?? bufferConstants.MAX_LENGTH - 1, bufferConstants.MAX_LENGTH - 1);
   // One byte past the hint, so that the read that finds the end of the file needs no bigger buffer.
   const first = opts.sizeHint !== undefined && opts.sizeHint > 0 ? opts.sizeHint + 1 : POOLED_MAX_BYTES;
-  let buf = Buffer.allocUnsafe(Math.min(first, maxBytes + 1));
-  let length = 0;
+  opts.signal?.throwIfAborted();
   const fd = await openForReading(file);
   try {
+    let length = 0;
+    // After the open: a missing file (a cgroup gone, an optional /proc file) takes no buffer.
+    let buf = Buffer.allocUnsafe(Math.min(first, maxBytes + 1));
     for (;;) {
       opts.signal?.throwIfAborted();
       if (length === buf.length) {
@@ -69,14 +71,12 @@ export async function readSmallFile(file: string, opts: ReadSmallFileOptions = {
         buf = bigger;
       }
       const bytesRead = await readInto(fd, buf, length);
-      if (bytesRead === 0) break;
+      if (bytesRead === 0) return buf.subarray(0, length);
       length += bytesRead;
     }
   } finally {
     await closeQuietly(fd);
   }
-  if (length > maxBytes) throw new FileTooLargeError(file, maxBytes);
-  return buf.subarray(0, length);
 }
 
 /** The file's text (UTF-8), as `readFile(file, 'utf8')` gives it. */
