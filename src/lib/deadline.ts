@@ -19,18 +19,36 @@ export interface Deadline {
   dispose(): void;
 }
 
-/** An AbortSignal that aborts after timeoutMs on clock, or when parent aborts, whichever comes first. */
-export function withDeadline(clock: Clock, timeoutMs: number, parent?: AbortSignal): Deadline {
+export interface ChildAbortController {
+  controller: AbortController;
+  /** Lets go of the parent; call once the work is done. */
+  dispose(): void;
+}
+
+/**
+ * An AbortController of its own that aborts, with the parent's reason, when parent aborts. Unlike
+ * AbortSignal.any, the parent holds nothing of it once disposed.
+ */
+export function childAbortController(parent?: AbortSignal): ChildAbortController {
   const controller = new AbortController();
   const onParentAbort = () => controller.abort(parent?.reason);
   if (parent?.aborted) controller.abort(parent.reason);
   else parent?.addEventListener('abort', onParentAbort, { once: true });
-  const timer = clock.setTimeout(() => controller.abort(new DeadlineExceededError(timeoutMs)), timeoutMs);
+  return { controller, dispose: () => parent?.removeEventListener('abort', onParentAbort) };
+}
+
+/** An AbortSignal that aborts after timeoutMs on clock, or when parent aborts, whichever comes first. */
+export function withDeadline(clock: Clock, timeoutMs: number, parent?: AbortSignal): Deadline {
+  const child = childAbortController(parent);
+  const timer = clock.setTimeout(
+    () => child.controller.abort(new DeadlineExceededError(timeoutMs)),
+    timeoutMs,
+  );
   return {
-    signal: controller.signal,
+    signal: child.controller.signal,
     dispose: () => {
       clock.clearTimeout(timer);
-      parent?.removeEventListener('abort', onParentAbort);
+      child.dispose();
     },
   };
 }

@@ -21,6 +21,7 @@ import type {
   RuntimeService,
 } from '../cri/types.js';
 import type { Clock } from '../lib/clock.js';
+import { childAbortController } from '../lib/deadline.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { CgroupSample, CgroupStatsReader } from './cgroup-stats.js';
@@ -259,11 +260,8 @@ export class StatsProvider {
     // pods Node would warn of a listener leak, though each call lets go of its own. They listen on the
     // pass's own signal, so that the caller's (the eviction manager's lives as long as the kubelet)
     // keeps Node's check.
-    const pass = new AbortController();
-    setMaxListeners(0, pass.signal);
-    const onAbort = (): void => pass.abort(signal?.reason);
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
+    const pass = childAbortController(signal);
+    setMaxListeners(0, pass.controller.signal);
     let out: PodStats[];
     try {
       out = await Promise.all(
@@ -276,12 +274,12 @@ export class StatsProvider {
             containers,
             podsByUid.get(sandbox.metadata.uid),
             onlyCpuAndMemory,
-            signal && pass.signal,
+            signal && pass.controller.signal,
           );
         }),
       );
     } finally {
-      signal?.removeEventListener('abort', onAbort);
+      pass.dispose();
     }
     this.cpuCache.retain(liveIds);
     for (const id of this.sandboxPids.keys()) if (!sandboxById.has(id)) this.sandboxPids.delete(id);
