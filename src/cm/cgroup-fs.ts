@@ -4,8 +4,8 @@
  * testing/temp-cgroup-fs.ts).
  */
 import { CallWatchdog } from '../lib/call-watchdog.js';
-import { constants } from 'node:fs';
-import { mkdir, readdir, realpath, rmdir, stat, writeFile } from 'node:fs/promises';
+import { close, constants, open, write } from 'node:fs';
+import { mkdir, readdir, realpath, rmdir, stat } from 'node:fs/promises';
 import { readSmallTextFile } from '../lib/read-small-file.js';
 
 export interface CgroupDirEntry {
@@ -43,8 +43,7 @@ export function realCgroupFs(timeoutMs = DEFAULT_CGROUP_FS_TIMEOUT_MS): CgroupFs
   const bounded = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => watchdog.bounded(p, ms, what);
   return {
     readFile: (file) => bounded(readSmallTextFile(file), timeoutMs, `read ${file}`),
-    writeFile: (file, data) =>
-      bounded(writeFile(file, data, { flag: WRITE_FLAGS }), timeoutMs, `write ${file}`),
+    writeFile: (file, data) => bounded(writeSmallFile(file, data), timeoutMs, `write ${file}`),
     mkdir: (dir) =>
       bounded(
         mkdir(dir, { mode: 0o755 }).then(
@@ -76,4 +75,27 @@ export function realCgroupFs(timeoutMs = DEFAULT_CGROUP_FS_TIMEOUT_MS): CgroupFs
       ),
     realpath: (p) => bounded(realpath(p), timeoutMs, `realpath ${p}`),
   };
+}
+
+/**
+ * Open, one write and close with callbacks: the same three calls as fs/promises' writeFile, without
+ * its FileHandle and bookkeeping on the main thread (a pod start writes a handful of these). A
+ * cgroup file takes a value in one write or refuses it.
+ */
+function writeSmallFile(file: string, data: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    open(file, WRITE_FLAGS, (openErr, fd) => {
+      if (openErr) return reject(openErr);
+      write(fd, data, (writeErr, written) => {
+        close(fd, (closeErr) => {
+          if (writeErr ?? closeErr) return reject(writeErr ?? closeErr);
+          if (written !== Buffer.byteLength(data))
+            return reject(
+              new Error(`short write to ${file}: ${written} of ${Buffer.byteLength(data)} bytes`),
+            );
+          resolve();
+        });
+      });
+    });
+  });
 }

@@ -167,6 +167,18 @@ export class CgroupManager {
     return true;
   }
 
+  /**
+   * Whether the cgroup's directory is still in the first hierarchy the kubelet manages: enough for a
+   * cgroup exists() has seen whole, since removing one (destroy, or anyone's rmdir -p) takes it out
+   * of that hierarchy too. On v1, one stat where exists() makes one per hierarchy; on v2 exists()
+   * reads one file anyway (and checks the controllers someone may have taken away).
+   */
+  async stillExists(name: CgroupName): Promise<boolean> {
+    const tree = this.trees.find((t) => t.managed && t.state === 'ok');
+    if (this.version === 'v2' || !tree) return this.exists(name);
+    return this.fs.exists(path.join(tree.mountPoint, this.name(name)));
+  }
+
   /** Makes the cgroup (and its parents) in every hierarchy, then sets its resources (upstream: Create). */
   async create(name: CgroupName, resources: ResourceConfig = {}): Promise<string[]> {
     const literal = this.name(name);
@@ -274,19 +286,25 @@ export class CgroupManager {
   /** mkdir -p, one level at a time so each level gets what it needs; returns the directories it made. */
   private async makePath(t: Tree, literal: string): Promise<string[]> {
     const parts = literal.split('/').filter((p) => p !== '');
-    // A pod's cgroup is made under parents that nearly always exist (the QoS tiers): on v1, outside
-    // the cpuset hierarchy (whose parents may need their CPUs filled in), try the cgroup itself first
-    // and walk down from the root only when a parent is missing. One mkdir per hierarchy instead of
-    // one per level: the walk was the largest share of a pod cgroup's cost.
-    if (this.version === 'v1' && parts.length > 1 && !t.subsystems.includes('cpuset')) {
+    const created: string[] = [];
+    // A pod's cgroup is made under parents that nearly always exist (the QoS tiers): on v1, try the
+    // cgroup itself first and walk down from the root only when a parent is missing. One mkdir per
+    // hierarchy instead of one per level: the walk was the largest share of a pod cgroup's cost. In
+    // the cpuset hierarchy a new cgroup takes its parent's CPUs and memory nodes; the walk (which
+    // reads both files at every level) is needed only when the parent has none to give.
+    if (this.version === 'v1' && parts.length > 1) {
       const dir = path.join(t.mountPoint, ...parts);
       try {
-        return (await this.fs.mkdir(dir)) ? [dir] : [];
+        const made = await this.fs.mkdir(dir);
+        if (!t.subsystems.includes('cpuset')) return made ? [dir] : [];
+        if (made) {
+          created.push(dir);
+          if (await this.copyParentCpuset(path.dirname(dir), dir)) return created;
+        }
       } catch (err) {
         if (errnoCode(err) !== 'ENOENT') throw err;
       }
     }
-    const created: string[] = [];
     let parent = t.mountPoint;
     for (const part of parts) {
       const dir = path.join(parent, part);
@@ -297,6 +315,19 @@ export class CgroupManager {
       parent = dir;
     }
     return created;
+  }
+
+  /**
+   * Gives a cgroup just made its parent's CPUs and memory nodes; false, with nothing written, when
+   * the parent has none yet (a parent made by someone else and never filled in).
+   */
+  private async copyParentCpuset(parent: string, dir: string): Promise<boolean> {
+    const cpus = (await this.fs.readFile(path.join(parent, 'cpuset.cpus'))).trim();
+    const mems = (await this.fs.readFile(path.join(parent, 'cpuset.mems'))).trim();
+    if (cpus === '' || mems === '') return false;
+    await this.fs.writeFile(path.join(dir, 'cpuset.cpus'), cpus);
+    await this.fs.writeFile(path.join(dir, 'cpuset.mems'), mems);
+    return true;
   }
 
   private async inheritCpuset(parent: string, dir: string): Promise<void> {

@@ -103,7 +103,11 @@ export interface ContainerManager {
   ensurePodCgroup(pod: Pod): Promise<void>;
   /** Once the pod has terminated: resolves true when its cgroup is gone, false when busy (retried at housekeeping). */
   removePodCgroup(uid: string): Promise<boolean>;
-  updateQOSCgroups(): Promise<void>;
+  /**
+   * Brings the QoS tiers up to date with the active pods. Values already written are left alone
+   * unless force is set (the periodic update forces).
+   */
+  updateQOSCgroups(opts?: { force?: boolean }): Promise<void>;
   /**
    * Removes the pod cgroups of pods for which keep(uid) is false (upstream keeps the possibly
    * running ones). Resolves with the UIDs whose cgroups are gone.
@@ -266,8 +270,8 @@ class ContainerManagerImpl implements ContainerManager {
     return result.removed;
   }
 
-  async updateQOSCgroups(): Promise<void> {
-    await this.qos.updateCgroups();
+  async updateQOSCgroups(opts: { force?: boolean } = {}): Promise<void> {
+    await this.qos.updateCgroups(opts);
     this.lastQOSUpdateMs = this.clock.now();
   }
 
@@ -310,7 +314,8 @@ class ContainerManagerImpl implements ContainerManager {
   private scheduleQOSUpdate(): void {
     if (this.state !== 'RUNNING') return;
     this.timer = this.clock.setTimeout(() => {
-      this.updateQOSCgroups()
+      // Writes every value again, whatever the last update wrote.
+      this.updateQOSCgroups({ force: true })
         .catch((err: unknown) => log.warn('Failed to reserve QoS requests', { err: errorMessage(err) }))
         .finally(() => this.scheduleQOSUpdate());
     }, this.qosUpdatePeriodMs);

@@ -36,6 +36,12 @@ export class PodContainerManager {
   private readonly qos: QOSContainersInfo;
   private readonly opts: PodContainerManagerOptions;
   private readonly killProcess: (pid: number) => void;
+  /**
+   * Pod cgroups (literal names) this manager made or found whole, until it destroys them. The pod
+   * workers ask whether a pod's cgroup exists at every sync; on v1 a full answer is a stat in every
+   * hierarchy, and for one of these a stat in one hierarchy tells whether it was removed since.
+   */
+  private readonly known = new Set<string>();
 
   constructor(opts: PodContainerManagerOptions) {
     this.cgroupManager = opts.cgroupManager;
@@ -60,8 +66,15 @@ export class PodContainerManager {
     return { name, literal: this.cgroupManager.name(name) };
   }
 
-  exists(pod: Pod): Promise<boolean> {
-    return this.cgroupManager.exists(this.getPodContainerName(pod).name);
+  async exists(pod: Pod): Promise<boolean> {
+    const { name, literal } = this.getPodContainerName(pod);
+    if (this.known.has(literal)) {
+      if (await this.cgroupManager.stillExists(name)) return true;
+      this.known.delete(literal);
+    }
+    const found = await this.cgroupManager.exists(name);
+    if (found) this.known.add(literal);
+    return found;
   }
 
   /**
@@ -69,8 +82,8 @@ export class PodContainerManager {
    * keeps the limits it was made with. Resolves true when it made it.
    */
   async ensureExists(pod: Pod): Promise<boolean> {
+    if (await this.exists(pod)) return false;
     const { name, literal } = this.getPodContainerName(pod);
-    if (await this.cgroupManager.exists(name)) return false;
     const config = resourceConfigForPod(pod, {
       enforceCPULimits: this.opts.enforceCPULimits,
       cpuPeriodUs: this.opts.cpuCFSQuotaPeriodUs,
@@ -78,6 +91,7 @@ export class PodContainerManager {
     if (this.opts.podPidsLimit > 0) config.pidsLimit = this.opts.podPidsLimit;
     try {
       await this.cgroupManager.create(name, config);
+      this.known.add(literal);
     } catch (err) {
       throw new CgroupError(`failed to create container for ${literal}: ${errorMessage(err)}`, {
         cause: err,
@@ -91,8 +105,16 @@ export class PodContainerManager {
    * still holds a task afterwards stays, reported busy, for the next try.
    */
   async destroy(name: CgroupName): Promise<DestroyResult> {
-    await this.tryKillingCgroupProcesses(name);
-    return this.cgroupManager.destroy(name);
+    // Asked again from the disk from now on, whether or not the removal succeeds; dropped again at
+    // the end, in case a sync found the cgroup while it was being removed.
+    const literal = this.cgroupManager.name(name);
+    this.known.delete(literal);
+    try {
+      await this.tryKillingCgroupProcesses(name);
+      return await this.cgroupManager.destroy(name);
+    } finally {
+      this.known.delete(literal);
+    }
   }
 
   /** The pod cgroups found under the QoS tiers, by pod UID (upstream: GetAllPodsFromCgroups). */

@@ -59,6 +59,8 @@ export class QOSContainerManager {
   private updating: Promise<unknown> = Promise.resolve();
   /** The update waiting for the running one to finish; later requests share it (see updateCgroups). */
   private queued: Promise<QOSUpdate> | undefined;
+  /** Whether the queued update writes even what has not changed. */
+  private queuedForce = false;
   private last: QOSUpdate | undefined;
 
   constructor(opts: QOSContainerManagerOptions) {
@@ -86,19 +88,27 @@ export class QOSContainerManager {
         });
       }
     }
-    await this.updateCgroups();
+    await this.updateCgroups({ force: true });
     return created;
   }
 
-  /** Sets the tiers from the pods active now (upstream: UpdateCgroups). */
-  updateCgroups(): Promise<QOSUpdate> {
+  /**
+   * Sets the tiers from the pods active now (upstream: UpdateCgroups). Values the last update wrote
+   * are not written again unless force is set: a new BestEffort pod changes nothing, and upstream's
+   * two writes per pod start were a tenth of a pod cgroup's file system calls. The periodic update
+   * forces, so a tier changed behind the kubelet's back is set right within a period, as upstream's.
+   */
+  updateCgroups(opts: { force?: boolean } = {}): Promise<QOSUpdate> {
     // An update that has not started yet will read the active pods when it does, so it serves every
     // request made before then: a burst of 100 new pods costs one or two passes, not 100 passes of
     // 100 pods each.
+    if (opts.force) this.queuedForce = true;
     if (this.queued) return this.queued;
     const run = this.updating.then(() => {
       this.queued = undefined;
-      return this.doUpdate();
+      const force = this.queuedForce;
+      this.queuedForce = false;
+      return this.doUpdate(force);
     });
     this.queued = run;
     this.updating = run.catch(() => undefined);
@@ -109,7 +119,7 @@ export class QOSContainerManager {
     return this.last;
   }
 
-  private async doUpdate(): Promise<QOSUpdate> {
+  private async doUpdate(force: boolean): Promise<QOSUpdate> {
     let burstableMilli = 0;
     for (const pod of this.activePods()) {
       if (getPodQOS(pod) === 'Burstable') burstableMilli += podCPURequestMilli(pod);
@@ -118,6 +128,13 @@ export class QOSContainerManager {
       burstableCpuShares: milliCPUToShares(burstableMilli),
       bestEffortCpuShares: MIN_SHARES,
     };
+    const last = this.last;
+    if (
+      !force &&
+      last?.burstableCpuShares === update.burstableCpuShares &&
+      last.bestEffortCpuShares === update.bestEffortCpuShares
+    )
+      return last;
     const hugePageLimits = this.unboundedHugePages();
     try {
       await this.cgroupManager.update(this.info.burstable, {

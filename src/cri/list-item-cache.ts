@@ -106,8 +106,13 @@ export class ListItemCache<T extends object> {
       end,
       (from, to) => parts.push(bytes.subarray(from, to)) > 0,
     );
+    // Its own memory: Buffer.concat's would be a slice of Buffer's shared 8 KiB pool, which each
+    // entry kept alive for as long as the item lives (a heap snapshot with 100 pods found 200 pools).
+    const fixed = Buffer.allocUnsafeSlow(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const part of parts) at += part.copy(fixed, at);
     return {
-      fixed: Buffer.concat(parts),
+      fixed,
       mapBytes,
       value: deepFreeze(this.decode(bytes.subarray(start, end))),
     };

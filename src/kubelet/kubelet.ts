@@ -857,8 +857,19 @@ export class Kubelet implements ServerHost {
   private async makePodDataDirs(uid: string): Promise<void> {
     // Never a folder outside --root-dir, whatever a source said the UID is.
     const podDir = path.join(this.opts.rootDir, 'pods', checkedPodUid(uid));
-    await mkdir(path.join(podDir, 'volumes'), { recursive: true });
-    await mkdir(path.join(podDir, 'plugins'), { recursive: true });
+    // Every sync makes them, as upstream's does. After the pod's first they are there, and one mkdir
+    // each answers; mkdir -p would stat each as well, and at the first it tries every level from
+    // the bottom up. (Something else in their place is found when the volumes are set up.)
+    for (const dir of [path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) {
+      try {
+        await mkdir(dir);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') continue;
+        if (code !== 'ENOENT') throw err;
+        await mkdir(dir, { recursive: true });
+      }
+    }
   }
 
   // ---- housekeeping (upstream: HandlePodCleanups) -------------------------------------------------

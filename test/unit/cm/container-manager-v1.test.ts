@@ -4,6 +4,8 @@
  * manage): the exact files and values it writes for the node, the QoS tiers and each QoS class.
  */
 import assert from 'node:assert/strict';
+import { rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import {
   createContainerManager,
@@ -140,6 +142,58 @@ describe('container manager on cgroup v1', () => {
     assert.equal(await tree.read(`cpuset/${dir}/cpuset.cpus`), '0-3');
     // Huge pages the pod does not ask for are not its to use.
     assert.equal(await tree.read(`hugetlb/${dir}/hugetlb.2MB.limit_in_bytes`), '0');
+  });
+
+  test("a pod cgroup takes its tier's cpuset in one step; a tier left empty is filled on the way down", async () => {
+    await make();
+    await cm.start(() => active);
+    const reads: string[] = [];
+    const readFile = tree.fs.readFile.bind(tree.fs);
+    tree.fs.readFile = (file) => {
+      reads.push(file.slice(tree.root.length + 1));
+      return readFile(file);
+    };
+    const first = bestEffortPod('be-1');
+    await cm.ensurePodCgroup(first);
+    assert.equal(await tree.read('cpuset/kubepods/besteffort/podbe-1/cpuset.cpus'), '0-3');
+    assert.equal(await tree.read('cpuset/kubepods/besteffort/podbe-1/cpuset.mems'), '0');
+    // Only the tier's two files: not every level's from the root down.
+    assert.deepEqual(
+      reads.filter((f) => f.startsWith('cpuset/')),
+      ['cpuset/kubepods/besteffort/cpuset.cpus', 'cpuset/kubepods/besteffort/cpuset.mems'],
+    );
+
+    // A tier someone else left without CPUs: the walk fills it, then the pod's cgroup.
+    await writeFile(path.join(tree.root, 'cpuset/kubepods/besteffort/cpuset.cpus'), '\n');
+    const second = bestEffortPod('be-2');
+    await cm.ensurePodCgroup(second);
+    assert.equal(await tree.read('cpuset/kubepods/besteffort/cpuset.cpus'), '0-3');
+    assert.equal(await tree.read('cpuset/kubepods/besteffort/podbe-2/cpuset.cpus'), '0-3');
+    assert.equal(await tree.read('cpuset/kubepods/besteffort/podbe-2/cpuset.mems'), '0');
+  });
+
+  test('once a pod cgroup is made, a sync looks in one hierarchy; one removed behind its back is made again', async () => {
+    await make();
+    await cm.start(() => active);
+    const p = burstablePod('b-seen');
+    active.push(p);
+    await cm.ensurePodCgroup(p);
+    const looked: string[] = [];
+    const exists = tree.fs.exists.bind(tree.fs);
+    tree.fs.exists = (file) => {
+      looked.push(file.slice(tree.root.length + 1));
+      return exists(file);
+    };
+    await cm.ensurePodCgroup(p);
+    assert.deepEqual(looked, ['cpu/kubepods/burstable/podb-seen']); // the first hierarchy (cpu → cpu,cpuacct)
+
+    // Gone from every hierarchy (an admin's rmdir): the next sync makes it again, limits and all.
+    for (const mount of ['cpu,cpuacct', 'cpuset', 'memory', 'pids', 'hugetlb', 'blkio', 'devices', 'systemd'])
+      await rm(path.join(tree.root, mount, 'kubepods/burstable/podb-seen'), { recursive: true });
+    assert.equal(await cm.exists(p), false);
+    await cm.ensurePodCgroup(p);
+    assert.equal(await cm.exists(p), true);
+    assert.equal(await tree.read('cpu,cpuacct/kubepods/burstable/podb-seen/cpu.shares'), '307');
   });
 
   test('a Burstable pod gets its quota, no memory limit, and the tier counts its request', async () => {

@@ -1,5 +1,6 @@
 /** The Burstable tier follows its pods: at pod start and stop, and once a minute on the clock. */
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { test } from 'node:test';
 import type { Pod } from '../../../src/api/core-v1.js';
 import { createContainerManager } from '../../../src/cm/container-manager.js';
@@ -52,6 +53,54 @@ test('the Burstable tier is updated every minute from the active pods, and stops
     clock.advance(120_000);
     assert.equal(await shares(), '2');
     assert.equal(cm.status().state, 'STOPPED');
+  } finally {
+    cm.stop();
+    setLogSink((line) => process.stderr.write(line + '\n'));
+    await tree.cleanup();
+  }
+});
+
+test('an update that changes nothing writes nothing; the periodic one writes every value again', async () => {
+  setLogSink(() => undefined);
+  const tree = await TempCgroupTree.create({ version: 'v1', mounts: ['cpu', 'cpuset', 'memory', 'pids'] });
+  const clock = new FakeClock();
+  let active: Pod[] = [burstablePod('b-1')];
+  const cm = await createContainerManager({
+    config: config(),
+    fs: tree.fs,
+    cgroupMountRoot: tree.root,
+    capacity,
+    clock,
+  });
+  try {
+    await cm.start(() => active);
+    const writes: string[] = [];
+    const writeFile = tree.fs.writeFile.bind(tree.fs);
+    tree.fs.writeFile = (file, data) => {
+      writes.push(file.slice(tree.root.length + 1));
+      return writeFile(file, data);
+    };
+    // A BestEffort pod comes: the tiers' values stay as they are, so neither file is written.
+    active = [...active, bestEffortPod('be-1')];
+    await cm.updateQOSCgroups();
+    assert.equal(writes.length, 0, writes.join(', '));
+    // A second Burstable pod changes the Burstable tier's shares: both tiers are written.
+    active = [...active, burstablePod('b-2')];
+    await cm.updateQOSCgroups();
+    assert.equal(await tree.read('cpu/kubepods/burstable/cpu.shares'), '614');
+    assert.ok(writes.includes('cpu/kubepods/burstable/cpu.shares'));
+
+    // Changed behind the kubelet's back: set right by the next periodic update, not by a pod's.
+    await tree.fs.writeFile(path.join(tree.root, 'cpu/kubepods/besteffort/cpu.shares'), '1024');
+    await cm.updateQOSCgroups();
+    assert.equal(await tree.read('cpu/kubepods/besteffort/cpu.shares'), '1024');
+    clock.advance(60_000);
+    await waitFor(
+      'the periodic QoS update',
+      async () => (await tree.read('cpu/kubepods/besteffort/cpu.shares')) === '2',
+      5000,
+      5,
+    );
   } finally {
     cm.stop();
     setLogSink((line) => process.stderr.write(line + '\n'));
