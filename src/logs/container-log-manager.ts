@@ -53,6 +53,12 @@ export class ContainerLogManager {
   private timer: TimerHandle | undefined;
   private stopped = true;
   private readonly stopController = new AbortController();
+  /**
+   * Each running container's log path, which CRI fixes when the container is made: upstream asks
+   * ContainerStatus for it at every pass, 100 calls every 10 s with 100 pods. Only the containers of
+   * the last listing are kept.
+   */
+  private readonly logPaths = new Map<string, string>();
 
   constructor(private readonly opts: ContainerLogManagerOptions) {}
 
@@ -90,6 +96,8 @@ export class ContainerLogManager {
     const containers = await this.opts.runtimeService.listContainers({}, this.call());
     // Only running containers: a stopped one writes nothing, and an empty latest log is no use.
     const queue = containers.filter((c) => c.state === 'CONTAINER_RUNNING').map((c) => c.id);
+    const running = new Set(queue);
+    for (const id of this.logPaths.keys()) if (!running.has(id)) this.logPaths.delete(id);
     const worker = async () => {
       for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
         try {
@@ -103,8 +111,12 @@ export class ContainerLogManager {
   }
 
   private async processContainer(id: string): Promise<void> {
-    const status = await this.opts.runtimeService.containerStatus(id, false, this.call());
-    const logPath = status.status.logPath;
+    let logPath = this.logPaths.get(id);
+    if (logPath === undefined) {
+      const status = await this.opts.runtimeService.containerStatus(id, false, this.call());
+      logPath = status.status.logPath;
+      this.logPaths.set(id, logPath);
+    }
     if (!logPath) return;
     let size: number;
     try {
