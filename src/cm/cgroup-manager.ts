@@ -168,10 +168,10 @@ export class CgroupManager {
   }
 
   /**
-   * Whether the cgroup's directory is still in the first hierarchy the kubelet manages: enough for a
-   * cgroup exists() has seen whole, since removing one (destroy, or anyone's rmdir -p) takes it out
-   * of that hierarchy too. On v1, one stat where exists() makes one per hierarchy; on v2 exists()
-   * reads one file anyway (and checks the controllers someone may have taken away).
+   * Whether a cgroup exists() found whole is still in the first hierarchy the kubelet manages: a
+   * cgroup removed whole is gone from that one too, though one taken out of other hierarchies only
+   * is not noticed (the caller does a full exists() now and then). On v1, one stat where exists()
+   * makes one per hierarchy; on v2 exists() reads one file anyway.
    */
   async stillExists(name: CgroupName): Promise<boolean> {
     const tree = this.trees.find((t) => t.managed && t.state === 'ok');

@@ -276,6 +276,7 @@ class ContainerManagerImpl implements ContainerManager {
   }
 
   async cleanupOrphanedPodCgroups(keep: (uid: string) => boolean): Promise<string[]> {
+    this.pods.forgetSeen();
     const removed: string[] = [];
     for (const [uid, name] of await this.pods.getAllPodsFromCgroups()) {
       if (keep(uid)) continue;

@@ -37,9 +37,12 @@ export class PodContainerManager {
   private readonly opts: PodContainerManagerOptions;
   private readonly killProcess: (pid: number) => void;
   /**
-   * Pod cgroups (literal names) this manager made or found whole, until it destroys them. The pod
-   * workers ask whether a pod's cgroup exists at every sync; on v1 a full answer is a stat in every
-   * hierarchy, and for one of these a stat in one hierarchy tells whether it was removed since.
+   * Pod cgroups (literal names) this manager made or found whole since the last housekeeping
+   * (forgetSeen), and has not destroyed. The pod workers ask whether a pod's cgroup exists at every
+   * sync, three or four times while a pod starts; on v1 a full answer is a stat in every hierarchy.
+   * For one of these a stat in one hierarchy answers: a cgroup removed whole is gone from that one
+   * too, and one taken out of some hierarchies only is found by the full check after the next
+   * housekeeping, as upstream's check at every sync would find it.
    */
   private readonly known = new Set<string>();
 
@@ -75,6 +78,11 @@ export class PodContainerManager {
     const found = await this.cgroupManager.exists(name);
     if (found) this.known.add(literal);
     return found;
+  }
+
+  /** Every pod cgroup gets the full check at its next sync (called at each housekeeping). */
+  forgetSeen(): void {
+    this.known.clear();
   }
 
   /**

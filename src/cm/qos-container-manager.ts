@@ -146,10 +146,12 @@ export class QOSContainerManager {
         hugePageLimits,
       });
     } catch (err) {
+      // One tier may have taken its new value and the other not: the next update writes both.
+      this.last = undefined;
       log.warn('Failed to update QoS cgroups', { err: errorMessage(err) });
       throw err;
     }
-    if (this.last?.burstableCpuShares !== update.burstableCpuShares)
+    if (last?.burstableCpuShares !== update.burstableCpuShares)
       log.v(4, 'Updated QoS cgroup configuration', { ...update });
     this.last = update;
     return update;

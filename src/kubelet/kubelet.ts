@@ -4,7 +4,7 @@
  * callbacks the workers run (syncPod, syncTerminatingPod, syncTerminatedPod). Upstream: pkg/kubelet/kubelet.go.
  */
 import { mutableCopy } from '../lib/deep-readonly.js';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { ContainerManager } from '../cm/container-manager.js';
@@ -857,18 +857,18 @@ export class Kubelet implements ServerHost {
   private async makePodDataDirs(uid: string): Promise<void> {
     // Never a folder outside --root-dir, whatever a source said the UID is.
     const podDir = path.join(this.opts.rootDir, 'pods', checkedPodUid(uid));
-    // Every sync makes them, as upstream's does. After the pod's first they are there, and one mkdir
-    // each answers; mkdir -p would stat each as well, and at the first it tries every level from
-    // the bottom up. (Something else in their place is found when the volumes are set up.)
+    // Every sync makes them, as upstream's does with MkdirAll: a stat each when they are there (every
+    // sync but the pod's first), where mkdir -p made a mkdir and a stat each.
     for (const dir of [path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) {
+      let isDirectory: boolean;
       try {
-        await mkdir(dir);
+        isDirectory = (await stat(dir)).isDirectory();
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code === 'EEXIST') continue;
-        if (code !== 'ENOENT') throw err;
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         await mkdir(dir, { recursive: true });
+        continue;
       }
+      if (!isDirectory) throw new Error(`mkdir ${dir}: not a directory`);
     }
   }
 

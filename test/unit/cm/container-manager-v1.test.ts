@@ -172,7 +172,7 @@ describe('container manager on cgroup v1', () => {
     assert.equal(await tree.read('cpuset/kubepods/besteffort/podbe-2/cpuset.mems'), '0');
   });
 
-  test('once a pod cgroup is made, a sync looks in one hierarchy; one removed behind its back is made again', async () => {
+  test('once a pod cgroup is made, a sync looks in one hierarchy until housekeeping; one removed behind its back is made again', async () => {
     await make();
     await cm.start(() => active);
     const p = burstablePod('b-seen');
@@ -194,6 +194,13 @@ describe('container manager on cgroup v1', () => {
     await cm.ensurePodCgroup(p);
     assert.equal(await cm.exists(p), true);
     assert.equal(await tree.read('cpu,cpuacct/kubepods/burstable/podb-seen/cpu.shares'), '307');
+
+    // Taken out of one other hierarchy only: the full check after the next housekeeping finds it.
+    await rm(path.join(tree.root, 'memory/kubepods/burstable/podb-seen'), { recursive: true });
+    await cm.cleanupOrphanedPodCgroups(() => true);
+    assert.equal(await cm.exists(p), false);
+    await cm.ensurePodCgroup(p);
+    assert.equal(await tree.exists('memory/kubepods/burstable/podb-seen'), true);
   });
 
   test('a Burstable pod gets its quota, no memory limit, and the tier counts its request', async () => {

@@ -89,6 +89,22 @@ test('an update that changes nothing writes nothing; the periodic one writes eve
     await cm.updateQOSCgroups();
     assert.equal(await tree.read('cpu/kubepods/burstable/cpu.shares'), '614');
     assert.ok(writes.includes('cpu/kubepods/burstable/cpu.shares'));
+    assert.ok(writes.includes('cpu/kubepods/besteffort/cpu.shares'));
+
+    // A write that fails after the other tier took its value: the next update writes again, even
+    // one that comes back to the values written before the failure.
+    tree.fs.writeFile = (file, data) => {
+      if (file.endsWith('besteffort/cpu.shares'))
+        return Promise.reject(Object.assign(new Error('EIO: i/o error'), { code: 'EIO' }));
+      return writeFile(file, data);
+    };
+    active = [burstablePod('b-1'), burstablePod('b-2'), burstablePod('b-3')];
+    await assert.rejects(cm.updateQOSCgroups());
+    assert.equal(await tree.read('cpu/kubepods/burstable/cpu.shares'), '921');
+    tree.fs.writeFile = writeFile;
+    active = [burstablePod('b-1'), burstablePod('b-2')];
+    await cm.updateQOSCgroups();
+    assert.equal(await tree.read('cpu/kubepods/burstable/cpu.shares'), '614');
 
     // Changed behind the kubelet's back: set right by the next periodic update, not by a pod's.
     await tree.fs.writeFile(path.join(tree.root, 'cpu/kubepods/besteffort/cpu.shares'), '1024');
