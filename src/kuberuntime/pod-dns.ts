@@ -3,10 +3,11 @@
  * dnsPolicy and dnsConfig, the node's resolv.conf (--resolv-conf), --cluster-dns and
  * --cluster-domain.
  */
-import { readFile } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import type { Pod } from '../api/core-v1.js';
 import type { DNSConfig } from '../cri/types.js';
 import { logger } from '../lib/log.js';
+import { FileTooLargeError, readSmallTextFile } from '../lib/read-small-file.js';
 import { EventReason, type EventRecorder } from './event-recorder.js';
 import { formatPod } from './format.js';
 
@@ -49,21 +50,51 @@ export function parseResolvConf(text: string): ParsedResolvConf {
   return parsed;
 }
 
+/** The last version of each resolv.conf read: what identifies it (from stat), and what it gave. */
+const hostDNSReads = new Map<string, { version: string; config?: DNSConfig; error?: string }>();
+
 /**
  * Reads the node's resolv.conf; '' means none (upstream's `--resolv-conf=""`). Read once per sync so
- * that a pod's sandbox and containers see one version of it.
+ * that a pod's sandbox and containers see one version of it. A stat tells whether the file changed
+ * since the last read: nearly always it has not, and it is parsed again only when it has (the
+ * read was three more file system calls for every pod that starts).
  */
 export async function readHostDNSConfig(
   resolvConfPath: string,
   signal?: AbortSignal,
 ): Promise<DNSConfig | undefined> {
   if (resolvConfPath === '') return undefined;
-  const data = await readFile(resolvConfPath, { signal });
-  if (data.length > MAX_RESOLV_CONF_BYTES)
-    throw new Error(`resolv.conf ${resolvConfPath} is larger than ${MAX_RESOLV_CONF_BYTES} bytes`);
-  const parsed = parseResolvConf(data.toString('utf8'));
-  if (parsed.errors.length > 0) throw new Error(parsed.errors.join(', '));
-  return { servers: parsed.nameservers, searches: parsed.searches, options: parsed.options };
+  const st = await stat(resolvConfPath, { bigint: true });
+  signal?.throwIfAborted();
+  const version = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  let read = hostDNSReads.get(resolvConfPath);
+  if (read?.version !== version) {
+    read = { version, ...(await parseHostDNSFile(resolvConfPath, Number(st.size), signal)) };
+    hostDNSReads.set(resolvConfPath, read);
+  }
+  if (read.error !== undefined) throw new Error(read.error);
+  // A copy: the caller's pod config may be built on it.
+  const { servers, searches, options } = read.config!;
+  return { servers: [...servers], searches: [...searches], options: [...options] };
+}
+
+/** The file's DNS config, or why it has none; a file that cannot be read throws (and is not kept). */
+async function parseHostDNSFile(
+  file: string,
+  sizeHint: number,
+  signal: AbortSignal | undefined,
+): Promise<{ config?: DNSConfig; error?: string }> {
+  let text: string;
+  try {
+    text = await readSmallTextFile(file, { sizeHint, maxBytes: MAX_RESOLV_CONF_BYTES, signal });
+  } catch (err) {
+    if (err instanceof FileTooLargeError)
+      return { error: `resolv.conf ${file} is larger than ${MAX_RESOLV_CONF_BYTES} bytes` };
+    throw err;
+  }
+  const parsed = parseResolvConf(text);
+  if (parsed.errors.length > 0) return { error: parsed.errors.join(', ') };
+  return { config: { servers: parsed.nameservers, searches: parsed.searches, options: parsed.options } };
 }
 
 export interface PodDNSOptions {
