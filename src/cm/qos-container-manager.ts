@@ -94,8 +94,8 @@ export class QOSContainerManager {
 
   /**
    * Sets the tiers from the pods active now (upstream: UpdateCgroups). Values the last update wrote
-   * are not written again unless force is set: a new BestEffort pod changes nothing, and upstream's
-   * two writes per pod start were a tenth of a pod cgroup's file system calls. The periodic update
+   * are not written again unless force is set: a new BestEffort pod changes nothing, and upstream
+   * writes both tiers (six file system calls) for every pod cgroup it makes. The periodic update
    * forces, so a tier changed behind the kubelet's back is set right within a period, as upstream's.
    */
   updateCgroups(opts: { force?: boolean } = {}): Promise<QOSUpdate> {
