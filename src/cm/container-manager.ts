@@ -177,6 +177,7 @@ class ContainerManagerImpl implements ContainerManager {
       enforceCPULimits: opts.config.cpuCFSQuota,
       cpuCFSQuotaPeriodUs: opts.config.cpuCFSQuotaPeriodMs * 1000,
       killProcess: opts.killProcess,
+      clock: this.clock,
     });
   }
 
@@ -276,7 +277,6 @@ class ContainerManagerImpl implements ContainerManager {
   }
 
   async cleanupOrphanedPodCgroups(keep: (uid: string) => boolean): Promise<string[]> {
-    this.pods.forgetSeen();
     const removed: string[] = [];
     for (const [uid, name] of await this.pods.getAllPodsFromCgroups()) {
       if (keep(uid)) continue;

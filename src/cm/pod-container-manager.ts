@@ -3,6 +3,7 @@
  * containers together cannot use more than the pod asks for (upstream: pod_container_manager_linux.go).
  */
 import type { Pod } from '../api/core-v1.js';
+import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { getPodQOS } from '../api/qos.js';
@@ -18,6 +19,8 @@ const log = logger('pod_container_manager');
 export const POD_CGROUP_NAME_PREFIX = 'pod';
 /** Upstream tries this many rounds of kills before it gives up on a cgroup's processes. */
 const KILL_ATTEMPTS = 5;
+/** How long a pod cgroup found whole is checked in one hierarchy only (see PodContainerManager.seen). */
+export const POD_CGROUP_SEEN_MS = 2000;
 
 export interface PodContainerManagerOptions {
   cgroupManager: CgroupManager;
@@ -29,6 +32,7 @@ export interface PodContainerManagerOptions {
   cpuCFSQuotaPeriodUs: number;
   /** Sends SIGKILL; tests pass their own so nothing real is killed. */
   killProcess?: (pid: number) => void;
+  clock?: Clock;
 }
 
 export class PodContainerManager {
@@ -37,20 +41,22 @@ export class PodContainerManager {
   private readonly opts: PodContainerManagerOptions;
   private readonly killProcess: (pid: number) => void;
   /**
-   * Pod cgroups (literal names) this manager made or found whole since the last housekeeping
-   * (forgetSeen), and has not destroyed. The pod workers ask whether a pod's cgroup exists at every
-   * sync, three or four times while a pod starts; on v1 a full answer is a stat in every hierarchy.
-   * For one of these a stat in one hierarchy answers: a cgroup removed whole is gone from that one
-   * too, and one taken out of some hierarchies only is found by the full check after the next
-   * housekeeping, as upstream's check at every sync would find it.
+   * Pod cgroups (literal names) this manager made or found whole, with when, until it destroys
+   * them. The pod workers ask whether a pod's cgroup exists at every sync, three or four times while
+   * a pod starts; on v1 a full answer is a stat in every hierarchy. For POD_CGROUP_SEEN_MS after a
+   * full answer, a stat in one hierarchy answers: a cgroup removed whole is gone from that one too,
+   * and one taken out of some hierarchies only is found by the next full check, a few seconds
+   * later than upstream's check at every sync would find it.
    */
-  private readonly known = new Set<string>();
+  private readonly seen = new Map<string, number>();
+  private readonly clock: Clock;
 
   constructor(opts: PodContainerManagerOptions) {
     this.cgroupManager = opts.cgroupManager;
     this.qos = opts.qos;
     this.opts = opts;
     this.killProcess = opts.killProcess ?? ((pid) => process.kill(pid, 'SIGKILL'));
+    this.clock = opts.clock ?? realClock;
   }
 
   /** The pod's cgroup name, and its literal form for the driver (what the runtime gets as cgroup_parent). */
@@ -71,18 +77,14 @@ export class PodContainerManager {
 
   async exists(pod: Pod): Promise<boolean> {
     const { name, literal } = this.getPodContainerName(pod);
-    if (this.known.has(literal)) {
+    const seenAt = this.seen.get(literal);
+    if (seenAt !== undefined && this.clock.now() - seenAt < POD_CGROUP_SEEN_MS) {
       if (await this.cgroupManager.stillExists(name)) return true;
-      this.known.delete(literal);
     }
+    this.seen.delete(literal);
     const found = await this.cgroupManager.exists(name);
-    if (found) this.known.add(literal);
+    if (found) this.seen.set(literal, this.clock.now());
     return found;
-  }
-
-  /** Every pod cgroup gets the full check at its next sync (called at each housekeeping). */
-  forgetSeen(): void {
-    this.known.clear();
   }
 
   /**
@@ -99,7 +101,7 @@ export class PodContainerManager {
     if (this.opts.podPidsLimit > 0) config.pidsLimit = this.opts.podPidsLimit;
     try {
       await this.cgroupManager.create(name, config);
-      this.known.add(literal);
+      this.seen.set(literal, this.clock.now());
     } catch (err) {
       throw new CgroupError(`failed to create container for ${literal}: ${errorMessage(err)}`, {
         cause: err,
@@ -116,12 +118,12 @@ export class PodContainerManager {
     // Asked again from the disk from now on, whether or not the removal succeeds; dropped again at
     // the end, in case a sync found the cgroup while it was being removed.
     const literal = this.cgroupManager.name(name);
-    this.known.delete(literal);
+    this.seen.delete(literal);
     try {
       await this.tryKillingCgroupProcesses(name);
       return await this.cgroupManager.destroy(name);
     } finally {
-      this.known.delete(literal);
+      this.seen.delete(literal);
     }
   }
 

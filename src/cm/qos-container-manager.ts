@@ -61,6 +61,8 @@ export class QOSContainerManager {
   private queued: Promise<QOSUpdate> | undefined;
   /** Whether the queued update writes even what has not changed. */
   private queuedForce = false;
+  /** An update failed after it may have written one tier: the next one writes whatever it finds. */
+  private failed = false;
   private last: QOSUpdate | undefined;
 
   constructor(opts: QOSContainerManagerOptions) {
@@ -131,6 +133,7 @@ export class QOSContainerManager {
     const last = this.last;
     if (
       !force &&
+      !this.failed &&
       last?.burstableCpuShares === update.burstableCpuShares &&
       last.bestEffortCpuShares === update.bestEffortCpuShares
     )
@@ -147,13 +150,14 @@ export class QOSContainerManager {
       });
     } catch (err) {
       // One tier may have taken its new value and the other not: the next update writes both.
-      this.last = undefined;
+      this.failed = true;
       log.warn('Failed to update QoS cgroups', { err: errorMessage(err) });
       throw err;
     }
     if (last?.burstableCpuShares !== update.burstableCpuShares)
       log.v(4, 'Updated QoS cgroup configuration', { ...update });
     this.last = update;
+    this.failed = false;
     return update;
   }
 

@@ -868,7 +868,7 @@ export class Kubelet implements ServerHost {
         await mkdir(dir, { recursive: true });
         continue;
       }
-      if (!isDirectory) throw new Error(`mkdir ${dir}: not a directory`);
+      if (!isDirectory) throw Object.assign(new Error(`mkdir ${dir}: not a directory`), { code: 'ENOTDIR' });
     }
   }
 

@@ -50,6 +50,13 @@ export function parseResolvConf(text: string): ParsedResolvConf {
   return parsed;
 }
 
+/** A file whose change time is this close to now is read again next time (see readHostDNSConfig). */
+const RACY_WINDOW_NS = 2_000_000_000n;
+
+function tooLarge(file: string): string {
+  return `resolv.conf ${file} is larger than ${MAX_RESOLV_CONF_BYTES} bytes`;
+}
+
 /** The last version of each resolv.conf read: what identifies it (from stat), and what it gave. */
 const hostDNSReads = new Map<string, { version: string; config?: DNSConfig; error?: string }>();
 
@@ -57,7 +64,7 @@ const hostDNSReads = new Map<string, { version: string; config?: DNSConfig; erro
  * Reads the node's resolv.conf; '' means none (upstream's `--resolv-conf=""`). Read once per sync so
  * that a pod's sandbox and containers see one version of it. A stat tells whether the file changed
  * since the last read: nearly always it has not, and it is parsed again only when it has (the
- * read was three more file system calls for every pod that starts).
+ * read was four more file system calls for every pod that starts).
  */
 export async function readHostDNSConfig(
   resolvConfPath: string,
@@ -66,9 +73,13 @@ export async function readHostDNSConfig(
   if (resolvConfPath === '') return undefined;
   const st = await stat(resolvConfPath, { bigint: true });
   signal?.throwIfAborted();
-  const version = `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  if (st.size > BigInt(MAX_RESOLV_CONF_BYTES)) throw new Error(tooLarge(resolvConfPath));
+  // A file changed within the last moments may change again within the same timestamp tick, with
+  // the same size: it is kept under no version (git's "racily clean" rule), so it is read again.
+  const racy = BigInt(Date.now()) * 1_000_000n - st.ctimeNs < RACY_WINDOW_NS;
+  const version = racy ? '' : `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
   let read = hostDNSReads.get(resolvConfPath);
-  if (read?.version !== version) {
+  if (version === '' || read?.version !== version) {
     read = { version, ...(await parseHostDNSFile(resolvConfPath, Number(st.size), signal)) };
     hostDNSReads.set(resolvConfPath, read);
   }
@@ -88,8 +99,7 @@ async function parseHostDNSFile(
   try {
     text = await readSmallTextFile(file, { sizeHint, maxBytes: MAX_RESOLV_CONF_BYTES, signal });
   } catch (err) {
-    if (err instanceof FileTooLargeError)
-      return { error: `resolv.conf ${file} is larger than ${MAX_RESOLV_CONF_BYTES} bytes` };
+    if (err instanceof FileTooLargeError) return { error: tooLarge(file) };
     throw err;
   }
   const parsed = parseResolvConf(text);

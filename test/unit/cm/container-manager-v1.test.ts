@@ -14,6 +14,7 @@ import {
 } from '../../../src/cm/container-manager.js';
 import { TempCgroupTree, V1_MEMORY_UNLIMITED } from '../../../src/cm/testing/temp-cgroup-fs.js';
 import type { Pod } from '../../../src/api/core-v1.js';
+import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { bestEffortPod, burstablePod, capacity, config, guaranteedPod, MiB } from './fixtures.js';
 
@@ -37,6 +38,7 @@ describe('container manager on cgroup v1', () => {
   async function make(
     overrides: Partial<ContainerManagerConfig> = {},
     layout: Partial<{ mounts: string[]; readOnly: string[] }> = {},
+    clock?: FakeClock,
   ): Promise<void> {
     tree = await TempCgroupTree.create({
       version: 'v1',
@@ -51,6 +53,7 @@ describe('container manager on cgroup v1', () => {
       cgroupMountRoot: tree.root,
       capacity,
       killProcess: (pid) => killed.push(pid),
+      ...(clock ? { clock } : {}),
     });
   }
 
@@ -172,8 +175,9 @@ describe('container manager on cgroup v1', () => {
     assert.equal(await tree.read('cpuset/kubepods/besteffort/podbe-2/cpuset.mems'), '0');
   });
 
-  test('once a pod cgroup is made, a sync looks in one hierarchy until housekeeping; one removed behind its back is made again', async () => {
-    await make();
+  test('for 2 s after a full check a sync looks in one hierarchy; a pod cgroup removed behind its back is made again', async () => {
+    const clock = new FakeClock();
+    await make({}, {}, clock);
     await cm.start(() => active);
     const p = burstablePod('b-seen');
     active.push(p);
@@ -195,9 +199,10 @@ describe('container manager on cgroup v1', () => {
     assert.equal(await cm.exists(p), true);
     assert.equal(await tree.read('cpu,cpuacct/kubepods/burstable/podb-seen/cpu.shares'), '307');
 
-    // Taken out of one other hierarchy only: the full check after the next housekeeping finds it.
+    // Taken out of one other hierarchy only: unseen until the next full check, 2 s after the last.
     await rm(path.join(tree.root, 'memory/kubepods/burstable/podb-seen'), { recursive: true });
-    await cm.cleanupOrphanedPodCgroups(() => true);
+    assert.equal(await cm.exists(p), true);
+    clock.advance(2000);
     assert.equal(await cm.exists(p), false);
     await cm.ensurePodCgroup(p);
     assert.equal(await tree.exists('memory/kubepods/burstable/podb-seen'), true);

@@ -67,3 +67,38 @@ test('a pass asks the runtime for a log path once per container, and rotates a l
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a container without a log path is asked once and skipped; a failed ContainerStatus is asked again', async () => {
+  setLogSink(() => undefined);
+  try {
+    const statusCalls: string[] = [];
+    let failing = true;
+    const runtimeService: ContainerLogManagerOptions['runtimeService'] = {
+      listContainers: async () =>
+        ['no-log', 'flaky'].map((id) => ({ id, state: 'CONTAINER_RUNNING' }) as unknown as Container),
+      containerStatus: async (id: string) => {
+        statusCalls.push(id);
+        if (id === 'flaky' && failing) throw new Error('runtime busy');
+        return { status: { logPath: '' }, info: {} } as unknown as ContainerStatusResponse;
+      },
+      reopenContainerLog: async () => {
+        throw new Error('not expected: nothing to rotate');
+      },
+    };
+    const manager = new ContainerLogManager({
+      runtimeService,
+      clock: new FakeClock(),
+      policy: { maxSizeBytes: 100, maxFiles: 5 },
+      maxWorkers: 2,
+      monitorIntervalMs: 10_000,
+      runtimeRequestTimeoutMs: 2000,
+    });
+    await manager.rotateLogs();
+    failing = false;
+    await manager.rotateLogs();
+    await manager.rotateLogs();
+    assert.deepEqual(statusCalls.sort(), ['flaky', 'flaky', 'no-log']);
+  } finally {
+    setLogSink((line) => process.stderr.write(line + '\n'));
+  }
+});
