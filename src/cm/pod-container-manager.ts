@@ -49,6 +49,11 @@ export class PodContainerManager {
    * later than upstream's check at every sync would find it.
    */
   private readonly seen = new Map<string, number>();
+  /**
+   * Entries past their time are dropped when the map reaches this size: a pod whose cgroup went
+   * away behind the kubelet's back would otherwise stay in it.
+   */
+  private pruneSeenAt = 64;
   private readonly clock: Clock;
 
   constructor(opts: PodContainerManagerOptions) {
@@ -83,8 +88,17 @@ export class PodContainerManager {
     }
     this.seen.delete(literal);
     const found = await this.cgroupManager.exists(name);
-    if (found) this.seen.set(literal, this.clock.now());
+    if (found) this.markSeen(literal);
     return found;
+  }
+
+  private markSeen(literal: string): void {
+    const now = this.clock.now();
+    if (this.seen.size >= this.pruneSeenAt) {
+      for (const [l, at] of this.seen) if (now - at >= POD_CGROUP_SEEN_MS) this.seen.delete(l);
+      this.pruneSeenAt = Math.max(64, 2 * this.seen.size);
+    }
+    this.seen.set(literal, now);
   }
 
   /**
@@ -101,7 +115,7 @@ export class PodContainerManager {
     if (this.opts.podPidsLimit > 0) config.pidsLimit = this.opts.podPidsLimit;
     try {
       await this.cgroupManager.create(name, config);
-      this.seen.set(literal, this.clock.now());
+      this.markSeen(literal);
     } catch (err) {
       throw new CgroupError(`failed to create container for ${literal}: ${errorMessage(err)}`, {
         cause: err,

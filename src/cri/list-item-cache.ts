@@ -107,7 +107,8 @@ export class ListItemCache<T extends object> {
       (from, to) => parts.push(bytes.subarray(from, to)) > 0,
     );
     // Its own memory: Buffer.concat's would be a slice of Buffer's shared 8 KiB pool, which each
-    // entry kept alive for as long as the item lives (a heap snapshot with 100 pods found 200 pools).
+    // entry kept alive for as long as the item lives (a heap snapshot with 100 pods: 64 pools,
+    // 512 KiB).
     const fixed = Buffer.allocUnsafeSlow(parts.reduce((n, p) => n + p.length, 0));
     let at = 0;
     for (const part of parts) at += part.copy(fixed, at);
