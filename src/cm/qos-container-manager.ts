@@ -59,10 +59,8 @@ export class QOSContainerManager {
   private updating: Promise<unknown> = Promise.resolve();
   /** The update waiting for the running one to finish; later requests share it (see updateCgroups). */
   private queued: Promise<QOSUpdate> | undefined;
-  /** Whether the queued update writes even what has not changed. */
+  /** Whether the next update writes even what has not changed: asked for, or after a failed one. */
   private queuedForce = false;
-  /** An update failed after it may have written one tier: the next one writes whatever it finds. */
-  private failed = false;
   private last: QOSUpdate | undefined;
 
   constructor(opts: QOSContainerManagerOptions) {
@@ -133,7 +131,6 @@ export class QOSContainerManager {
     const last = this.last;
     if (
       !force &&
-      !this.failed &&
       last?.burstableCpuShares === update.burstableCpuShares &&
       last.bestEffortCpuShares === update.bestEffortCpuShares
     )
@@ -150,14 +147,13 @@ export class QOSContainerManager {
       });
     } catch (err) {
       // One tier may have taken its new value and the other not: the next update writes both.
-      this.failed = true;
+      this.queuedForce = true;
       log.warn('Failed to update QoS cgroups', { err: errorMessage(err) });
       throw err;
     }
     if (last?.burstableCpuShares !== update.burstableCpuShares)
       log.v(4, 'Updated QoS cgroup configuration', { ...update });
     this.last = update;
-    this.failed = false;
     return update;
   }
 

@@ -10,11 +10,10 @@ import { setLogSink } from '../../../src/lib/log.js';
 import { waitFor } from '../../helpers/wait.js';
 import { bestEffortPod, burstablePod, capacity, config, container, guaranteedPod, pod } from './fixtures.js';
 
-test('the Burstable tier is updated every minute from the active pods, and stops with the manager', async () => {
-  setLogSink(() => undefined);
+/** A container manager over a temp v1 tree, on a clock the test moves. */
+async function managerOnFakeClock() {
   const tree = await TempCgroupTree.create({ version: 'v1', mounts: ['cpu', 'cpuset', 'memory', 'pids'] });
   const clock = new FakeClock();
-  let active: Pod[] = [guaranteedPod(), bestEffortPod()];
   const cm = await createContainerManager({
     config: config(),
     fs: tree.fs,
@@ -22,6 +21,13 @@ test('the Burstable tier is updated every minute from the active pods, and stops
     capacity,
     clock,
   });
+  return { tree, clock, cm };
+}
+
+test('the Burstable tier is updated every minute from the active pods, and stops with the manager', async () => {
+  setLogSink(() => undefined);
+  const { tree, clock, cm } = await managerOnFakeClock();
+  let active: Pod[] = [guaranteedPod(), bestEffortPod()];
   try {
     await cm.start(() => active);
     const shares = () => tree.read('cpu/kubepods/burstable/cpu.shares');
@@ -62,16 +68,8 @@ test('the Burstable tier is updated every minute from the active pods, and stops
 
 test('an update that changes nothing writes nothing; the periodic one writes every value again', async () => {
   setLogSink(() => undefined);
-  const tree = await TempCgroupTree.create({ version: 'v1', mounts: ['cpu', 'cpuset', 'memory', 'pids'] });
-  const clock = new FakeClock();
+  const { tree, clock, cm } = await managerOnFakeClock();
   let active: Pod[] = [burstablePod('b-1')];
-  const cm = await createContainerManager({
-    config: config(),
-    fs: tree.fs,
-    cgroupMountRoot: tree.root,
-    capacity,
-    clock,
-  });
   try {
     await cm.start(() => active);
     const writes: string[] = [];
