@@ -40,6 +40,7 @@ import { PullProgressTracker, type PullsView } from '../images/pull-progress.js'
 import { ContentStatusClient } from '../cri/containerd-content/list-ingest-statuses.js';
 import { mustSucceed } from '../k8s/api-status.js';
 import { ContainerLogManager } from '../logs/container-log-manager.js';
+import { HeapTrimmer } from '../lib/heap-trim.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { Kubelet } from '../kubelet/kubelet.js';
 import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
@@ -175,6 +176,12 @@ function nodeIPs(flag: string): string[] {
     for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return [a.address];
   }
   return ['127.0.0.1'];
+}
+
+/** One full garbage collection when the kubelet settles after a burst of work (src/lib/heap-trim.ts). */
+function heapTrimComponent(): Component {
+  const trimmer = new HeapTrimmer();
+  return loopComponent('heaptrim', (signal) => trimmer.run(signal), { detail: () => trimmer.detail() });
 }
 
 function serverComponent(name: string, listen: () => Promise<LocalServer | KubeletServer>, optional = false) {
@@ -918,6 +925,7 @@ export async function buildKubelet(
       stop: () => containerLogManager.stop(),
     }),
     asComponent('podconfig', { stop: () => podConfig.stop() }),
+    heapTrimComponent(),
     asComponent('nodepage', {
       stop: () => nodePageFeed.stop(),
       detail: () => ({ pages: nodePageFeed.subscribers }),
