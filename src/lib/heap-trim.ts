@@ -5,10 +5,10 @@
  * collection its next one is due only 16 MiB above what is live. V8's memory reducer collects and
  * compacts once it judges the process idle, which on a node that keeps polling its runtime came 20 s
  * or more after the burst (docs/benchmarks.md, "Memory"). The kubelet can tell better: when its
- * heap (with the ArrayBuffers V8 counts) has grown well past the level of the last collection and
- * the process has used next to no CPU for a period, the burst is over, and one full collection
- * (about 10–30 ms on the main thread with 100 pods) frees those pages. Go's runtime does the same
- * for the upstream kubelet with its background scavenger.
+ * heap (with the ArrayBuffers V8 counts) has grown 8 MiB past its lowest level since the last
+ * collection and the process has used next to no CPU for 3 s, the burst is over, and a full
+ * collection (two, about 40 ms on the main thread with 100 pods) frees those pages. (Under the
+ * upstream kubelet, Go's runtime returns free pages in the background with its scavenger.)
  *
  * A node that never goes quiet is left to V8's own schedule; collections are at least minGapMs apart.
  */
@@ -31,8 +31,10 @@ export interface HeapSample {
 
 export interface HeapTrimOptions {
   clock?: Clock;
-  /** How often to look (2 s). */
+  /** How often to look (1 s). */
   periodMs?: number;
+  /** How long the process must have been quiet (3 s: a lull of a second or two within a burst does not count). */
+  quietForMs?: number;
   /** Growth of heapBytes over the level after the last collection that counts as a burst (8 MiB). */
   growthBytes?: number;
   /** The CPU, as a fraction of one core over the last period, below which the process is quiet (5 %). */
@@ -51,43 +53,55 @@ export function sampleHeap(): HeapSample {
 }
 
 /**
- * V8's `gc()` without `--expose-gc` on the command line: the flag is set for as long as it takes to
- * make one context that has the function, and set back, so no other context gains it.
+ * Two full collections through V8's `gc()`, without `--expose-gc` on the command line. The second
+ * finds the pages the first left fragmented already swept and moves their objects out, so the
+ * pages go back to the system at once rather than at V8's next full collection.
+ *
+ * `gc()` lives in a context made with the flag set, set back at once so that no other context
+ * gains it; the context is made for each call and dropped with it (held, it kept about 0.8 MiB).
  */
 export function fullGarbageCollection(): () => void {
   const given = (globalThis as { gc?: unknown }).gc;
-  if (typeof given === 'function') return () => void (given as () => void)();
-  v8.setFlagsFromString('--expose-gc');
-  let gc: unknown;
-  try {
-    gc = vm.runInNewContext('gc');
-  } finally {
-    v8.setFlagsFromString('--no-expose-gc');
-  }
-  if (typeof gc !== 'function') throw new Error('V8 did not provide gc() in a new context');
+  const gcFunction = (): (() => void) => {
+    if (typeof given === 'function') return given as () => void;
+    v8.setFlagsFromString('--expose-gc');
+    let gc: unknown;
+    try {
+      gc = vm.runInNewContext('gc');
+    } finally {
+      v8.setFlagsFromString('--no-expose-gc');
+    }
+    if (typeof gc !== 'function') throw new Error('V8 did not provide gc() in a new context');
+    return gc as () => void;
+  };
   return () => {
-    (gc as () => void)();
-    (gc as () => void)();
+    const gc = gcFunction();
+    gc();
+    gc();
   };
 }
 
 export class HeapTrimmer {
   private readonly clock: Clock;
   private readonly periodMs: number;
+  private readonly quietForMs: number;
   private readonly growthBytes: number;
   private readonly quietCpuFraction: number;
   private readonly minGapMs: number;
   private readonly sample: () => HeapSample;
   private readonly collect: () => void;
-  /** heapBytes after the last collection, lowered whenever V8 shrinks below it; undefined until the first. */
-  private baseBytes: number | undefined;
+  /** The lowest heapBytes since the last collection (or the first look). */
+  private baseBytes = Infinity;
+  /** Since when every period has been quiet; undefined while busy. */
+  private quietSinceMs: number | undefined;
   private last: { atMs: number; cpuMicros: number } | undefined;
   private lastCollectMs = -Infinity;
   private collections = 0;
 
   constructor(opts: HeapTrimOptions = {}) {
     this.clock = opts.clock ?? realClock;
-    this.periodMs = opts.periodMs ?? 2000;
+    this.periodMs = opts.periodMs ?? 1000;
+    this.quietForMs = opts.quietForMs ?? 3000;
     this.growthBytes = opts.growthBytes ?? 8 * MIB;
     this.quietCpuFraction = opts.quietCpuFraction ?? 0.05;
     this.minGapMs = opts.minGapMs ?? 10_000;
@@ -108,20 +122,25 @@ export class HeapTrimmer {
     }
   }
 
-  /**
-   * One look; returns whether it collected. The first quiet period after start-up collects too (the
-   * start-up is a burst of its own: modules loaded, configuration read, the runtime dialled).
-   */
+  /** One look; returns whether it collected. */
   check(): boolean {
     const now = this.clock.now();
     const s = this.sample();
     const previous = this.last;
     this.last = { atMs: now, cpuMicros: s.cpuMicros };
-    if (this.baseBytes !== undefined && s.heapBytes < this.baseBytes) this.baseBytes = s.heapBytes;
+    this.baseBytes = Math.min(this.baseBytes, s.heapBytes);
     if (!previous || now <= previous.atMs) return false;
     const cpuFraction = (s.cpuMicros - previous.cpuMicros) / 1000 / (now - previous.atMs);
-    const grown = this.baseBytes === undefined || s.heapBytes - this.baseBytes >= this.growthBytes;
-    if (!grown || cpuFraction >= this.quietCpuFraction || now - this.lastCollectMs < this.minGapMs)
+    if (cpuFraction >= this.quietCpuFraction) {
+      this.quietSinceMs = undefined;
+      return false;
+    }
+    this.quietSinceMs ??= previous.atMs;
+    if (
+      now - this.quietSinceMs < this.quietForMs ||
+      s.heapBytes - this.baseBytes < this.growthBytes ||
+      now - this.lastCollectMs < this.minGapMs
+    )
       return false;
 
     const t0 = performance.now();
@@ -129,6 +148,7 @@ export class HeapTrimmer {
     const after = this.sample();
     this.baseBytes = after.heapBytes;
     this.lastCollectMs = this.clock.now();
+    // The collection's own CPU is not the process's work: the next period starts after it.
     this.last = { atMs: this.lastCollectMs, cpuMicros: after.cpuMicros };
     this.collections++;
     log.v(2, 'Collected garbage after a burst of work', {

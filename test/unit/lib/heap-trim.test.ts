@@ -6,26 +6,26 @@ import { fullGarbageCollection, HeapTrimmer, type HeapSample } from '../../../sr
 const MIB = 1024 * 1024;
 
 /**
- * A trimmer on a fake clock whose samples the test sets: `heap` in MiB, and the CPU the process
- * uses per check as a fraction of one core over the 2 s period.
+ * A trimmer on a fake clock whose samples the test sets: the heap in MiB (20 at the first look),
+ * and the CPU the process uses in each 2 s period as a fraction of one core.
  */
 function trimmer(opts: { minGapMs?: number } = {}) {
   const clock = new FakeClock();
   const state = { heapMiB: 20, cpuMicros: 0, collections: 0, afterCollectMiB: 15 };
-  const sample = (): HeapSample => ({ heapBytes: state.heapMiB * MIB, cpuMicros: state.cpuMicros });
   const t = new HeapTrimmer({
     clock,
     periodMs: 2000,
+    quietForMs: 4000,
     growthBytes: 8 * MIB,
     quietCpuFraction: 0.05,
     minGapMs: opts.minGapMs ?? 10_000,
-    sample,
+    sample: (): HeapSample => ({ heapBytes: state.heapMiB * MIB, cpuMicros: state.cpuMicros }),
     collect: () => {
       state.collections++;
       state.heapMiB = state.afterCollectMiB;
     },
   });
-  /** Two seconds pass with the process using `cores` of CPU, the heap at `heapMiB`, then a check. */
+  /** Two seconds pass with the process using `cores` of CPU and the heap at `heapMiB`, then a look. */
   const period = (cores: number, heapMiB = state.heapMiB): boolean => {
     clock.advance(2000);
     state.cpuMicros += cores * 2000 * 1000;
@@ -37,54 +37,52 @@ function trimmer(opts: { minGapMs?: number } = {}) {
 }
 
 describe('HeapTrimmer', () => {
-  it('collects once in the first quiet period after start-up, then only after the heap grew by the threshold', () => {
+  it('collects once the heap has grown by the threshold and the process has been quiet for 4 s', () => {
     const { t, state, period } = trimmer();
-    assert.equal(period(0.3), false, 'start-up still busy');
-    assert.equal(period(0.01), true, 'start-up settled');
+    assert.equal(period(0.3, 30), false, 'busy');
+    assert.equal(period(0.01, 30), false, 'quiet for 2 s only');
+    assert.equal(period(0.01, 30), true, 'quiet for 4 s');
     assert.equal(state.collections, 1);
-    // From 15 MiB after that collection: quiet but not grown enough, for long past the gap.
+    // From 15 MiB after that collection: quiet, but not grown enough, for long past the gap.
     for (let i = 0; i < 10; i++) assert.equal(period(0.01, 22.9), false);
     assert.equal(period(0.01, 23), true, '8 MiB above the level after the last collection');
-    assert.equal(state.collections, 2);
     assert.deepEqual(t.detail(), { collections: 2 });
   });
 
-  it('waits while the process is busy, however much the heap has grown', () => {
+  it('does not collect while the process is busy, nor in a lull within a burst', () => {
     const { state, period } = trimmer();
-    period(0.01); // the start-up collection
-    const before = state.collections;
-    for (let i = 0; i < 10; i++) assert.equal(period(0.2, 40 + i), false, 'a burst under way');
-    assert.equal(state.collections, before);
+    for (let i = 0; i < 5; i++) assert.equal(period(0.2, 40 + i), false, 'a burst under way');
+    assert.equal(period(0.01), false, 'a lull');
+    assert.equal(period(0.3), false, 'busy again');
+    assert.equal(period(0.04), false);
+    assert.equal(state.collections, 0);
     assert.equal(period(0.04), true, 'the burst is over');
   });
 
   it('measures growth from the lowest level seen, so a heap V8 shrank on its own grows from there', () => {
-    const { state, period } = trimmer();
-    period(0.01);
-    assert.equal(state.collections, 1); // at 15 MiB
-    for (let i = 0; i < 5; i++) period(0.01, 12); // V8's own collection brought it lower; 10 s pass
+    const { period } = trimmer();
+    assert.equal(period(0.01, 12), false, 'V8 brought it below the first look’s 20 MiB');
     assert.equal(period(0.01, 19.9), false, 'only 7.9 MiB above 12');
     assert.equal(period(0.01, 20), true);
   });
 
   it('keeps collections at least minGapMs apart', () => {
     const { state, period } = trimmer({ minGapMs: 10_000 });
-    period(0.01);
-    assert.equal(state.collections, 1);
-    // 2 s and 4 s later the heap is far above the threshold and the process quiet: too soon.
-    assert.equal(period(0.01, 40), false);
-    assert.equal(period(0.01, 40), false);
-    assert.equal(period(0.01, 40), false);
-    assert.equal(period(0.01, 40), false);
+    period(0.01, 30);
+    assert.equal(period(0.01, 30), true);
+    // Far above the threshold and quiet, but 2 to 8 s after the last collection: too soon.
+    for (let i = 0; i < 4; i++) assert.equal(period(0.01, 40), false);
     assert.equal(period(0.01, 40), true, '10 s after the last');
+    assert.equal(state.collections, 2);
   });
 
   it('does not count the collection’s own CPU against the next period', () => {
     const clock = new FakeClock();
     let cpuMicros = 0;
-    let heapMiB = 30;
+    let heapMiB = 20;
     const t = new HeapTrimmer({
       clock,
+      quietForMs: 2000,
       minGapMs: 0,
       sample: () => ({ heapBytes: heapMiB * MIB, cpuMicros }),
       // A collection that takes 150 ms of CPU: 7.5 % of the next 2 s period if it were counted.
@@ -95,6 +93,7 @@ describe('HeapTrimmer', () => {
     });
     assert.equal(t.check(), false);
     clock.advance(2000);
+    heapMiB = 30;
     assert.equal(t.check(), true);
     clock.advance(2000);
     heapMiB = 18;
@@ -112,16 +111,18 @@ describe('HeapTrimmer', () => {
 });
 
 describe('fullGarbageCollection', () => {
-  it('returns V8’s own collector: an object nothing refers to is gone after one call', async () => {
+  it('is V8’s own collector: an object nothing refers to is gone after a call, and no gc() is left behind', async () => {
     const hadGc = typeof (globalThis as { gc?: unknown }).gc === 'function';
     const collect = fullGarbageCollection();
-    let target: object | undefined = { big: new Array(1000).fill(0) };
-    const ref = new WeakRef(target);
-    target = undefined;
-    // A WeakRef keeps its target through the job that made it: collect in a later one.
-    await new Promise((resolve) => setImmediate(resolve));
-    collect();
-    assert.equal(ref.deref(), undefined);
+    for (let round = 0; round < 2; round++) {
+      let target: object | undefined = { big: new Array(1000).fill(round) };
+      const ref = new WeakRef(target);
+      target = undefined;
+      // A WeakRef keeps its target through the job that made it: collect in a later one.
+      await new Promise((resolve) => setImmediate(resolve));
+      collect();
+      assert.equal(ref.deref(), undefined, `round ${round}`);
+    }
     assert.equal(
       typeof (globalThis as { gc?: unknown }).gc === 'function',
       hadGc,
