@@ -178,7 +178,7 @@ function nodeIPs(flag: string): string[] {
   return ['127.0.0.1'];
 }
 
-/** One full garbage collection when the kubelet settles after a burst of work (src/lib/heap-trim.ts). */
+/** Full garbage collections when the kubelet settles after a burst of work (src/lib/heap-trim.ts). */
 function heapTrimComponent(): Component {
   const trimmer = new HeapTrimmer();
   return loopComponent('heaptrim', (signal) => trimmer.run(signal), { detail: () => trimmer.detail() });

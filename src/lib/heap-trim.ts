@@ -15,6 +15,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { realClock, type Clock } from './clock.js';
+import { errorMessage } from './errors.js';
 import { logger } from './log.js';
 
 const log = logger('heap_trim');
@@ -35,7 +36,7 @@ export interface HeapTrimOptions {
   periodMs?: number;
   /** How long the process must have been quiet (3 s: a lull of a second or two within a burst does not count). */
   quietForMs?: number;
-  /** Growth of heapBytes over the level after the last collection that counts as a burst (8 MiB). */
+  /** Growth of heapBytes over its lowest level since the last collection that counts as a burst (8 MiB). */
   growthBytes?: number;
   /** The CPU, as a fraction of one core over the last period, below which the process is quiet (5 %). */
   quietCpuFraction?: number;
@@ -64,6 +65,9 @@ export function fullGarbageCollection(): () => void {
   const given = (globalThis as { gc?: unknown }).gc;
   const gcFunction = (): (() => void) => {
     if (typeof given === 'function') return given as () => void;
+    // Under another name V8 would not call it gc, and setting the flag back would take it from the user.
+    if (/--expose[-_]gc[-_]as\b/.test([...process.execArgv, process.env.NODE_OPTIONS ?? ''].join(' ')))
+      throw new Error('node was started with --expose-gc-as, whose flags the heap trim leaves alone');
     v8.setFlagsFromString('--expose-gc');
     let gc: unknown;
     try {
@@ -97,6 +101,8 @@ export class HeapTrimmer {
   private last: { atMs: number; cpuMicros: number } | undefined;
   private lastCollectMs = -Infinity;
   private collections = 0;
+  /** Why trimming stopped (a sample or collection that threw); V8's own schedule goes on. */
+  private failure: string | undefined;
 
   constructor(opts: HeapTrimOptions = {}) {
     this.clock = opts.clock ?? realClock;
@@ -109,16 +115,21 @@ export class HeapTrimmer {
     this.collect = opts.collect ?? fullGarbageCollection();
   }
 
-  /** Looks every periodMs until signal aborts. */
+  /** Looks every periodMs until signal aborts, or until a look fails: then the kubelet runs on without it. */
   async run(signal: AbortSignal): Promise<void> {
-    this.check();
-    while (!signal.aborted) {
+    for (;;) {
+      try {
+        this.check();
+      } catch (err) {
+        this.failure = errorMessage(err);
+        log.warn('Heap trim stopped; V8 collects garbage on its own schedule', { err: this.failure });
+        return;
+      }
       try {
         await this.clock.sleep(this.periodMs, signal);
       } catch {
         return;
       }
-      this.check();
     }
   }
 
@@ -129,7 +140,13 @@ export class HeapTrimmer {
     const previous = this.last;
     this.last = { atMs: now, cpuMicros: s.cpuMicros };
     this.baseBytes = Math.min(this.baseBytes, s.heapBytes);
-    if (!previous || now <= previous.atMs) return false;
+    if (!previous) return false;
+    // The wall clock stepped (or the process was stopped): no period to judge; start the quiet anew.
+    if (now <= previous.atMs || now - previous.atMs > 3 * this.periodMs) {
+      this.quietSinceMs = undefined;
+      this.lastCollectMs = Math.min(this.lastCollectMs, now);
+      return false;
+    }
     const cpuFraction = (s.cpuMicros - previous.cpuMicros) / 1000 / (now - previous.atMs);
     if (cpuFraction >= this.quietCpuFraction) {
       this.quietSinceMs = undefined;
@@ -160,6 +177,6 @@ export class HeapTrimmer {
   }
 
   detail(): Record<string, unknown> {
-    return { collections: this.collections };
+    return { collections: this.collections, ...(this.failure ? { error: this.failure } : {}) };
   }
 }

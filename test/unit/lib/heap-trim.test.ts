@@ -1,16 +1,25 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock } from '../../../src/lib/clock.js';
+import vm from 'node:vm';
+import { FakeClock, type Clock } from '../../../src/lib/clock.js';
 import { fullGarbageCollection, HeapTrimmer, type HeapSample } from '../../../src/lib/heap-trim.js';
 
 const MIB = 1024 * 1024;
 
 /**
  * A trimmer on a fake clock whose samples the test sets: the heap in MiB (20 at the first look),
- * and the CPU the process uses in each 2 s period as a fraction of one core.
+ * and the CPU the process uses in each 2 s period as a fraction of one core. The clock can also
+ * step, as a wall clock does (a negative period).
  */
 function trimmer(opts: { minGapMs?: number } = {}) {
-  const clock = new FakeClock();
+  const fake = new FakeClock();
+  let stepMs = 0;
+  const clock: Clock = {
+    now: () => fake.now() + stepMs,
+    setTimeout: (fn, ms) => fake.setTimeout(fn, ms),
+    clearTimeout: (handle) => fake.clearTimeout(handle),
+    sleep: (ms, signal) => fake.sleep(ms, signal),
+  };
   const state = { heapMiB: 20, cpuMicros: 0, collections: 0, afterCollectMiB: 15 };
   const t = new HeapTrimmer({
     clock,
@@ -25,9 +34,10 @@ function trimmer(opts: { minGapMs?: number } = {}) {
       state.heapMiB = state.afterCollectMiB;
     },
   });
-  /** Two seconds pass with the process using `cores` of CPU and the heap at `heapMiB`, then a look. */
-  const period = (cores: number, heapMiB = state.heapMiB): boolean => {
-    clock.advance(2000);
+  /** `ms` (2 s) pass with the process using `cores` of CPU and the heap at `heapMiB`, then a look. */
+  const period = (cores: number, heapMiB = state.heapMiB, ms = 2000): boolean => {
+    if (ms >= 0) fake.advance(ms);
+    else stepMs += ms;
     state.cpuMicros += cores * 2000 * 1000;
     state.heapMiB = heapMiB;
     return t.check();
@@ -54,6 +64,8 @@ describe('HeapTrimmer', () => {
     for (let i = 0; i < 5; i++) assert.equal(period(0.2, 40 + i), false, 'a burst under way');
     assert.equal(period(0.01), false, 'a lull');
     assert.equal(period(0.3), false, 'busy again');
+    assert.equal(period(0.04), false);
+    assert.equal(period(0.05), false, '5 % of a core is not quiet');
     assert.equal(period(0.04), false);
     assert.equal(state.collections, 0);
     assert.equal(period(0.04), true, 'the burst is over');
@@ -100,13 +112,58 @@ describe('HeapTrimmer', () => {
     assert.equal(t.check(), true, 'the period after the collection was quiet');
   });
 
-  it('stops its loop when the signal aborts', async () => {
+  it('does not take a step of the wall clock for a quiet period', () => {
+    const { state, period } = trimmer();
+    period(0.01, 30);
+    assert.equal(period(0.01, 30, 60_000), false, 'a minute passed in one look: no period to judge');
+    assert.equal(period(0.01, 30), false, 'quiet for 2 s since the step');
+    assert.equal(period(0.01, 30), true);
+    assert.equal(period(0.01, 60, -30_000), false, 'the clock went back');
+    assert.equal(state.collections, 1);
+  });
+
+  it('looks once a period until a look fails, then stops looking', { timeout: 5000 }, async () => {
+    const clock = new FakeClock();
+    let looks = 0;
+    let cpuMicros = 0;
+    const t = new HeapTrimmer({
+      clock,
+      periodMs: 1000,
+      quietForMs: 1000,
+      sample: () => {
+        looks++;
+        return { heapBytes: looks * 4 * MIB, cpuMicros };
+      },
+      collect: () => {
+        throw new Error('no collector');
+      },
+    });
+    const done = t.run(new AbortController().signal);
+    const tick = async () => {
+      clock.advance(1000);
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    for (let i = 0; i < 2; i++) {
+      cpuMicros += 500_000; // busy: no collection
+      await tick();
+    }
+    assert.equal(looks, 3, 'one look at the start and one a second');
+    await tick(); // quiet, and 12 MiB above the first look: the collection throws
+    await done;
+    assert.equal(looks, 4);
+    assert.deepEqual(t.detail(), { collections: 0, error: 'no collector' });
+    assert.equal(clock.pendingTimers(), 0, 'no timer left behind');
+  });
+
+  it('stops at once when its signal aborts', { timeout: 5000 }, async () => {
     const clock = new FakeClock();
     const t = new HeapTrimmer({ clock, sample: () => ({ heapBytes: 0, cpuMicros: 0 }), collect: () => {} });
     const controller = new AbortController();
     const done = t.run(controller.signal);
+    assert.equal(clock.pendingTimers(), 1, 'waiting for the next look');
     controller.abort();
     await done;
+    assert.equal(clock.pendingTimers(), 0);
   });
 });
 
@@ -124,9 +181,9 @@ describe('fullGarbageCollection', () => {
       assert.equal(ref.deref(), undefined, `round ${round}`);
     }
     assert.equal(
-      typeof (globalThis as { gc?: unknown }).gc === 'function',
-      hadGc,
-      'the main context gained no gc()',
+      vm.runInNewContext('typeof gc'),
+      hadGc ? 'function' : 'undefined',
+      'contexts made later have no gc()',
     );
   });
 });
