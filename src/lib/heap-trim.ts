@@ -7,7 +7,7 @@
  * or more after the burst (docs/benchmarks.md, "Memory"). The kubelet can tell better: when its
  * heap (with the ArrayBuffers V8 counts) has grown 8 MiB past its lowest level since the last
  * collection and the process has used next to no CPU for 3 s, the burst is over, and a full
- * collection (two, about 40 ms on the main thread with 100 pods) frees those pages. (Under the
+ * collection (two, 40–60 ms on the main thread with 100 pods) frees those pages. (Under the
  * upstream kubelet, Go's runtime returns free pages in the background with its scavenger.)
  *
  * A node that never goes quiet is left to V8's own schedule; collections are at least minGapMs apart.
@@ -54,9 +54,9 @@ export function sampleHeap(): HeapSample {
 }
 
 /**
- * Two full collections through V8's `gc()`, without `--expose-gc` on the command line. The second
- * finds the pages the first left fragmented already swept and moves their objects out, so the
- * pages go back to the system at once rather than at V8's next full collection.
+ * Two full collections through V8's `gc()`, without `--expose-gc` on the command line. Two, because
+ * after one the kubelet's free pages went back only with V8's next full collection (9 s later in a
+ * run of 100 pods), after two within a second.
  *
  * `gc()` lives in a context made with the flag set, set back at once so that no other context
  * gains it; the context is made for each call and dropped with it (held, it kept about 0.8 MiB).
@@ -141,7 +141,7 @@ export class HeapTrimmer {
     this.last = { atMs: now, cpuMicros: s.cpuMicros };
     this.baseBytes = Math.min(this.baseBytes, s.heapBytes);
     if (!previous) return false;
-    // The wall clock stepped (or the process was stopped): no period to judge; start the quiet anew.
+    // The wall clock stepped, or the process was stopped or its loop blocked: no period to judge.
     if (now <= previous.atMs || now - previous.atMs > 3 * this.periodMs) {
       this.quietSinceMs = undefined;
       this.lastCollectMs = Math.min(this.lastCollectMs, now);
