@@ -109,6 +109,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'evictionmanager',
       'containerlogmanager',
       'podconfig',
+      'heaptrim',
       'nodepage',
       'filesource',
       'kubeletserver',
@@ -134,6 +135,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'evictionmanager',
       'containerlogmanager',
       'podconfig',
+      'heaptrim',
       'nodepage',
     ]);
     const all = await names(
@@ -175,6 +177,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'evictionmanager',
       'containerlogmanager',
       'podconfig',
+      'heaptrim',
       'nodepage',
       'apisource',
       'kubeletserver',
