@@ -434,8 +434,8 @@ export async function buildKubelet(
   const runtime = new KubeGenericRuntimeManager({
     runtimeClassManager,
     runtimeService: criRuntime,
-    // The PLEG (made below) relists to see a sandbox or container it started, not at its next period.
-    onStarted: () => pleg.requestRelist?.(),
+    // The PLEG (made below) relists to see the container running, rather than at its next period.
+    onContainerStarted: () => pleg.requestRelist?.(),
     imageService: criImages,
     runtimeName,
     clock,

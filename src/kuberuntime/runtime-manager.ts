@@ -149,11 +149,10 @@ export interface KubeGenericRuntimeManagerOptions {
   /** The node's hosts file, copied into host-network pods; default /etc/hosts. */
   nodeHostsFile?: string;
   /**
-   * Told after each RunPodSandbox and StartContainer, whatever it answered (a call that failed on
-   * this side, at its deadline, may still have started it): the PLEG relists to see the new sandbox
-   * or container at once instead of at its next period. The kubelet's own starts need no event.
+   * Told each time the runtime has started one of this kubelet's containers: the PLEG relists to see
+   * it at once instead of at its next period (the kubelet's own starts need no runtime event).
    */
-  onStarted?: () => void;
+  onContainerStarted?: () => void;
 }
 
 type StartFailure = { reason: string; message: string };
@@ -584,8 +583,6 @@ export class KubeGenericRuntimeManager implements Runtime {
         message: `Failed to create sandbox for pod "${formatPod(pod)}": ${errorMessage(err)}`,
         error: errorMessage(err),
       };
-    } finally {
-      this.opts.onStarted?.();
     }
   }
 
@@ -686,13 +683,12 @@ export class KubeGenericRuntimeManager implements Runtime {
     try {
       await this.runtimeService.startContainer(containerId, { signal });
     } catch (err) {
-      this.opts.onStarted?.();
       // The runtime's message may name the container ID, which would make every such event distinct.
       const message = errorMessage(err).split(containerId).join(container.name);
       this.recorder.event(pod, fieldPath, 'Warning', EventReason.FailedToStartContainer, `Error: ${message}`);
       return { reason: 'RunContainerError', message: errorMessage(err) };
     }
-    this.opts.onStarted?.();
+    this.opts.onContainerStarted?.();
     this.recorder.event(
       pod,
       fieldPath,

@@ -6,10 +6,9 @@
  *
  * Only the events of what happens to containers on their own are read: exit, OOM and delete
  * (RELIST_TASK_TOPICS). A start is the kubelet's own doing, and its runtime manager asks for the
- * relist once RunPodSandbox or StartContainer has answered (its onStarted); containerd's TaskStart
- * comes before CRI has recorded the start, so answering it took a relist that saw nothing plus
- * follow-ups, for every sandbox and container. With 30 pods starting at once that was about 40 % of
- * the start's relists (docs/benchmarks.md, "The kubelet's own starts are not events").
+ * relist once CRI has recorded it (onContainerStarted); containerd's TaskStart comes before that, so
+ * answering it took a relist that saw nothing plus follow-ups, for every sandbox and container. With
+ * 30 pods starting at once that was about half of the start's relists (docs/benchmarks.md).
  *
  * The relist stays as the safety net, at relistPeriodMs (10 s) while the event stream is healthy and
  * at fallbackRelistPeriodMs (1 s, the generic PLEG's period) while it is broken; every new stream

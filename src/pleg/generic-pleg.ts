@@ -54,7 +54,7 @@ export interface PodLifecycleEventGenerator {
   readonly events: BoundedChannel<PodLifecycleEvent>;
   healthy(): PlegHealth;
   metrics(): PlegMetrics;
-  /** Asks for a relist soon, for a change the kubelet made itself (a sandbox or container started, a pod stopped). */
+  /** Asks for a relist soon, for a change the kubelet made itself (a pod's containers and sandbox stopped). */
   requestRelist?(): void;
 }
 

@@ -1,7 +1,6 @@
 /**
- * containerd's event stream (`containerd.services.events.v1.Events/Subscribe`), narrowed to task
- * events: a container's task started, exited, was OOM-killed or was deleted (the evented PLEG asks
- * only for the last three: it learns of starts from the kubelet itself).
+ * containerd's event stream (`containerd.services.events.v1.Events/Subscribe`), narrowed to the task
+ * events an evented PLEG needs: a container's task started, exited, was OOM-killed or was deleted.
  * The messages are generated from containerd 1.6's protos (./proto, `npm run gen:cri`); each envelope
  * carries its event as a typeurl `Any`, decoded here by its type name. The call itself goes over the
  * project's own HTTP/2 connection (grpc-over-http2.ts), not grpc-js: this stream is open for as long
