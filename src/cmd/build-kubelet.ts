@@ -56,7 +56,7 @@ import { nodeRef, type Node } from '../api/node.js';
 import { runOomWatcher } from '../oom/oom-watcher.js';
 import { newShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
-import { EventedPLEG, RELIST_TASK_TOPICS } from '../pleg/evented-pleg.js';
+import { EventedPLEG } from '../pleg/evented-pleg.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
@@ -434,8 +434,6 @@ export async function buildKubelet(
   const runtime = new KubeGenericRuntimeManager({
     runtimeClassManager,
     runtimeService: criRuntime,
-    // The PLEG (made below) relists to see the container running, rather than at its next period.
-    onContainerStarted: () => pleg.requestRelist?.(),
     imageService: criImages,
     runtimeName,
     clock,
@@ -485,14 +483,10 @@ export async function buildKubelet(
           generic: genericPleg,
           clock,
           subscribe: (onEvent, s, hooks) =>
-            subscribeTaskEvents(
-              config.containerRuntimeEndpoint,
-              K8S_NAMESPACE,
-              RELIST_TASK_TOPICS.map((topic) => `topic=="${topic}"`),
-              onEvent,
-              s,
-              { ...hooks, clock },
-            ),
+            subscribeTaskEvents(config.containerRuntimeEndpoint, K8S_NAMESPACE, [], onEvent, s, {
+              ...hooks,
+              clock,
+            }),
         })
       : genericPleg;
   const workQueue = new BasicWorkQueue(clock);

@@ -148,11 +148,6 @@ export interface KubeGenericRuntimeManagerOptions {
   kubernetesVersion?: string;
   /** The node's hosts file, copied into host-network pods; default /etc/hosts. */
   nodeHostsFile?: string;
-  /**
-   * Told each time the runtime has started one of this kubelet's containers: the PLEG relists to see
-   * it at once instead of at its next period (the kubelet's own starts need no runtime event).
-   */
-  onContainerStarted?: () => void;
 }
 
 type StartFailure = { reason: string; message: string };
@@ -688,7 +683,6 @@ export class KubeGenericRuntimeManager implements Runtime {
       this.recorder.event(pod, fieldPath, 'Warning', EventReason.FailedToStartContainer, `Error: ${message}`);
       return { reason: 'RunContainerError', message: errorMessage(err) };
     }
-    this.opts.onContainerStarted?.();
     this.recorder.event(
       pod,
       fieldPath,

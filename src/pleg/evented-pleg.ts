@@ -1,14 +1,8 @@
 /**
  * The evented PLEG (upstream: pleg.EventedPLEG, feature gate EventedPLEG). Upstream reads CRI's
  * GetContainerEvents; containerd 1.6 does not implement it, so this one reads containerd's own task
- * events and answers each with an immediate relist of the GenericPLEG it wraps: the sync loop learns
- * of an exit within one relist instead of within a relist period.
- *
- * Only the events of what happens to containers on their own are read: exit, OOM and delete
- * (RELIST_TASK_TOPICS). A start is the kubelet's own doing, and its runtime manager asks for the
- * relist once CRI has recorded it (onContainerStarted); containerd's TaskStart comes before that, so
- * answering it took a relist that saw nothing plus follow-ups, for every sandbox and container. With
- * 30 pods starting at once that was about half of the start's relists (docs/benchmarks.md).
+ * events (start, exit, OOM, delete) and answers each with an immediate relist of the GenericPLEG it
+ * wraps: the sync loop learns of an exit within one relist instead of within a relist period.
  *
  * The relist stays as the safety net, at relistPeriodMs (10 s) while the event stream is healthy and
  * at fallbackRelistPeriodMs (1 s, the generic PLEG's period) while it is broken; every new stream
@@ -40,9 +34,6 @@ export const EVENTED_RELIST_PERIOD_MS = 10_000;
  * once may still see the old state; these catch the new one soon after.
  */
 export const FOLLOW_UP_RELISTS_MS = [100, 400, 1500] as const;
-
-/** The task topics the evented PLEG relists on: what happens to a container without the kubelet. */
-export const RELIST_TASK_TOPICS = ['/tasks/exit', '/tasks/oom', '/tasks/delete'] as const;
 
 /** What the evented PLEG needs of an event source: subscribeTaskEvents bound to a socket and namespace. */
 export type TaskEventSubscriber = (
@@ -134,9 +125,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   }
 
   private onTaskEvent(event: TaskEvent): void {
-    // An exec's process (an exec probe, kubectl exec) changes no container's state. A start is the
-    // kubelet's own, relisted for when CRI has recorded it (a source that sends them anyway).
-    if (event.type === 'TaskStart') return;
+    // An exec's process (an exec probe, kubectl exec) changes no container's state.
     if ((event.type === 'TaskExit' || event.type === 'TaskDelete') && event.execId !== '') return;
     this.taskEvents++;
     if (this.lastBreak !== undefined) {

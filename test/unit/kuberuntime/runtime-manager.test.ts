@@ -280,19 +280,6 @@ describe('syncPod', () => {
     ]);
   });
 
-  test('tells onContainerStarted of each container the runtime started, and of no failed start', async () => {
-    let started = 0;
-    const m = manager({ onContainerStarted: () => started++ });
-    const sidecar: Container = { ...app, name: 'sidecar' };
-    await sync(m, pod([app, sidecar]));
-    assert.equal(started, 2);
-    assert.equal(fake.callsOf('startContainer').length, 2);
-
-    fake.injectError('startContainer', new Error('exec: "sleep": executable file not found'), 1);
-    assert.equal(failures(await sync(m, pod([app], {}, 'uid-2'))).length, 1);
-    assert.equal(started, 2, 'a start that failed is not a start');
-  });
-
   test('a sandbox that died is replaced with the next attempt; its containers are killed first', async () => {
     const m = manager();
     const p = pod([app]);

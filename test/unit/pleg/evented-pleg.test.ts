@@ -29,17 +29,6 @@ class FakeEventSource {
     this.hooks!.onSubscribe();
   }
 
-  start(containerId: string): void {
-    this.onEvent!({
-      type: 'TaskStart',
-      namespace: 'k8s.io',
-      topic: '/tasks/start',
-      timestamp: undefined,
-      containerId,
-      pid: 1,
-    });
-  }
-
   exit(containerId: string, execId = ''): void {
     this.onEvent!({
       type: 'TaskExit',
@@ -100,30 +89,6 @@ describe('EventedPLEG', () => {
     source.exit('c-a-0', 'probe-1');
     await flushPromises();
     assert.equal(pleg.metrics().relistCount, relists + 1);
-    await pleg.stop();
-  });
-
-  it('does not relist on a start: the kubelet started the container and asks for the relist itself', async () => {
-    const { clock, runtime, source, pleg } = setup();
-    runtime.pods = [runningPod('a', [{}], [])];
-    pleg.start();
-    await flushPromises();
-    source.open();
-    await flushPromises();
-    drain(pleg);
-    const relists = pleg.metrics().relistCount;
-
-    runtime.pods = [runningPod('a', [{}], [{ state: 'running' }])];
-    source.start('c-a-0');
-    clock.advance(2000); // past every follow-up an event would have had
-    await flushPromises();
-    assert.equal(pleg.metrics().relistCount, relists);
-    assert.equal(pleg.metrics().taskEvents, 0);
-    assert.deepEqual(drain(pleg), []);
-
-    pleg.requestRelist();
-    await flushPromises();
-    assert.deepEqual(drain(pleg), ['ContainerStarted c-a-0']);
     await pleg.stop();
   });
 
