@@ -326,32 +326,29 @@ cmd_up() {
 # Stops and removes every pod through the CRI API, as a kubelet would: that is what runs CNI DEL
 # (releasing the IP, the hostPort rules) and unmounts the pod's netns and shm. Needs node_modules.
 cri_remove_all_pods() {
-  local api=$REPO_ROOT/src/cri/generated/runtime/v1/api.ts
-  if ! command -v node >/dev/null || [[ ! -d $REPO_ROOT/node_modules/tsx || ! -f $api ]]; then
-    log "node, node_modules or $api missing: skipping the CRI clean-up, falling back to runc and umount"
+  local client=$REPO_ROOT/src/cri/connect-runtime.ts
+  if ! command -v node >/dev/null || [[ ! -d $REPO_ROOT/node_modules/tsx || ! -f $client ]]; then
+    log "node, node_modules or $client missing: skipping the CRI clean-up, falling back to runc and umount"
     return 1
   fi
+  # The kubelet's own CRI client (src/cri), as the tests use it.
   # shellcheck disable=SC2016 # the single-quoted text is JavaScript, not shell
   (cd "$REPO_ROOT" && SOCK=$SOCK timeout 120 node --import tsx --input-type=module -e '
-    import grpc from "@grpc/grpc-js";
-    import * as cri from "./src/cri/generated/runtime/v1/api.ts";
-    const client = new cri.RuntimeServiceClient("unix://" + process.env.SOCK, grpc.credentials.createInsecure());
-    const call = (method, req, ms) =>
-      new Promise((resolve, reject) =>
-        client[method](req, new grpc.Metadata(), { deadline: Date.now() + ms }, (err, res) => (err ? reject(err) : resolve(res))));
+    import { connectRuntime } from "./src/cri/connect-runtime.ts";
+    const { runtime, close } = await connectRuntime("unix://" + process.env.SOCK, { signal: AbortSignal.timeout(15000) });
     let failed = 0;
-    const { items } = await call("listPodSandbox", cri.ListPodSandboxRequest.fromPartial({}), 10000);
+    const items = await runtime.listPodSandbox({}, { timeoutMs: 10000 });
     for (const { id } of items) {
       try {
-        await call("stopPodSandbox", cri.StopPodSandboxRequest.fromPartial({ podSandboxId: id }), 30000);
-        await call("removePodSandbox", cri.RemovePodSandboxRequest.fromPartial({ podSandboxId: id }), 30000);
+        await runtime.stopPodSandbox(id, { timeoutMs: 30000 });
+        await runtime.removePodSandbox(id, { timeoutMs: 30000 });
       } catch (err) {
         failed++;
         console.error(`runtime-stack: pod ${id.slice(0, 12)}: ${err.message}`);
       }
     }
     if (items.length) console.error(`runtime-stack: removed ${items.length - failed} of ${items.length} pod(s)`);
-    client.close();
+    close();
     process.exit(failed ? 1 : 0);
   ')
 }
