@@ -17,6 +17,13 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist/kubelet');
 
+// Every dependency but one stays a package of its own. @bufbuild/protobuf is bundled: the generated
+// gRPC code uses only its wire reader and writer, and the package's `wire` entry point loads its
+// whole reflection API with them (about 20 modules, 0.5 MiB of heap in an idle kubelet).
+const EXTERNAL = Object.keys(
+  JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).dependencies,
+).filter((name) => name !== '@bufbuild/protobuf');
+
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
   metafile: true,
@@ -37,7 +44,7 @@ const result = await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  packages: 'external',
+  external: EXTERNAL,
   minifyWhitespace: true,
   minifySyntax: true,
   sourcemap: 'linked',

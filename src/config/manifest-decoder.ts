@@ -4,10 +4,11 @@
  * PLEG go on meanwhile; a small one is decoded in place, which is cheaper than starting a thread.
  * Either way the outcome is the same: the pods, or an INVALID_MANIFEST error naming the problem.
  */
-import { Worker } from 'node:worker_threads';
+import type * as WorkerThreads from 'node:worker_threads';
 
 import type { Pod } from '../api/core-v1.js';
 import { KubeletError, errorMessage } from '../lib/errors.js';
+import { lazyBuiltin } from '../lib/lazy-builtin.js';
 import {
   parseManifestDocument,
   staticPodFromObject,
@@ -25,6 +26,8 @@ export const OFF_THREAD_DECODE_MIN_BYTES = 64 * 1024;
 export const DECODE_TIMEOUT_MS = 120_000;
 // Enough for a 10 MB manifest's parse tree; a worker that needs more is stopped, not the kubelet.
 const WORKER_MAX_OLD_GENERATION_MB = 512;
+// Loaded by the first large manifest.
+const workerThreads = lazyBuiltin<typeof WorkerThreads>('node:worker_threads');
 
 /** What a file holds (one Pod) or a URL serves (a Pod or a PodList). */
 export type ManifestShape = 'pod' | 'podOrList';
@@ -62,7 +65,8 @@ const WORKER_URL = new URL(`./manifest-decode-worker${RUNNING_FROM_SOURCE ? '.ts
 function startWorker(options: {
   workerData: unknown;
   resourceLimits: { maxOldGenerationSizeMb: number };
-}): Worker {
+}): WorkerThreads.Worker {
+  const { Worker } = workerThreads();
   if (!RUNNING_FROM_SOURCE) return new Worker(WORKER_URL, options);
   const entry = `import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(WORKER_URL.href)}); })`;
   return new Worker(entry, { ...options, eval: true, execArgv: [] });

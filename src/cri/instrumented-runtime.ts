@@ -3,6 +3,7 @@
  * kubelet_runtime_operations_total, kubelet_runtime_operations_errors_total and
  * kubelet_runtime_operations_duration_seconds, by operation_type, for every CRI call.
  */
+import { monotonicMs } from '../lib/clock.js';
 import type { MetricsRegistry } from '../lib/metrics.js';
 import type { ImageService, RuntimeService } from './types.js';
 
@@ -63,7 +64,7 @@ export function instrumentCri<T extends RuntimeService | ImageService>(
       if (typeof value !== 'function' || operation === undefined) return value;
       return async (...args: unknown[]) => {
         const labels = { operation_type: operation };
-        const startMs = performance.now();
+        const startMs = monotonicMs();
         total.inc(labels);
         try {
           return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
@@ -71,7 +72,7 @@ export function instrumentCri<T extends RuntimeService | ImageService>(
           errors.inc(labels);
           throw err;
         } finally {
-          duration.observe(labels, (performance.now() - startMs) / 1000);
+          duration.observe(labels, (monotonicMs() - startMs) / 1000);
         }
       };
     },

@@ -7,6 +7,16 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/**
+ * Milliseconds from an arbitrary start, never stepped by the wall clock: for durations. Not
+ * `performance.now()`: the first touch of the `performance` global loads perf_hooks and eight
+ * modules behind it (0.35 MiB of RSS).
+ */
+export function monotonicMs(): number {
+  const [seconds, nanoseconds] = process.hrtime();
+  return seconds * 1e3 + nanoseconds / 1e6;
+}
+
 export interface TimerHandle {
   readonly id: number;
 }

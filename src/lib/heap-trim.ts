@@ -14,7 +14,7 @@
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { realClock, type Clock } from './clock.js';
+import { monotonicMs, realClock, type Clock } from './clock.js';
 import { errorMessage } from './errors.js';
 import { logger } from './log.js';
 
@@ -160,7 +160,7 @@ export class HeapTrimmer {
     )
       return false;
 
-    const t0 = performance.now();
+    const t0 = monotonicMs();
     this.collect();
     const after = this.sample();
     this.baseBytes = after.heapBytes;
@@ -171,7 +171,7 @@ export class HeapTrimmer {
     log.v(2, 'Collected garbage after a burst of work', {
       beforeMiB: +(s.heapBytes / MIB).toFixed(1),
       afterMiB: +(after.heapBytes / MIB).toFixed(1),
-      ms: +(performance.now() - t0).toFixed(1),
+      ms: +(monotonicMs() - t0).toFixed(1),
     });
     return true;
   }

@@ -7,6 +7,8 @@
  *   milliseconds, a float), `msg`, `v` (the verbosity, on info lines only), `err` on error lines,
  *   then the key/value pairs.
  */
+import { monotonicMs } from './clock.js';
+
 export type Severity = 'I' | 'W' | 'E';
 
 export type LogFormat = 'text' | 'json';
@@ -111,9 +113,12 @@ function jsonValue(v: unknown): unknown {
   return v;
 }
 
+// The wall clock at monotonicMs()'s zero: a JSON line's ts keeps sub-millisecond steps, as zap's does.
+const WALL_ORIGIN_MS = Date.now() - monotonicMs();
+
 function emitJson(sev: Severity, level: number, msg: string, kv: Record<string, unknown> | undefined): void {
   // zapr's shape: info lines carry "v"; error lines carry "err" (from the pairs) and no "v".
-  const line: Record<string, unknown> = { ts: performance.timeOrigin + performance.now(), msg };
+  const line: Record<string, unknown> = { ts: WALL_ORIGIN_MS + monotonicMs(), msg };
   if (sev !== 'E') line.v = level;
   if (kv) for (const [k, v] of Object.entries(kv)) if (!(k in line)) line[k] = jsonValue(v);
   let text: string;

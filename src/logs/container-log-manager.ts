@@ -11,13 +11,16 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createGzip } from 'node:zlib';
+import type * as Zlib from 'node:zlib';
 import type { RuntimeService } from '../cri/types.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
+import { lazyBuiltin } from '../lib/lazy-builtin.js';
 import { logger } from '../lib/log.js';
 
 const log = logger('logs');
+// Loaded by the first rotation that compresses.
+const zlib = lazyBuiltin<typeof Zlib>('node:zlib');
 
 const COMPRESS_SUFFIX = '.gz';
 const TMP_SUFFIX = '.tmp';
@@ -200,7 +203,7 @@ export class ContainerLogManager {
 async function compressLog(file: string): Promise<void> {
   const tmp = `${file}${COMPRESS_SUFFIX}${TMP_SUFFIX}`;
   try {
-    await pipeline(createReadStream(file), createGzip(), createWriteStream(tmp));
+    await pipeline(createReadStream(file), zlib().createGzip(), createWriteStream(tmp));
     await rename(tmp, file + COMPRESS_SUFFIX);
   } catch (err) {
     await unlink(tmp).catch(() => undefined);

@@ -4,10 +4,14 @@
  * (k8s.io/apimachinery util/net ChooseHostInterface), preferring the family of --node-ip (IPv4 when
  * unset or 0.0.0.0, IPv6 for ::).
  */
-import { lookup } from 'node:dns/promises';
+import type * as DnsPromises from 'node:dns/promises';
 import net from 'node:net';
 import os from 'node:os';
+import { lazyBuiltin } from '../lib/lazy-builtin.js';
 import { readSmallTextFile } from '../lib/read-small-file.js';
+
+// Loaded by the first look-up of the node's name.
+const dnsPromises = lazyBuiltin<typeof DnsPromises>('node:dns/promises');
 
 export type IpFamily = 4 | 6;
 
@@ -48,7 +52,9 @@ export const realNetworkHost: NetworkHost = {
   },
   lookupHost: async (name, signal) => {
     // getaddrinfo cannot be cancelled; the race only stops the wait for it.
-    const answer = lookup(name, { all: true }).then((list) => list.map((a) => a.address));
+    const answer = dnsPromises()
+      .lookup(name, { all: true })
+      .then((list) => list.map((a) => a.address));
     const aborted = new Promise<never>((_, reject) => {
       if (signal.aborted) reject(signal.reason);
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });

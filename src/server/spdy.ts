@@ -7,7 +7,11 @@
  */
 import { EventEmitter } from 'node:events';
 import { Duplex } from 'node:stream';
-import zlib from 'node:zlib';
+import type * as Zlib from 'node:zlib';
+import { lazyBuiltin } from '../lib/lazy-builtin.js';
+
+// Only a session that is opened needs zlib.
+const zlib = lazyBuiltin<typeof Zlib>('node:zlib');
 
 const SPDY_VERSION = 3;
 const TYPE_SYN_STREAM = 1;
@@ -123,7 +127,7 @@ class ZlibContext {
   private chunks: Buffer[] = [];
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly stream: zlib.Deflate | zlib.Inflate) {
+  constructor(private readonly stream: Zlib.Deflate | Zlib.Inflate) {
     stream.on('data', (c: Buffer) => this.chunks.push(c));
     stream.on('error', () => undefined);
   }
@@ -138,7 +142,7 @@ class ZlibContext {
         const onError = (err: Error) => reject(err);
         this.stream.once('error', onError);
         this.stream.write(input);
-        this.stream.flush(zlib.constants.Z_SYNC_FLUSH, () => {
+        this.stream.flush(zlib().constants.Z_SYNC_FLUSH, () => {
           this.stream.off('error', onError);
           const out = Buffer.concat(this.chunks);
           this.chunks = [];
@@ -275,8 +279,8 @@ export class SpdyStream extends Duplex {
 export class SpdyConnection extends EventEmitter {
   private nextStreamId = 1;
   private readonly streams = new Map<number, SpdyStream>();
-  private readonly compressor = new ZlibContext(zlib.createDeflate({ dictionary: SPDY_DICTIONARY }));
-  private readonly decompressor = new ZlibContext(zlib.createInflate({ dictionary: SPDY_DICTIONARY }));
+  private readonly compressor = new ZlibContext(zlib().createDeflate({ dictionary: SPDY_DICTIONARY }));
+  private readonly decompressor = new ZlibContext(zlib().createInflate({ dictionary: SPDY_DICTIONARY }));
   /** Frames leave in the order they were asked for, header compression (async) included. */
   private sendQueue: Promise<unknown> = Promise.resolve();
   private inbound: Buffer = Buffer.alloc(0);

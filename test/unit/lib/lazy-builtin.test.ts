@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type * as TraceEvents from 'node:trace_events';
+import { monotonicMs } from '../../../src/lib/clock.js';
+import { lazyBuiltin } from '../../../src/lib/lazy-builtin.js';
+
+const loaded = (name: string) => process.moduleLoadList.includes(`NativeModule ${name}`);
+
+describe('lazyBuiltin', () => {
+  it('loads the module on the first call, not before, and returns the same one after', async () => {
+    // node:trace_events: a built-in that neither node:test nor tsx loads.
+    assert.equal(loaded('trace_events'), false, 'the test needs a module nothing has loaded yet');
+    const traceEvents = lazyBuiltin<typeof TraceEvents>('node:trace_events');
+    assert.equal(loaded('trace_events'), false);
+    const first = traceEvents();
+    assert.equal(loaded('trace_events'), true);
+    assert.equal(first, traceEvents());
+    assert.equal(first.createTracing, (await import('node:trace_events')).createTracing);
+  });
+});
+
+describe('monotonicMs', () => {
+  it('measures a sleep in milliseconds and never goes back', async () => {
+    const t0 = monotonicMs();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    const elapsed = monotonicMs() - t0;
+    assert.ok(elapsed >= 29 && elapsed < 2000, `elapsed ${elapsed}`);
+    let last = monotonicMs();
+    for (let i = 0; i < 1000; i++) {
+      const now = monotonicMs();
+      assert.ok(now >= last);
+      last = now;
+    }
+  });
+});
