@@ -4,7 +4,9 @@ import type * as TraceEvents from 'node:trace_events';
 import { monotonicMs } from '../../../src/lib/clock.js';
 import { lazyBuiltin } from '../../../src/lib/lazy-builtin.js';
 
-const loaded = (name: string) => process.moduleLoadList.includes(`NativeModule ${name}`);
+// Node's list of the built-ins this process has loaded (not in @types/node).
+const loaded = (name: string) =>
+  (process as unknown as { moduleLoadList: string[] }).moduleLoadList.includes(`NativeModule ${name}`);
 
 describe('lazyBuiltin', () => {
   it('loads the module on the first call, not before, and returns the same one after', async () => {
