@@ -120,8 +120,9 @@ export class ListItemCache<T extends object> {
   }
 
   /**
-   * Calls onFixed with the bounds of each of the item's fields outside the maps, in order, until it
-   * returns false; returns the maps' total size, or -1 when onFixed stopped the walk.
+   * Calls onFixed with the bounds of each run of the item's fields outside the maps (fields next to
+   * each other are one run: a container's fields before its labels are one compare, not seven), in
+   * order, until it returns false; returns the maps' total size, or -1 when onFixed stopped the walk.
    */
   private walkFields(
     bytes: Buffer,
@@ -131,14 +132,18 @@ export class ListItemCache<T extends object> {
   ): number {
     const cursor = { pos: start };
     let mapBytes = 0;
+    let runStart = start;
     while (cursor.pos < end) {
       const fieldStart = cursor.pos;
       const tag = readVarint(bytes, cursor);
       skipField(bytes, cursor, tag & 7);
-      if (this.mapFields.has(tag >>> 3)) mapBytes += cursor.pos - fieldStart;
-      else if (!onFixed(fieldStart, cursor.pos)) return -1;
+      if (!this.mapFields.has(tag >>> 3)) continue;
+      mapBytes += cursor.pos - fieldStart;
+      if (fieldStart > runStart && !onFixed(runStart, fieldStart)) return -1;
+      runStart = cursor.pos;
     }
     if (cursor.pos !== end) throw malformed();
+    if (end > runStart && !onFixed(runStart, end)) return -1;
     return mapBytes;
   }
 }
