@@ -8,7 +8,7 @@
 // TypeScript through the linked source map.
 //
 // npm packages stay outside the bundle, loaded from node_modules as before (lazily where the code
-// says so). Run by `npm run build`, after tsc.
+// says so), but for @bufbuild/protobuf (see BUNDLED). Run by `npm run build`, after tsc.
 import { build } from 'esbuild';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -17,12 +17,14 @@ import { fileURLToPath } from 'node:url';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const outdir = path.join(root, 'dist/kubelet');
 
-// Every dependency but one stays a package of its own. @bufbuild/protobuf is bundled: the generated
-// gRPC code uses only its wire reader and writer, and the package's `wire` entry point loads its
-// whole reflection API with them (about 20 modules, 0.5 MiB of heap in an idle kubelet).
+// Packages whose code goes into the bundle. @bufbuild/protobuf: the generated gRPC code uses only
+// its wire reader and writer, and the package's `wire` entry point loads its whole reflection API
+// with them (about 20 modules, 0.5 MiB of heap in an idle kubelet); bundled, only what is used is
+// kept. Every other dependency stays a package of its own.
+const BUNDLED = ['@bufbuild/protobuf'];
 const EXTERNAL = Object.keys(
   JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).dependencies,
-).filter((name) => name !== '@bufbuild/protobuf');
+).filter((name) => !BUNDLED.includes(name));
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -72,6 +74,15 @@ for (const [file, output] of Object.entries(result.metafile.outputs)) {
   if (!file.endsWith('.js')) continue;
   for (const m of readFileSync(path.join(root, file), 'utf8').matchAll(/\brequire\d*\("([^"]+)"\)/g))
     if (!m[1].startsWith('node:') && !m[1].startsWith('.')) loaded.add(packageOf(m[1]));
+}
+// A package that is neither external nor in BUNDLED (a devDependency, or one that a dependency
+// brings) would be bundled without a word: refused.
+for (const input of Object.keys(result.metafile.inputs)) {
+  const at = input.lastIndexOf('node_modules/');
+  if (at < 0) continue;
+  const name = packageOf(input.slice(at + 'node_modules/'.length));
+  if (!BUNDLED.includes(name))
+    throw new Error(`bundle: ${name} (${input}) was bundled; it is not in BUNDLED`);
 }
 const missing = [...loaded].filter((name) => !(name in dependencies));
 if (missing.length > 0)

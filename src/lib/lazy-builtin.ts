@@ -1,9 +1,9 @@
 /**
- * A Node built-in module loaded on its first use instead of at start-up. Each built-in a kubelet
- * loads costs its compiled code in the heap and its source's pages of the node binary in RSS;
- * node:zlib, node:worker_threads and node:dns/promises together are about 0.8 MiB of an idle kubelet that
- * never compresses, decodes a large manifest or resolves a name (docs/benchmarks.md, "Memory").
- * `require` rather than `import()`, so that the first use stays synchronous.
+ * A Node built-in module loaded on its first use instead of at start-up. Each built-in costs its
+ * compiled code in the heap and its source's pages of the node binary in RSS: an idle kubelet that
+ * never compresses, decodes a large manifest or opens a SPDY stream has no use for node:zlib or
+ * node:worker_threads (docs/benchmarks.md, "Node built-ins on first use"). `require` rather than
+ * `import()`, so that the first use stays synchronous.
  */
 import { createRequire } from 'node:module';
 

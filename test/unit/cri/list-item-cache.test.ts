@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { containerFromCri } from '../../../src/cri/convert.js';
+import { containerFromCri, podSandboxFromCri } from '../../../src/cri/convert.js';
 import {
   Container as CriContainer,
   ContainerState,
   ListContainersResponse,
+  ListPodSandboxResponse,
+  PodSandbox as CriPodSandbox,
+  PodSandboxState,
 } from '../../../src/cri/generated/runtime/v1/api.js';
 import { ListItemCache } from '../../../src/cri/list-item-cache.js';
 
@@ -119,4 +122,41 @@ test('bytes that are not a list answer are refused, not read past their end', ()
   // A group (wire type 3) is not protobuf the CRI sends.
   assert.throws(() => cache.decodeList(Buffer.from([0x0b]), true), /malformed protobuf/);
   assert.equal(cache.size, 0);
+});
+
+test('a field after the maps, the maps growing, and an item without maps are each compared', () => {
+  // PodSandbox: labels (5) and annotations (6), then runtime_handler (7) after them.
+  const sandboxCache = new ListItemCache((b) => podSandboxFromCri(CriPodSandbox.decode(b)), new Set([5, 6]));
+  const sandbox = (runtimeHandler: string, labels: Record<string, string> = { app: 'web' }): CriPodSandbox =>
+    CriPodSandbox.fromPartial({
+      id: 's1',
+      metadata: { name: 'p', uid: 'u', namespace: 'ns', attempt: 0 },
+      state: PodSandboxState.SANDBOX_READY,
+      createdAt: 1_700_000_000_000_000_000n,
+      labels,
+      annotations: { a: '1' },
+      runtimeHandler,
+    });
+  const sandboxes = (...items: CriPodSandbox[]): Uint8Array =>
+    ListPodSandboxResponse.encode({ items }).finish();
+  const [first] = sandboxCache.decodeList(sandboxes(sandbox('runc')), true);
+  assert.equal(sandboxCache.decodeList(sandboxes(sandbox('runc')), true)[0], first);
+  const [handler] = sandboxCache.decodeList(sandboxes(sandbox('kata')), true);
+  assert.notEqual(handler, first);
+  assert.equal(handler!.runtimeHandler, 'kata');
+  // A label value one byte longer: the maps' size differs though every other field is the same.
+  const [longer] = sandboxCache.decodeList(sandboxes(sandbox('kata', { app: 'webs' })), true);
+  assert.notEqual(longer, handler);
+  assert.deepEqual(longer!.labels, { app: 'webs' });
+
+  const bare = criContainer('bare');
+  bare.labels = {};
+  bare.annotations = {};
+  const cache = new ListItemCache((b) => containerFromCri(CriContainer.decode(b)), MAP_FIELDS);
+  const [one] = cache.decodeList(answer(bare), true);
+  assert.equal(cache.decodeList(answer(bare), true)[0], one);
+  const moved = criContainer('bare', ContainerState.CONTAINER_EXITED);
+  moved.labels = {};
+  moved.annotations = {};
+  assert.notEqual(cache.decodeList(answer(moved), true)[0], one);
 });
