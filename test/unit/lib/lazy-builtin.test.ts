@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type * as TraceEvents from 'node:trace_events';
-import { monotonicMs } from '../../../src/lib/clock.js';
 import { lazyBuiltin } from '../../../src/lib/lazy-builtin.js';
 
 // Node's list of the built-ins this process has loaded (not in @types/node).
@@ -18,20 +17,5 @@ describe('lazyBuiltin', () => {
     assert.equal(loaded('trace_events'), true);
     assert.equal(first, traceEvents());
     assert.equal(first.createTracing, (await import('node:trace_events')).createTracing);
-  });
-});
-
-describe('monotonicMs', () => {
-  it('measures a sleep in milliseconds and never goes back', async () => {
-    const t0 = monotonicMs();
-    await new Promise((resolve) => setTimeout(resolve, 30));
-    const elapsed = monotonicMs() - t0;
-    assert.ok(elapsed >= 29 && elapsed < 2000, `elapsed ${elapsed}`);
-    let last = monotonicMs();
-    for (let i = 0; i < 1000; i++) {
-      const now = monotonicMs();
-      assert.ok(now >= last);
-      last = now;
-    }
   });
 });
