@@ -116,7 +116,10 @@ export async function translateToSpdy(
         if (body[0] === STDIN) streams.stdin?.end();
         return;
       }
-      if (channel === STDIN && streams.stdin) {
+      // Stdin the client has closed takes nothing more: a write after end would fail, and the pause
+      // its `false` asks for would never be lifted (no drain comes), so not even a close frame would
+      // be read again.
+      if (channel === STDIN && streams.stdin && !streams.stdin.writableEnded) {
         if (!streams.stdin.write(body)) peer.ws?.pause();
       } else if (channel === RESIZE && streams.resize) {
         streams.resize.write(body);

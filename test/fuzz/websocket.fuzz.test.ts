@@ -135,3 +135,16 @@ test('well-formed messages of any content keep the stream open; a close frame en
     { numRuns: Math.max(10, Math.floor(fuzzRuns() / 15)) },
   );
 });
+
+// Found by the property above (seed -1488299497): stdin closed (channel 255, then 0), then more stdin.
+test('stdin sent after the client closed it is dropped, and a close frame still ends the stream', async () => {
+  const { socket, received, closed } = await openExec();
+  socket.write(clientFrame(0x82, Buffer.from([255, 0])));
+  socket.write(clientFrame(0x82, Buffer.from([0])));
+  socket.write(clientFrame(0x82, Buffer.from([0, 0x68, 0x69])));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.equal(socket.destroyed, false, 'still open');
+  socket.write(clientFrame(0x88, Buffer.from([0x03, 0xe8])));
+  assert.equal(await closed, true, 'the close frame was read and answered');
+  assert.deepEqual(closeCodes(Buffer.concat(received)), [1000]);
+});
