@@ -22,9 +22,8 @@ const outdir = path.join(root, 'dist/kubelet');
 // with them (about 20 modules, 0.5 MiB of heap in an idle kubelet); bundled, only what is used is
 // kept. Every other dependency stays a package of its own.
 const BUNDLED = ['@bufbuild/protobuf'];
-const EXTERNAL = Object.keys(
-  JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')).dependencies,
-).filter((name) => !BUNDLED.includes(name));
+const { dependencies = {} } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+const EXTERNAL = Object.keys(dependencies).filter((name) => !BUNDLED.includes(name));
 
 rmSync(outdir, { recursive: true, force: true });
 const result = await build({
@@ -61,7 +60,6 @@ for (const file of ['main.js', 'manifest-decode-worker.js', 'assets'])
 // An installed kubelet has its dependencies only (`npm install --omit=dev`, scripts/install.sh):
 // every package the bundle loads must be one. Packages loaded through createRequire are calls, not
 // imports, to esbuild: they are found in the output's text.
-const { dependencies = {} } = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
 const packageOf = (spec) =>
   spec
     .split('/')

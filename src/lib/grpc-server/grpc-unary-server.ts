@@ -12,19 +12,19 @@
  * the client enforces its own deadline by resetting the stream, and a reset call's answer is dropped.
  */
 import type * as Http2 from 'node:http2';
-import { createRequire } from 'node:module';
 import net from 'node:net';
 import { errorMessage } from '../errors.js';
 import type { GrpcMethod } from '../grpc-definitions.js';
 import { GrpcStatus, grpcCallError } from '../grpc-status.js';
 import { GRPC_PREFIX_BYTES, encodeGrpcMessage, grpcMessageFrame } from '../grpc-wire.js';
+import { lazyBuiltin } from '../lazy-builtin.js';
 import { logger } from '../log.js';
 import { grpcStatusOf } from './grpc-status-error.js';
 
 // node:http2 (about 3 MiB) is loaded when the first client connects, so a kubelet nobody talks to
-// never holds it; `require`, so that it is loaded in the same tick as the connection is accepted and
-// the session takes the socket before a byte of it has been read.
-const require = createRequire(import.meta.url);
+// never holds it; synchronously, so that it is loaded in the same tick as the connection is accepted
+// and the session takes the socket before a byte of it has been read.
+const http2Module = lazyBuiltin<typeof Http2>('node:http2');
 
 const log = logger('grpc-server');
 
@@ -126,8 +126,7 @@ export class GrpcUnaryServer {
   }
 
   private createHttp2Server(): Http2.Http2Server {
-    const http2 = require('node:http2') as typeof Http2;
-    const server = http2.createServer();
+    const server = http2Module().createServer();
     server.on('session', (session) => {
       this.sessions.add(session);
       session.once('close', () => this.sessions.delete(session));
