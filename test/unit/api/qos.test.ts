@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
-import { computePodQOS, getPodQOS } from '../../../src/api/qos.js';
+import { computePodQOS, getPodQOS, type PodQOSClass } from '../../../src/api/qos.js';
+import { parseQuantity } from '../../../src/api/quantity.js';
 
 function podWith(containers: Partial<Container>[], init: Partial<Container>[] = []): Pod {
   return {
@@ -58,6 +59,92 @@ describe('computePodQOS', () => {
     const limited = { resources: { limits: { cpu: '1', memory: '1Gi' } } };
     assert.equal(computePodQOS(podWith([limited], [{}])), 'Burstable');
     assert.equal(computePodQOS(podWith([limited], [limited])), 'Guaranteed');
+  });
+
+  it('compares totals over the containers, not each container, as upstream', () => {
+    // 1 + 2 requested against 2 + 1 limited: the totals are equal.
+    const pod = podWith([
+      { resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '2', memory: '1Gi' } } },
+      { resources: { requests: { cpu: '2', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } } },
+    ]);
+    assert.equal(computePodQOS(pod), 'Guaranteed');
+  });
+
+  it('takes a quantity the API would refuse as absent', () => {
+    assert.equal(computePodQOS(podWith([{ resources: { requests: { cpu: 'lots' } } }])), 'BestEffort');
+    assert.equal(
+      computePodQOS(podWith([{ resources: { limits: { cpu: '1', memory: 'lots' } } }])),
+      'Burstable',
+    );
+  });
+
+  it("agrees with upstream's algorithm, written out with maps, on random pods", () => {
+    // ComputePodQOS as upstream writes it: per-resource totals in maps, the limits found per container.
+    const reference = (pod: Pod): PodQOSClass => {
+      const positive = (q: string | undefined): bigint | undefined => {
+        if (q === undefined) return undefined;
+        try {
+          const v = parseQuantity(q).nano;
+          return v > 0n ? v : undefined;
+        } catch {
+          return undefined;
+        }
+      };
+      const requests = new Map<string, bigint>();
+      const limits = new Map<string, bigint>();
+      let guaranteed = true;
+      for (const c of [...pod.spec.containers, ...(pod.spec.initContainers ?? [])]) {
+        const found = new Set<string>();
+        for (const name of ['cpu', 'memory'] as const) {
+          const limit = positive(c.resources?.limits?.[name]);
+          const request = positive(c.resources?.requests?.[name] ?? c.resources?.limits?.[name]);
+          if (request !== undefined) requests.set(name, (requests.get(name) ?? 0n) + request);
+          if (limit !== undefined) {
+            found.add(name);
+            limits.set(name, (limits.get(name) ?? 0n) + limit);
+          }
+        }
+        if (!found.has('cpu') || !found.has('memory')) guaranteed = false;
+      }
+      if (requests.size === 0 && limits.size === 0) return 'BestEffort';
+      for (const [name, request] of requests) if (limits.get(name) !== request) guaranteed = false;
+      return guaranteed && requests.size === limits.size ? 'Guaranteed' : 'Burstable';
+    };
+    let seed = 20261127;
+    const random = (n: number): number => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed % n;
+    };
+    const quantities = [undefined, '0', '100m', '1', '1Gi', '512Mi', 'lots'];
+    const resources = (): Record<string, string> | undefined => {
+      const out: Record<string, string> = {};
+      for (const name of ['cpu', 'memory', 'nvidia.com/gpu']) {
+        const q = quantities[random(quantities.length)];
+        if (q !== undefined) out[name] = q;
+      }
+      return random(4) === 0 ? undefined : out;
+    };
+    // Limits on both, requests absent, equal or not: the containers a Guaranteed pod is made of.
+    const limited = (): Partial<Container> => {
+      const limits = { cpu: random(2) ? '1' : '100m', memory: random(2) ? '1Gi' : '512Mi' };
+      const requests = [undefined, { ...limits }, { cpu: '100m', memory: '1Gi' }][random(3)];
+      return { resources: { limits, ...(requests ? { requests } : {}) } };
+    };
+    const container = (): Partial<Container> =>
+      [() => ({}), () => ({ resources: { requests: resources(), limits: resources() } }), limited][
+        random(3)
+      ]!();
+    const seen = new Set<PodQOSClass>();
+    for (let i = 0; i < 3000; i++) {
+      const pod = podWith(
+        Array.from({ length: 1 + random(3) }, container),
+        Array.from({ length: random(2) }, container),
+      );
+      const want = reference(pod);
+      seen.add(want);
+      assert.equal(computePodQOS(pod), want, JSON.stringify(pod.spec));
+    }
+    assert.deepEqual([...seen].sort(), ['BestEffort', 'Burstable', 'Guaranteed'], 'every class was tried');
   });
 
   it('prefers the class already in the status', () => {
