@@ -183,6 +183,13 @@ export class KubeGenericRuntimeManager implements Runtime {
   private readonly handlerRunner: HandlerRunner;
   private readonly gc: ContainerGC;
   private readonly legacyContainerLogsDir: string;
+  /**
+   * The machine's memory and CPUs, read once: os.totalmem() and os.cpus() read /proc synchronously,
+   * on the event loop, and a container start needed them every time (standalone has no Node whose
+   * allocatable could stand in).
+   */
+  private readonly machineMemoryBytes: number;
+  private readonly machineAllocatable: NodeAllocatable;
   /** getPods(true) and getPods(false), each reusing the pods of its own last listing. */
   private readonly allPods = new RunningPodAssembler();
   private readonly runningPods = new RunningPodAssembler();
@@ -215,6 +222,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     this.resolvConf = opts.resolvConf ?? '/etc/resolv.conf';
     this.recorder = opts.recorder ?? discardEvents;
     this.legacyContainerLogsDir = opts.legacyContainerLogsDir ?? '/var/log/containers';
+    this.machineMemoryBytes = opts.memoryCapacityBytes ?? os.totalmem();
+    this.machineAllocatable = { cpu: String(os.cpus().length), memory: String(this.machineMemoryBytes) };
     this.imagePuller = new ImagePuller({
       imageService: this.imageService,
       backoff: opts.imageBackoff ?? new Backoff(this.clock, 10_000, 300_000),
@@ -519,7 +528,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   private nodeAllocatable(): NodeAllocatable {
     const a = this.opts.nodeAllocatable;
     const given = typeof a === 'function' ? a() : a;
-    return given ?? { cpu: String(os.cpus().length), memory: String(os.totalmem()) };
+    return given ?? this.machineAllocatable;
   }
 
   private cgroupParentFor(pod: Pod): string {
@@ -641,7 +650,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           nodeName: this.opts.nodeName,
           hostIPs: this.opts.nodeIPs ?? [],
           nodeAllocatable: this.nodeAllocatable(),
-          memoryCapacityBytes: this.opts.memoryCapacityBytes ?? os.totalmem(),
+          memoryCapacityBytes: this.machineMemoryBytes,
           cpuCFSQuota: this.opts.cpuCFSQuota ?? true,
           cpuCFSQuotaPeriodUs: this.opts.cpuCFSQuotaPeriodUs ?? DEFAULT_QUOTA_PERIOD_US,
           seccompDefault: this.opts.seccompDefault ?? false,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Container, Pod } from '../../../src/api/core-v1.js';
+import type { Container, Pod, Quantity } from '../../../src/api/core-v1.js';
 import { computePodQOS, getPodQOS, type PodQOSClass } from '../../../src/api/qos.js';
 import { parseQuantity } from '../../../src/api/quantity.js';
 
@@ -81,7 +81,7 @@ describe('computePodQOS', () => {
   it("agrees with upstream's algorithm, written out with maps, on random pods", () => {
     // ComputePodQOS as upstream writes it: per-resource totals in maps, the limits found per container.
     const reference = (pod: Pod): PodQOSClass => {
-      const positive = (q: string | undefined): bigint | undefined => {
+      const positive = (q: Quantity | undefined): bigint | undefined => {
         if (q === undefined) return undefined;
         try {
           const v = parseQuantity(q).nano;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { CriNotFoundError } from '../../../src/cri/errors.js';
@@ -378,6 +378,33 @@ describe('syncPod', () => {
     await writeFile(path.join(dir, 'pods/prod_web_uid-1/app/4.log'), '');
     await sync(m, pod([app]));
     assert.equal(fake.containersNamed('app')[0]!.config.metadata.attempt, 5);
+  });
+});
+
+describe('machine figures', () => {
+  test('are read once, when made: a container start reads no /proc file on the event loop', async () => {
+    const m = manager();
+    const totalmem = mock.method(os, 'totalmem');
+    const cpus = mock.method(os, 'cpus');
+    try {
+      // A container without limits sees the machine's figures through the downward API.
+      const withEnv: Container = {
+        ...app,
+        env: [{ name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } }],
+      };
+      const r = await sync(m, pod([withEnv]));
+      assert.deepEqual(failures(r), []);
+      const [c] = fake.containersNamed('app');
+      assert.ok(
+        c?.config.envs.some((e) => e.key === 'MEM' && e.value === String(os.totalmem())),
+        'the limit defaults to the machine memory',
+      );
+      assert.equal(totalmem.mock.callCount(), 1, 'only the call in this test');
+      assert.equal(cpus.mock.callCount(), 0);
+    } finally {
+      totalmem.mock.restore();
+      cpus.mock.restore();
+    }
   });
 });
 
