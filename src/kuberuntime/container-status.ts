@@ -3,9 +3,10 @@
  * toKubeContainerStatus, convertToKubeContainerStatus, getTerminationMessage,
  * readLastStringFromContainerLogs, determinePodSandboxIPs, ConvertPodStatusToRunningPod).
  */
-import { statSync, type Dirent } from 'node:fs';
+import type { Dirent } from 'node:fs';
 import { open, readdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
+import path from 'node:path';
 import type { ContainerState, ContainerStatus, Mount, PodSandboxStatus } from '../cri/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -208,9 +209,17 @@ export function convertPodStatusToRunningPod(podStatus: KubePodStatus): RunningP
  * a new start does not overwrite an old log.
  */
 export async function calcRestartCountByLogDir(dir: string): Promise<number> {
-  // Asked on every container's first start, when the folder does not exist yet: a rejected readdir
-  // costs an error with its stack each time, a stat that may return nothing does not.
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return 0;
+  // Asked on every container's first start, when the folder does not exist yet: the pod's folder,
+  // made with its sandbox, is listed first. A readdir of the missing folder would fail with an error
+  // and its stack every time, and a synchronous stat would wait on the disk on the event loop.
+  let siblings: Dirent[];
+  try {
+    siblings = await readdir(path.dirname(dir), { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  const name = path.basename(dir);
+  if (!siblings.some((s) => s.name === name && s.isDirectory())) return 0;
   let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import {
+  calcRestartCountByLogDir,
   getTerminationMessage,
   MAX_TERMINATION_MESSAGE_BYTES,
   readLastStringFromContainerLogs,
@@ -86,4 +87,24 @@ test('the termination message file: its last 4096 bytes; empty falls back to log
     checkLogs: false,
   });
   assert.deepEqual(await getTerminationMessage(mounts, '/elsewhere', true), { message: '', checkLogs: true });
+});
+
+test('calcRestartCountByLogDir: one past the highest <n>.log, 0 when there is no such folder', async () => {
+  const podDir = path.join(dir, 'restart-count', 'ns_web_uid');
+  assert.equal(await calcRestartCountByLogDir(path.join(podDir, 'app')), 0, 'no pod folder');
+  await mkdir(podDir, { recursive: true });
+  assert.equal(await calcRestartCountByLogDir(path.join(podDir, 'app')), 0, 'no container folder');
+  await writeFile(path.join(podDir, 'file'), '');
+  assert.equal(await calcRestartCountByLogDir(path.join(podDir, 'file')), 0, 'a file, not a folder');
+  await mkdir(path.join(podDir, 'app'));
+  assert.equal(await calcRestartCountByLogDir(path.join(podDir, 'app')), 0, 'an empty folder');
+  for (const name of ['0.log', '3.log.20240102-030405', '2.log', 'notes.txt']) {
+    await writeFile(path.join(podDir, 'app', name), '');
+  }
+  await mkdir(path.join(podDir, 'app', '9.log'));
+  assert.equal(
+    await calcRestartCountByLogDir(path.join(podDir, 'app')),
+    4,
+    'rotated logs count, folders do not',
+  );
 });
