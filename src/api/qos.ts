@@ -47,11 +47,11 @@ export function computePodQOS(pod: Pod): PodQOSClass {
   for (let i = 0; i < count; i++) {
     const c = i < containers.length ? containers[i]! : initContainers[i - containers.length]!;
     const limits = c.resources?.limits;
-    // The API server defaults a missing request to its limit; a source that skipped defaulting
-    // (a manifest file read as is) must still land in the same class.
     const requests = c.resources?.requests;
     const cpuL = positiveNano(limits?.cpu);
     const memoryL = positiveNano(limits?.memory);
+    // The API server defaults a missing request to its limit; a source that skipped defaulting
+    // (a manifest file read as is) must still land in the same class.
     const cpuR = positiveNano(requests?.cpu ?? limits?.cpu);
     const memoryR = positiveNano(requests?.memory ?? limits?.memory);
     if (cpuR !== undefined) cpuRequest = (cpuRequest ?? 0n) + cpuR;

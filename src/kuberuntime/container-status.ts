@@ -218,8 +218,9 @@ export async function calcRestartCountByLogDir(dir: string): Promise<number> {
   } catch {
     return 0;
   }
+  // By name only: a symlink to a folder counts, as upstream's stat follows it; a file fails below.
   const name = path.basename(dir);
-  if (!siblings.some((s) => s.name === name && s.isDirectory())) return 0;
+  if (!siblings.some((s) => s.name === name)) return 0;
   let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });

@@ -185,10 +185,10 @@ export class KubeGenericRuntimeManager implements Runtime {
   private readonly legacyContainerLogsDir: string;
   /**
    * The machine's memory and CPUs, read once: os.totalmem() and os.cpus() read /proc synchronously,
-   * on the event loop, and a container start needed them every time (standalone has no Node whose
-   * allocatable could stand in).
+   * on the event loop, and every container start needed them (the memory for its OOM score; both
+   * for the downward API when there is no Node whose allocatable stands in, as in standalone mode).
    */
-  private readonly machineMemoryBytes: number;
+  private readonly memoryCapacityBytes: number;
   private readonly machineAllocatable: NodeAllocatable;
   /** getPods(true) and getPods(false), each reusing the pods of its own last listing. */
   private readonly allPods = new RunningPodAssembler();
@@ -222,8 +222,9 @@ export class KubeGenericRuntimeManager implements Runtime {
     this.resolvConf = opts.resolvConf ?? '/etc/resolv.conf';
     this.recorder = opts.recorder ?? discardEvents;
     this.legacyContainerLogsDir = opts.legacyContainerLogsDir ?? '/var/log/containers';
-    this.machineMemoryBytes = opts.memoryCapacityBytes ?? os.totalmem();
-    this.machineAllocatable = { cpu: String(os.cpus().length), memory: String(this.machineMemoryBytes) };
+    const machineMemoryBytes = os.totalmem();
+    this.memoryCapacityBytes = opts.memoryCapacityBytes ?? machineMemoryBytes;
+    this.machineAllocatable = { cpu: String(os.cpus().length), memory: String(machineMemoryBytes) };
     this.imagePuller = new ImagePuller({
       imageService: this.imageService,
       backoff: opts.imageBackoff ?? new Backoff(this.clock, 10_000, 300_000),
@@ -650,7 +651,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           nodeName: this.opts.nodeName,
           hostIPs: this.opts.nodeIPs ?? [],
           nodeAllocatable: this.nodeAllocatable(),
-          memoryCapacityBytes: this.machineMemoryBytes,
+          memoryCapacityBytes: this.memoryCapacityBytes,
           cpuCFSQuota: this.opts.cpuCFSQuota ?? true,
           cpuCFSQuotaPeriodUs: this.opts.cpuCFSQuotaPeriodUs ?? DEFAULT_QUOTA_PERIOD_US,
           seccompDefault: this.opts.seccompDefault ?? false,

@@ -78,8 +78,9 @@ describe('computePodQOS', () => {
     );
   });
 
-  it("agrees with upstream's algorithm, written out with maps, on random pods", () => {
-    // ComputePodQOS as upstream writes it: per-resource totals in maps, the limits found per container.
+  it('agrees with the earlier implementation, written with maps, on random pods', () => {
+    // The implementation before this one (upstream's shape: per-resource totals in maps, the limits
+    // found per container; with the request defaulted to the limit, as this file does).
     const reference = (pod: Pod): PodQOSClass => {
       const positive = (q: Quantity | undefined): bigint | undefined => {
         if (q === undefined) return undefined;
@@ -112,8 +113,9 @@ describe('computePodQOS', () => {
     };
     let seed = 20261127;
     const random = (n: number): number => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed % n;
+      // 32-bit arithmetic: a product past 2^53 would lose the low bits and the sequence its randomness.
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return (seed >>> 16) % n;
     };
     const quantities = [undefined, '0', '100m', '1', '1Gi', '512Mi', 'lots'];
     const resources = (): Record<string, string> | undefined => {
@@ -135,6 +137,8 @@ describe('computePodQOS', () => {
         random(3)
       ]!();
     const seen = new Set<PodQOSClass>();
+    let initContainers = 0;
+    const specs = new Set<string>();
     for (let i = 0; i < 3000; i++) {
       const pod = podWith(
         Array.from({ length: 1 + random(3) }, container),
@@ -142,9 +146,16 @@ describe('computePodQOS', () => {
       );
       const want = reference(pod);
       seen.add(want);
+      initContainers += pod.spec.initContainers?.length ?? 0;
+      specs.add(JSON.stringify(pod.spec));
       assert.equal(computePodQOS(pod), want, JSON.stringify(pod.spec));
     }
+    // The generator itself is checked: a sequence that lost its randomness would try a few pods only.
     assert.deepEqual([...seen].sort(), ['BestEffort', 'Burstable', 'Guaranteed'], 'every class was tried');
+    assert.ok(initContainers > 1000, `${initContainers} init containers`);
+    assert.ok(specs.size > 2000, `${specs.size} different pods`);
+    for (const odd of ['"0"', '"lots"', '"nvidia.com/gpu"'])
+      assert.ok([...specs].filter((s) => s.includes(odd)).length > 100, `${odd} was tried`);
   });
 
   it('prefers the class already in the status', () => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -107,4 +107,11 @@ test('calcRestartCountByLogDir: one past the highest <n>.log, 0 when there is no
     4,
     'rotated logs count, folders do not',
   );
+  await symlink(path.join(podDir, 'app'), path.join(podDir, 'linked'));
+  assert.equal(
+    await calcRestartCountByLogDir(path.join(podDir, 'linked')),
+    4,
+    'a symlink to a folder is followed',
+  );
+  assert.equal(await calcRestartCountByLogDir(`${path.join(podDir, 'app')}/`), 4, 'a trailing slash');
 });

@@ -382,29 +382,41 @@ describe('syncPod', () => {
 });
 
 describe('machine figures', () => {
+  // A container without limits sees the machine's figures through the downward API.
+  const withEnv: Container = {
+    ...app,
+    env: [{ name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } }],
+  };
+
   test('are read once, when made: a container start reads no /proc file on the event loop', async () => {
+    const machineMemory = String(os.totalmem());
     const m = manager();
     const totalmem = mock.method(os, 'totalmem');
     const cpus = mock.method(os, 'cpus');
     try {
-      // A container without limits sees the machine's figures through the downward API.
-      const withEnv: Container = {
-        ...app,
-        env: [{ name: 'MEM', valueFrom: { resourceFieldRef: { resource: 'limits.memory' } } }],
-      };
       const r = await sync(m, pod([withEnv]));
       assert.deepEqual(failures(r), []);
       const [c] = fake.containersNamed('app');
       assert.ok(
-        c?.config.envs.some((e) => e.key === 'MEM' && e.value === String(os.totalmem())),
+        c?.config.envs.some((e) => e.key === 'MEM' && e.value === machineMemory),
         'the limit defaults to the machine memory',
       );
-      assert.equal(totalmem.mock.callCount(), 1, 'only the call in this test');
+      assert.equal(totalmem.mock.callCount(), 0);
       assert.equal(cpus.mock.callCount(), 0);
     } finally {
       totalmem.mock.restore();
       cpus.mock.restore();
     }
+  });
+
+  test("memoryCapacityBytes sets the OOM score's memory, not the downward API's default", async () => {
+    const m = manager({ memoryCapacityBytes: 1024 ** 3, nodeAllocatable: () => undefined });
+    const r = await sync(m, pod([{ ...withEnv, resources: { requests: { memory: '256Mi' } } }]));
+    assert.deepEqual(failures(r), []);
+    const [c] = fake.containersNamed('app');
+    assert.ok(c?.config.envs.some((e) => e.key === 'MEM' && e.value === String(os.totalmem())));
+    // Burstable: 1000 - 1000 * request / capacity = 1000 - 250.
+    assert.equal(c?.config.linux?.resources?.oomScoreAdj, 750);
   });
 });
 
