@@ -53,7 +53,14 @@ import { readHostDNSConfig } from '../src/kuberuntime/pod-dns.js';
 import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox-config.js';
 import { BenchCgroupRoot } from './cgroup-root.js';
 import { BenchKubelet, identifyKubelet, type KubeletKind } from './kubelet-launcher.js';
-import { cpuSeconds, peakRssBytes, resetPeakRss, rssBytes } from './proc-stats.js';
+import {
+  cpuSeconds,
+  machineBusySeconds,
+  mainThreadCpuSeconds,
+  peakRssBytes,
+  resetPeakRss,
+  rssBytes,
+} from './proc-stats.js';
 import { emit, envNumber, median, MIB, percentile, quickMode, say, sleep, sum } from './report.js';
 
 const BENCH = 'density';
@@ -353,6 +360,7 @@ interface FloorResult {
   allMs: number;
   stopAllMs: number;
   containerdCpuS: number;
+  machineBusyS: number;
 }
 
 async function floorRun(
@@ -410,6 +418,7 @@ async function floorRun(
 
   const cdPid = containerdPid(endpoint);
   const cd0 = containerdCpuSeconds(cdPid);
+  const busy0 = machineBusySeconds();
   const t0 = performance.now();
   const started = await Promise.all(
     prepared.map(async ({ sandbox, container }) => {
@@ -422,6 +431,7 @@ async function floorRun(
   );
   const allMs = performance.now() - t0;
   const containerdCpuS = containerdCpuSeconds(cdPid) - cd0;
+  const machineBusyS = machineBusySeconds() - busy0;
 
   const t1 = performance.now();
   await Promise.all(
@@ -440,7 +450,7 @@ async function floorRun(
   await rm(podLogsDir, { recursive: true, force: true });
   await rm(rootDir, { recursive: true, force: true });
   await waitForIdleContainerd(endpoint);
-  return { latenciesMs: started.map((s) => s.doneMs), allMs, stopAllMs, containerdCpuS };
+  return { latenciesMs: started.map((s) => s.doneMs), allMs, stopAllMs, containerdCpuS, machineBusyS };
 }
 
 /** floorRun `starts` times: latencies over all starts, the median start's totals, containerd's CPU per start. */
@@ -464,6 +474,7 @@ async function floorStarts(
       50,
     ),
     containerdCpuS: sum(results.map((r) => r.containerdCpuS)) / starts,
+    machineBusyS: sum(results.map((r) => r.machineBusyS)) / starts,
   };
 }
 
@@ -475,8 +486,10 @@ interface StartResult {
   runtimeStartedMs: number[];
   allMs: number;
   cpuS: number;
+  mainThreadCpuS: number;
   peakRssBytes: number;
   containerdCpuS: number;
+  machineBusyS: number;
   polls: number;
   pollTotalMs: number;
 }
@@ -490,6 +503,10 @@ interface KubeletResult {
   allMs: number;
   /** Mean per start. */
   startCpuS: number;
+  /** Mean per start: the main thread's share of startCpuS. */
+  startMainThreadCpuS: number;
+  /** Mean per start: the whole machine's busy core-seconds. */
+  startMachineBusyS: number;
   /** Highest over the starts. */
   startPeakRssBytes: number;
   containerdCpuS: number;
@@ -560,6 +577,8 @@ async function startPods(
   const cdPid = containerdPid(endpoint);
   const cd0 = containerdCpuSeconds(cdPid);
   const cpu0 = cpuSeconds(pid);
+  const main0 = mainThreadCpuSeconds(pid);
+  const busy0 = machineBusySeconds();
   const t0 = performance.now();
   const writtenAt = await Promise.all(
     names.map(async (name) => {
@@ -595,6 +614,8 @@ async function startPods(
   }
   const allMs = Math.max(...seenAt.values()) - t0;
   const cpuS = cpuSeconds(pid) - cpu0;
+  const mainThreadCpuS = mainThreadCpuSeconds(pid) - main0;
+  const machineBusyS = machineBusySeconds() - busy0;
   const peakRss = peakRssBytes(pid);
   const containerdCpuS = containerdCpuSeconds(cdPid) - cd0;
   const latenciesMs = names.map((name, i) => seenAt.get(`${name}-${NODE_NAME}`)! - writtenAt[i]!);
@@ -616,8 +637,10 @@ async function startPods(
     runtimeStartedMs,
     allMs,
     cpuS,
+    mainThreadCpuS,
     peakRssBytes: peakRss,
     containerdCpuS,
+    machineBusyS,
     polls,
     pollTotalMs,
   };
@@ -728,6 +751,8 @@ async function kubeletRun(
         runtimeStartedMs: results.flatMap((r) => r.runtimeStartedMs),
         allMs: median(results.map((r) => r.allMs)),
         startCpuS: sum(results.map((r) => r.cpuS)) / starts,
+        startMainThreadCpuS: sum(results.map((r) => r.mainThreadCpuS)) / starts,
+        startMachineBusyS: sum(results.map((r) => r.machineBusyS)) / starts,
         startPeakRssBytes: Math.max(...results.map((r) => r.peakRssBytes)),
         containerdCpuS: sum(results.map((r) => r.containerdCpuS)) / starts,
         meanPollMs: sum(results.map((r) => r.pollTotalMs)) / sum(results.map((r) => r.polls)),
@@ -782,6 +807,7 @@ function floorFigures(floor: FloorResult): Record<string, number> {
     floor_all_ms: floor.allMs,
     floor_stop_all_ms: floor.stopAllMs,
     floor_containerd_cpu_s: floor.containerdCpuS,
+    floor_machine_busy_core_s: floor.machineBusyS,
   };
 }
 
@@ -796,6 +822,8 @@ function kubeletFigures(k: KubeletResult): Record<string, number> {
     runtime_started_p99_ms: percentile(k.runtimeStartedMs, 99),
     start_cpu_s: k.startCpuS,
     start_cpu_s_less_polls: k.startCpuS - k.polls * k.pollCpuS,
+    start_cpu_main_thread_s: k.startMainThreadCpuS,
+    start_machine_busy_core_s: k.startMachineBusyS,
     start_peak_rss_mib: k.startPeakRssBytes / MIB,
     steady_cpu_cores: k.steadyCores,
     steady_rss_mib: k.steadyRssBytes / MIB,
@@ -840,6 +868,10 @@ function figureNotes(s: Settings): Record<string, string> {
     start_cpu_s: "the kubelet's utime+stime from the first write to the last pod seen running",
     start_cpu_s_less_polls:
       "start_cpu_s less what the bench's /pods polls cost (50 polls measured after the steady window)",
+    start_cpu_main_thread_s:
+      "start_cpu_s's main thread (the JavaScript); the rest is V8's compiler and GC threads and libuv's pool",
+    start_machine_busy_core_s:
+      'busy core-seconds of the whole machine over the start (/proc/stat less idle, iowait and steal)',
     start_peak_rss_mib: 'VmHWM over the start (reset before it)',
     steady_cpu_cores: `with the N pod(s) running, from ${s.settleMs / 1000} s after the last was seen running, over ${s.steadyMs / 1000} s (${s.steadyLargeMs / 1000} s for N ≥ 100)`,
     steady_rss_mib: 'mean VmRSS over the steady window',
@@ -851,6 +883,8 @@ function figureNotes(s: Settings): Record<string, string> {
     floor_p50_ms: 'RunPodSandbox+CreateContainer+StartContainer over CRI, all pods at once',
     floor_stop_all_ms: `StopContainer(${GRACE_PERIOD_S} s)+StopPodSandbox, all at once`,
     floor_containerd_cpu_s: "containerd's CPU seconds while the floor started the pods",
+    floor_machine_busy_core_s:
+      'busy core-seconds of the whole machine while the floor started the pods (start_machine_busy_core_s)',
     overhead_p50_ratio: 'kubelet p50 / floor p50 of the same round; median over the rounds',
     containerd_cpu_ratio:
       "containerd's CPU while the kubelet started the pods / while the floor did, same round",

@@ -37,6 +37,26 @@ export function cpuSeconds(pid: number): number {
   return readStat(`/proc/${pid}/stat`).cpuSeconds;
 }
 
+/**
+ * The CPU time of the process's main thread (its thread ID is its PID): for node, the JavaScript;
+ * the rest of cpuSeconds is V8's compiler and garbage-collector threads and libuv's file-system pool.
+ */
+export function mainThreadCpuSeconds(pid: number): number {
+  return readStat(`/proc/${pid}/task/${pid}/stat`).cpuSeconds;
+}
+
+/**
+ * The machine's busy CPU time so far, all cores together, in seconds: /proc/stat's `cpu` line less
+ * idle, I/O wait and the time the hypervisor gave to other guests (steal). Two starts that kept the
+ * machine busy for different times saw different loads (the kernel's own workers vary from run to run).
+ */
+export function machineBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  // user nice system idle iowait irq softirq steal (guest and guest_nice are inside user and nice).
+  const [user, nice, system, , , irq, softirq] = line.trim().split(/\s+/).slice(1).map(Number);
+  return ((user ?? NaN) + (nice ?? NaN) + (system ?? NaN) + (irq ?? NaN) + (softirq ?? NaN)) / clockTicks();
+}
+
 function statusKiB(pid: number, key: string): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const match = new RegExp(`^${key}:\\s+(\\d+) kB$`, 'm').exec(status);
