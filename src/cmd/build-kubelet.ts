@@ -52,7 +52,7 @@ import { logger } from '../lib/log.js';
 import { MetricsRegistry } from '../lib/metrics.js';
 import { ClusterNode } from '../nodestatus/cluster-node.js';
 import type { Pod } from '../api/core-v1.js';
-import { nodeRef, type Node } from '../api/node.js';
+import { nodeRef, type Node, type NodeAllocatable } from '../api/node.js';
 import { runOomWatcher } from '../oom/oom-watcher.js';
 import { newShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
@@ -390,6 +390,15 @@ export async function buildKubelet(
   const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
   // The node admission reads, set below; no container starts before it is.
   let nodeAnyWayForDownwardAPI: () => Node | undefined = () => undefined;
+  // What a container without limits sees through the downward API (env and volumes), and what bounds
+  // a memory emptyDir: the Node's allocatable (upstream defaultPodLimitsForDownwardAPI); the machine's
+  // while there is no Node (standalone).
+  const nodeAllocatableForPods = (): NodeAllocatable | undefined => {
+    const a = nodeAnyWayForDownwardAPI()?.status?.allocatable;
+    return a?.cpu && a.memory
+      ? { cpu: a.cpu, memory: a.memory, 'ephemeral-storage': a['ephemeral-storage'] }
+      : undefined;
+  };
   // CSI drivers join through the plugin watcher (<root-dir>/plugins_registry); the CSI volume plugin
   // dials the ones registered. Device plugins register through the device manager's own socket
   // (or the watcher, below).
@@ -412,6 +421,7 @@ export async function buildKubelet(
     recorder,
     nodeLabels: () => cluster?.nodeReflector.get(undefined, nodeName)?.metadata.labels,
     hostIPs: ips,
+    nodeAllocatable: nodeAllocatableForPods,
     // configMaps and secrets are re-read at most once per sync period, as a pod's periodic sync does upstream.
     objectCacheTtlMs: config.syncFrequencyMs,
     ...(opts.makeRootDirShared === false ? { makeRootDirShared: false } : {}),
@@ -459,13 +469,7 @@ export async function buildKubelet(
     registryBurst: config.registryBurst,
     envSources: apiSources,
     pullSecrets: apiSources,
-    // A container without limits sees the node's allocatable (upstream defaultPodLimitsForDownwardAPI).
-    nodeAllocatable: () => {
-      const a = nodeAnyWayForDownwardAPI()?.status?.allocatable;
-      return a?.cpu && a.memory
-        ? { cpu: a.cpu, memory: a.memory, 'ephemeral-storage': a['ephemeral-storage'] }
-        : undefined;
-    },
+    nodeAllocatable: nodeAllocatableForPods,
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
     deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),
   });

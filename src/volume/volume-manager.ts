@@ -119,8 +119,11 @@ export interface VolumeManagerOptions {
   recorder?: EventRecorder;
   /** The node's labels, for PersistentVolume node affinity. */
   nodeLabels?: () => Record<string, string> | undefined;
-  /** What downward-API limits default to and what bounds a memory emptyDir; default the machine's. */
-  nodeAllocatable?: NodeAllocatable;
+  /**
+   * What downward-API limits default to and what bounds a memory emptyDir: a fixed value, or one
+   * asked for each time (the Node's allocatable, which may come later); the machine's when absent.
+   */
+  nodeAllocatable?: NodeAllocatable | (() => NodeAllocatable | undefined);
   objectCacheTtlMs?: number;
   /** How long waitForAttachAndMount waits (default 2 min 3 s, as upstream). */
   mountTimeoutMs?: number;
@@ -242,6 +245,9 @@ export class VolumeManagerImpl implements VolumeManager {
       (opts.client
         ? new ApiVolumeObjectSource({ client: opts.client, clock: this.clock })
         : standaloneObjectSource);
+    const given = opts.nodeAllocatable;
+    // Read once: os.cpus() and os.totalmem() read /proc synchronously.
+    const machine: NodeAllocatable = { cpu: String(os.cpus().length), memory: String(os.totalmem()) };
     this.host = {
       rootDir: this.rootDir,
       nodeName: opts.nodeName,
@@ -254,9 +260,8 @@ export class VolumeManagerImpl implements VolumeManager {
           clock: this.clock,
           getToken: (ns, name, tr, signal) => objects.createToken(ns, name, tr, { signal }),
         }),
-      nodeAllocatable: opts.nodeAllocatable ?? {
-        cpu: String(os.cpus().length),
-        memory: String(os.totalmem()),
+      get nodeAllocatable(): NodeAllocatable {
+        return (typeof given === 'function' ? given() : given) ?? machine;
       },
       objectCacheTtlMs: opts.objectCacheTtlMs ?? DEFAULT_OBJECT_CACHE_TTL_MS,
     };

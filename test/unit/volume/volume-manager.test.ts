@@ -16,6 +16,7 @@ import {
   expandSubPathExpr,
   VolumeManagerImpl,
   VolumeMountError,
+  type VolumeManagerOptions,
 } from '../../../src/volume/volume-manager.js';
 import type { PodVolume } from '../../../src/volume/volume-types.js';
 
@@ -35,7 +36,13 @@ interface RecordedEvent {
 }
 
 let n = 0;
-function setup(opts: { mountTimeoutMs?: number; nodeLabels?: Record<string, string> } = {}) {
+function setup(
+  opts: {
+    mountTimeoutMs?: number;
+    nodeLabels?: Record<string, string>;
+    nodeAllocatable?: VolumeManagerOptions['nodeAllocatable'];
+  } = {},
+) {
   const clock = new FakeClock(Date.UTC(2024, 0, 1));
   const mounter = new FakeMounter();
   const objects = new FakeObjectSource(clock);
@@ -53,7 +60,7 @@ function setup(opts: { mountTimeoutMs?: number; nodeLabels?: Record<string, stri
           events.push({ pod: pod.metadata.name ?? '', type, reason, message }),
       },
       nodeLabels: () => opts.nodeLabels,
-      nodeAllocatable: { cpu: '2', memory: '4Gi' },
+      nodeAllocatable: opts.nodeAllocatable ?? { cpu: '2', memory: '4Gi' },
       mountTimeoutMs: opts.mountTimeoutMs ?? 10_000,
       selinuxEnabled: false,
     });
@@ -265,6 +272,32 @@ describe('waitForAttachAndMount and getMounts', () => {
     assert.equal(await readFile(file, 'utf8'), 'v="1"');
     await vm.waitForAttachAndMount({ ...p, metadata: { ...p.metadata, labels: { v: '2' } } });
     await until('the new labels', async () => (await readFile(file, 'utf8')) === 'v="2"');
+  });
+
+  test("limits default to the Node's allocatable once there is one, to the machine's before", async () => {
+    let node: { cpu: string; memory: string } | undefined;
+    const { vm, rootDir } = setup({ nodeAllocatable: () => node });
+    const p = pod(
+      'limits',
+      [
+        {
+          name: 'info',
+          downwardAPI: {
+            items: [{ path: 'mem', resourceFieldRef: { containerName: 'main', resource: 'limits.memory' } }],
+          },
+        },
+      ],
+      [web([{ name: 'info', mountPath: '/info' }])],
+    );
+    await vm.waitForAttachAndMount(p);
+    const file = path.join(rootDir, 'pods/uid-limits/volumes/kubernetes.io~downward-api/info/mem');
+    assert.equal(await readFile(file, 'utf8'), String(os.totalmem()));
+    node = { cpu: '2', memory: '3Gi' };
+    await vm.waitForAttachAndMount(p);
+    await until(
+      "the Node's allocatable",
+      async () => (await readFile(file, 'utf8')) === String(3 * 1024 ** 3),
+    );
   });
 
   test('a volume no plugin knows, or a mount of an undefined volume, fails at once', async () => {
