@@ -275,7 +275,7 @@ describe('waitForAttachAndMount and getMounts', () => {
   });
 
   test("limits default to the Node's allocatable once there is one, to the machine's before", async () => {
-    let node: { cpu: string; memory: string } | undefined;
+    let node: { cpu: string; memory: string } | undefined = undefined;
     const { vm, rootDir } = setup({ nodeAllocatable: () => node });
     const p = pod(
       'limits',
