@@ -148,8 +148,16 @@ describe('cluster mode: the node', () => {
     assert.equal(conditions.DiskPressure?.reason, 'KubeletHasNoDiskPressure');
     assert.equal(conditions.PIDPressure?.status, 'False');
     assert.equal(conditions.PIDPressure?.reason, 'KubeletHasSufficientPID');
-    const patches = server.requests.filter((r) => r.method === 'PATCH' && r.resource === 'nodes');
-    assert.ok(patches.length > 0);
+    // The Node is created with its full status, Ready included, so Ready may be seen before the first
+    // status update: wait (bounded) for that too.
+    const patches = await waitFor(
+      'a Node status update',
+      () => {
+        const found = server.requests.filter((r) => r.method === 'PATCH' && r.resource === 'nodes');
+        return found.length > 0 ? found : undefined;
+      },
+      30_000,
+    );
     for (const p of patches) {
       assert.equal(p.subresource, 'status');
       assert.equal(p.contentType, 'application/strategic-merge-patch+json');
