@@ -56,6 +56,7 @@ import { nodeRef, type Node, type NodeAllocatable } from '../api/node.js';
 import { runOomWatcher } from '../oom/oom-watcher.js';
 import { newShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
+import { defaultMaxParallelPodStarts, PodStartSlots } from '../kuberuntime/pod-start-slots.js';
 import { EventedPLEG } from '../pleg/evented-pleg.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
@@ -441,6 +442,8 @@ export async function buildKubelet(
   });
   // Upstream makes one only with an API client: standalone pods' runtimeClassName is not looked up.
   const runtimeClassManager = cluster ? new RuntimeClassManager(cluster.kubeClient, clock) : undefined;
+  const maxParallelPodStarts =
+    flags.maxParallelPodStarts ?? defaultMaxParallelPodStarts(os.availableParallelism());
   const runtime = new KubeGenericRuntimeManager({
     runtimeClassManager,
     runtimeService: criRuntime,
@@ -469,6 +472,7 @@ export async function buildKubelet(
     registryBurst: config.registryBurst,
     envSources: apiSources,
     pullSecrets: apiSources,
+    podStartSlots: maxParallelPodStarts > 0 ? new PodStartSlots(maxParallelPodStarts, clock) : undefined,
     nodeAllocatable: nodeAllocatableForPods,
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
     deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),

@@ -34,6 +34,8 @@ export interface KubeletFlags {
   imageCredentialProviderBinDir: string;
   lockFilePath: string;
   exitOnLockContention: boolean;
+  /** --max-parallel-pod-starts (tskubelet only): undefined for the default, 4 per CPU; 0 for no bound. */
+  maxParallelPodStarts: number | undefined;
   help: boolean;
   /** --version: false, true, or 'raw'. */
   version: boolean | 'raw';
@@ -60,6 +62,7 @@ export function defaultKubeletFlags(): KubeletFlags {
     imageCredentialProviderBinDir: '',
     lockFilePath: '',
     exitOnLockContention: false,
+    maxParallelPodStarts: undefined,
     help: false,
     version: false,
   };
@@ -314,6 +317,15 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     defaultText: DEFAULT_POD_INFRA_CONTAINER_IMAGE,
     usage:
       'The sandbox image, kept safe from image garbage collection. The runtime (containerd sandbox_image) decides which image sandboxes use.',
+  }),
+  f({
+    name: 'max-parallel-pod-starts',
+    kind: 'int32',
+    group: 'Container runtime',
+    flagsKey: 'maxParallelPodStarts',
+    defaultText: '4 per CPU',
+    usage:
+      'tskubelet only: how many pods the kubelet starts at once, from RunPodSandbox to the start of their containers; the others wait their turn. A start that holds its turn for 5s lets the next pod go, and pods of system-critical priority never wait. 0 starts every pod at once, as the upstream kubelet does.',
   }),
   f({
     name: 'image-credential-provider-config',

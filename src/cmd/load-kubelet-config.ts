@@ -104,6 +104,7 @@ export async function loadKubeletConfig(
 
   validateNodeLabels(parsed.flags.nodeLabels);
   validateCloudProvider(parsed.flags.cloudProvider);
+  validateMaxParallelPodStarts(parsed.flags.maxParallelPodStarts);
   const resolved = resolveKubeletConfiguration(config, flagForField);
   validateLogging(resolved.logging);
   options.applyLogging?.(resolved.logging);
@@ -118,6 +119,14 @@ export async function loadKubeletConfig(
     );
   for (const w of warnings) log.warn(w);
   return { action: 'run', config: resolved, flags: parsed.flags, nodeName, configFile, warnings };
+}
+
+function validateMaxParallelPodStarts(value: number | undefined): void {
+  if (value === undefined || value >= 0) return;
+  throw new KubeletError(
+    'INVALID_CONFIG',
+    `--max-parallel-pod-starts must be 0 (no bound) or more, got ${value}`,
+  );
 }
 
 /** Upstream 1.30 has no in-tree cloud providers: only '' and 'external' remain. */

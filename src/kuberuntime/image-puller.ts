@@ -14,6 +14,7 @@ import type { EventType } from '../api/core-v1.js';
 import { makeDockerKeyring, repositoryToPull, type PullSecret } from './docker-keyring.js';
 import { formatGoDuration } from '../lib/go-duration.js';
 import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
+import { Slots } from '../lib/slots.js';
 import { goRpcErrorText } from '../lib/grpc-status-text.js';
 
 const log = logger('kuberuntime');
@@ -158,65 +159,18 @@ export interface ImagePullerOptions {
   registryBurst?: number;
 }
 
-/**
- * At most `limit` holders at once, the others waiting in the order they came (upstream's serial
- * puller is a one-worker queue; its parallel one a semaphore of maxParallelImagePulls tokens).
- */
-export class PullSlots {
-  private active = 0;
-  private readonly waiting: { grant: () => void }[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  /** Resolves with a release function once a slot is free; rejects if signal aborts first. */
-  acquire(signal?: AbortSignal): Promise<() => void> {
-    const release = (): void => {
-      const next = this.waiting.shift();
-      if (next) next.grant();
-      else this.active--;
-    };
-    if (this.active < this.limit) {
-      this.active++;
-      return Promise.resolve(once(release));
-    }
-    return new Promise((resolve, reject) => {
-      const waiter = {
-        grant: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve(once(release));
-        },
-      };
-      const onAbort = (): void => {
-        const i = this.waiting.indexOf(waiter);
-        if (i >= 0) this.waiting.splice(i, 1);
-        reject(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
-      };
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.waiting.push(waiter);
-    });
-  }
-}
-
-function once(fn: () => void): () => void {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    fn();
-  };
-}
-
 export class ImagePuller {
   // The Backoff keeps delays; the time of each key's last failure is what back-off is measured from.
   private readonly lastFailureMs = new Map<string, number>();
-  private readonly slots: PullSlots | undefined;
+  private readonly slots: Slots | undefined;
   private readonly rateLimiter: TokenBucketRateLimiter | undefined;
 
   constructor(private readonly opts: ImagePullerOptions) {
     const serialize = opts.serializeImagePulls ?? true;
+    // Upstream's serial puller is a one-worker queue, its parallel one a semaphore of
+    // maxParallelImagePulls tokens: both are slots here, waiting in the order they came.
     const limit = serialize ? 1 : opts.maxParallelImagePulls;
-    this.slots = limit !== undefined && limit > 0 ? new PullSlots(limit) : undefined;
+    this.slots = limit !== undefined && limit > 0 ? new Slots(limit) : undefined;
     const qps = opts.registryPullQPS ?? 0;
     this.rateLimiter =
       qps > 0

@@ -49,6 +49,7 @@ import {
 } from './labels.js';
 import { LifecycleHandlerRunner, type HandlerRunner } from './lifecycle-handler-runner.js';
 import { readHostDNSConfig } from './pod-dns.js';
+import type { PodStartSlots } from './pod-start-slots.js';
 import { RunningPodAssembler } from './running-pods.js';
 import { makeHostsMount, shouldMountHostsFile } from './etc-hosts.js';
 import {
@@ -125,6 +126,8 @@ export interface KubeGenericRuntimeManagerOptions {
   envSources?: EnvSources;
   /** The pod's image pull secrets (cluster mode); without it pulls go without credentials. */
   pullSecrets?: PullSecretSource;
+  /** At most this many new sandboxes being started at once (pod-start-slots.ts); none: no bound, as upstream. */
+  podStartSlots?: PodStartSlots;
   /** serializeImagePulls (default true), maxParallelImagePulls, registryPullQPS (default 0 here: no limit) and registryBurst. */
   serializeImagePulls?: boolean;
   /** Told of each image pull while it runs (the node's pull progress tracker). */
@@ -266,6 +269,22 @@ export class KubeGenericRuntimeManager implements Runtime {
     backoff: Backoff,
     signal?: AbortSignal,
   ): Promise<PodSyncResult> {
+    // The pod-start slot a new sandbox takes is given back when the sync ends, however it ends.
+    const slot: { release?: () => void } = {};
+    try {
+      return await this.syncPodUsingSlot(pod, podStatus, backoff, slot, signal);
+    } finally {
+      slot.release?.();
+    }
+  }
+
+  private async syncPodUsingSlot(
+    pod: Pod,
+    podStatus: KubePodStatus,
+    backoff: Backoff,
+    slot: { release?: () => void },
+    signal?: AbortSignal,
+  ): Promise<PodSyncResult> {
     const results: SyncResult[] = [];
     const done = (error?: string): PodSyncResult => {
       const out: PodSyncResult = {
@@ -361,6 +380,13 @@ export class KubeGenericRuntimeManager implements Runtime {
     };
 
     let podSandboxId = changes.sandboxId;
+    if (changes.createSandbox && this.opts.podStartSlots) {
+      try {
+        slot.release = await this.opts.podStartSlots.acquire(pod, signal);
+      } catch {
+        return done(); // stopped while it waited: the pod is being terminated
+      }
+    }
     if (changes.createSandbox) {
       const r: SyncResult = { action: 'CreatePodSandbox', target: formatPod(pod) };
       results.push(r);

@@ -10,6 +10,7 @@ import {
   KubeGenericRuntimeManager,
   type KubeGenericRuntimeManagerOptions,
 } from '../../../src/kuberuntime/runtime-manager.js';
+import { PodStartSlots } from '../../../src/kuberuntime/pod-start-slots.js';
 import type { PodSyncResult } from '../../../src/kuberuntime/types.js';
 import { Backoff } from '../../../src/lib/backoff.js';
 import { FakeClock } from '../../../src/lib/clock.js';
@@ -417,6 +418,85 @@ describe('machine figures', () => {
     assert.ok(c?.config.envs.some((e) => e.key === 'MEM' && e.value === String(os.totalmem())));
     // Burstable: 1000 - 1000 * request / capacity = 1000 - 250.
     assert.equal(c?.config.linux?.resources?.oomScoreAdj, 750);
+  });
+});
+
+describe('syncPod: pod-start slots', () => {
+  /** Holds every RunPodSandbox until the test lets it through, counting how many are in flight. */
+  function gateSandboxes(): { waiting: (() => void)[]; maxInFlight: () => number } {
+    const waiting: (() => void)[] = [];
+    let inFlight = 0;
+    let max = 0;
+    const run = fake.runPodSandbox.bind(fake);
+    fake.runPodSandbox = async (...args) => {
+      inFlight++;
+      max = Math.max(max, inFlight);
+      try {
+        await new Promise<void>((resolve) => waiting.push(resolve));
+        return await run(...args);
+      } finally {
+        inFlight--;
+      }
+    };
+    return { waiting, maxInFlight: () => max };
+  }
+
+  /** Waits (bounded, real time: the syncs make real folders) until the condition holds. */
+  async function until(what: string, cond: () => boolean): Promise<void> {
+    const deadline = Date.now() + 5_000;
+    while (!cond()) {
+      if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  const pods = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      ...pod([app], {}, `uid-${i}`),
+      metadata: { name: `web-${i}`, namespace: 'prod', uid: `uid-${i}` },
+    }));
+
+  test('at most the bound start at once; each start frees its slot for the next pod', async () => {
+    const gate = gateSandboxes();
+    const m = manager({ podStartSlots: new PodStartSlots(2, clock) });
+    const syncs = pods(5).map((p) => sync(m, p));
+    await until('two sandboxes are being made', () => gate.waiting.length === 2);
+    await new Promise((r) => setTimeout(r, 50));
+    assert.equal(gate.waiting.length, 2, 'the third pod waits for a slot');
+    for (let let_through = 0; let_through < 5; let_through++) {
+      await until('a sandbox waits', () => gate.waiting.length > 0);
+      gate.waiting.shift()!();
+    }
+    const results = await Promise.all(syncs);
+    assert.deepEqual(results.flatMap(failures), []);
+    assert.equal(gate.maxInFlight(), 2);
+    assert.equal(fake.containersNamed('app').filter((c) => c.state === 'CONTAINER_RUNNING').length, 5);
+  });
+
+  test('a failed sandbox gives its slot back', async () => {
+    const m = manager({ podStartSlots: new PodStartSlots(1, clock) });
+    fake.injectError('runPodSandbox', new Error('failed to setup network for sandbox'), 1);
+    const [a, b] = pods(2);
+    const [ra, rb] = await Promise.all([sync(m, a!), sync(m, b!)]);
+    assert.equal(failures(ra).length + failures(rb).length, 1);
+    assert.equal(fake.callsOf('runPodSandbox').length, 2);
+  });
+
+  test('a pod stopped while its start waits makes no sandbox', async () => {
+    const gate = gateSandboxes();
+    const m = manager({ podStartSlots: new PodStartSlots(1, clock) });
+    const [a, b] = pods(2);
+    const first = sync(m, a!);
+    await until('the first sandbox is being made', () => gate.waiting.length === 1);
+    const ac = new AbortController();
+    const status = await m.getPodStatus(b!.metadata.uid!, b!.metadata.name!, b!.metadata.namespace!);
+    const second = m.syncPod(b!, status, backoff, ac.signal);
+    ac.abort(new Error('pod is being stopped'));
+    const rb = await second;
+    assert.deepEqual(failures(rb), []);
+    gate.waiting.shift()!();
+    assert.deepEqual(failures(await first), []);
+    assert.equal(fake.callsOf('runPodSandbox').length, 1, 'only the first pod made a sandbox');
   });
 });
 

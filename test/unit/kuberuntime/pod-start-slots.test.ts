@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { Pod } from '../../../src/api/core-v1.js';
+import {
+  defaultMaxParallelPodStarts,
+  POD_START_SLOT_LAPSE_MS,
+  PodStartSlots,
+} from '../../../src/kuberuntime/pod-start-slots.js';
+import { FakeClock } from '../../../src/lib/clock.js';
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+function pod(name: string, priority?: number): Pod {
+  return {
+    metadata: { name, namespace: 'default', uid: `uid-${name}` },
+    spec: { containers: [{ name: 'c', image: 'busybox' }], ...(priority !== undefined ? { priority } : {}) },
+  };
+}
+
+describe('PodStartSlots', () => {
+  test('the default is 4 starts per CPU, at least 4', () => {
+    assert.equal(defaultMaxParallelPodStarts(2), 8);
+    assert.equal(defaultMaxParallelPodStarts(16), 64);
+    assert.equal(defaultMaxParallelPodStarts(0), 4);
+  });
+
+  test('a start waits while the slots are held, and goes when one is given back', async () => {
+    const clock = new FakeClock();
+    const slots = new PodStartSlots(1, clock);
+    const first = await slots.acquire(pod('a'));
+    let secondGot = false;
+    const second = slots.acquire(pod('b')).then((r) => {
+      secondGot = true;
+      return r;
+    });
+    await tick();
+    assert.equal(secondGot, false);
+    assert.equal(slots.waiting, 1);
+    first();
+    const releaseSecond = await second;
+    assert.equal(slots.waiting, 0);
+    releaseSecond();
+    assert.equal(clock.pendingTimers(), 0, 'a release clears its lapse timer');
+  });
+
+  test('a start that holds its slot past the lapse lets the next pod go', async () => {
+    const clock = new FakeClock();
+    const slots = new PodStartSlots(1, clock);
+    const hung = await slots.acquire(pod('hung'));
+    let nextGot = false;
+    const next = slots.acquire(pod('next')).then((r) => {
+      nextGot = true;
+      return r;
+    });
+    clock.advance(POD_START_SLOT_LAPSE_MS - 1);
+    await tick();
+    assert.equal(nextGot, false, 'not before the lapse');
+    clock.advance(1);
+    const releaseNext = await next;
+    assert.equal(nextGot, true);
+    hung(); // the late release of a lapsed slot gives back nothing more
+    let thirdGot = false;
+    const third = slots.acquire(pod('third')).then((r) => {
+      thirdGot = true;
+      return r;
+    });
+    await tick();
+    assert.equal(thirdGot, false, 'the lapsed holder did not free a second slot');
+    releaseNext();
+    (await third)();
+  });
+
+  test('pods of system-critical priority never wait', async () => {
+    const clock = new FakeClock();
+    const slots = new PodStartSlots(1, clock);
+    const held = await slots.acquire(pod('user'));
+    const critical = await slots.acquire(pod('kube-apiserver', 2_000_001_000));
+    critical();
+    assert.equal(slots.waiting, 0);
+    held();
+  });
+
+  test('a start whose pod is stopped while it waits gives up with the reason', async () => {
+    const clock = new FakeClock();
+    const slots = new PodStartSlots(1, clock);
+    const held = await slots.acquire(pod('a'));
+    const ac = new AbortController();
+    const waiting = slots.acquire(pod('b'), ac.signal);
+    ac.abort(new Error('pod is being stopped'));
+    await assert.rejects(waiting, /pod is being stopped/);
+    assert.equal(slots.waiting, 0);
+    held();
+  });
+});
