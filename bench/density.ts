@@ -30,7 +30,8 @@
  * BENCH_STEADY_S (15), BENCH_STEADY_LARGE_S (steady window for N ≥ 100; 10), BENCH_SETTLE_S (from the
  * last pod running to the steady window; 5), BENCH_IDLE_S (10), BENCH_POLL_MS (100),
  * BENCH_QUIET_WAIT_S (120), BENCH_SINGLE_STARTS (pods started one after another per round for N = 1;
- * 3, quick: 2), BENCH_QUICK=1 (windows of 5 s, 2 rounds), BENCH_KUBELET_ARGS (extra tskubelet flags,
+ * 3, quick: 2), BENCH_FLOOR_SLOTS (the floor starts at most this many pods at once; 0, the default:
+ * all at once), BENCH_QUICK=1 (windows of 5 s, 2 rounds), BENCH_KUBELET_ARGS (extra tskubelet flags,
  * space-separated, e.g. `--feature-gates=EventedPLEG=false` to measure without containerd's task
  * events), BENCH_NODE_ARGS (flags for node itself, space-separated, e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (a second kubelet binary to measure side by side),
@@ -51,6 +52,7 @@ import { generateContainerConfig } from '../src/kuberuntime/container-config.js'
 import { KUBERNETES_POD_NAMESPACE_LABEL } from '../src/kuberuntime/labels.js';
 import { readHostDNSConfig } from '../src/kuberuntime/pod-dns.js';
 import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox-config.js';
+import { Slots } from '../src/lib/slots.js';
 import { BenchCgroupRoot } from './cgroup-root.js';
 import { BenchKubelet, identifyKubelet, type KubeletKind } from './kubelet-launcher.js';
 import {
@@ -106,6 +108,8 @@ interface Settings {
   settleMs: number;
   /** How many single pods are started one after another in each round of N = 1. */
   singleStarts: number;
+  /** The floor starts at most this many pods at once (0: all at once). */
+  floorSlots: number;
   kubelets: KubeletUnderTest[];
 }
 
@@ -150,6 +154,7 @@ async function settings(): Promise<Settings> {
     quietWaitMs: envNumber('BENCH_QUIET_WAIT_S', 120) * 1000,
     settleMs: envNumber('BENCH_SETTLE_S', 5) * 1000,
     singleStarts: Math.max(1, envNumber('BENCH_SINGLE_STARTS', quick ? 2 : 3)),
+    floorSlots: Math.max(0, envNumber('BENCH_FLOOR_SLOTS', 0)),
     kubelets,
   };
 }
@@ -368,6 +373,7 @@ async function floorRun(
   endpoint: string,
   n: number,
   workDir: string,
+  slots = 0,
 ): Promise<FloorResult> {
   const image = await conn.images.imageStatus({ image: BUSYBOX }, false, { timeoutMs: CRI_TIMEOUT_MS });
   if (!image) throw new Error(`${BUSYBOX} is not in the runtime: run 'bash scripts/runtime-stack.sh up'`);
@@ -419,14 +425,22 @@ async function floorRun(
   const cdPid = containerdPid(endpoint);
   const cd0 = containerdCpuSeconds(cdPid);
   const busy0 = machineBusySeconds();
+  // BENCH_FLOOR_SLOTS: a floor that starts its pods a few at a time, as the kubelet does (its
+  // --max-parallel-pod-starts), to compare with the kubelet on equal terms.
+  const limit = slots > 0 ? new Slots(slots) : undefined;
   const t0 = performance.now();
   const started = await Promise.all(
     prepared.map(async ({ sandbox, container }) => {
-      const opts = { timeoutMs: CRI_TIMEOUT_MS };
-      const sandboxId = await conn.runtime.runPodSandbox(sandbox, '', opts);
-      const containerId = await conn.runtime.createContainer(sandboxId, container, sandbox, opts);
-      await conn.runtime.startContainer(containerId, opts);
-      return { sandboxId, containerId, doneMs: performance.now() - t0 };
+      const release = await limit?.acquire();
+      try {
+        const opts = { timeoutMs: CRI_TIMEOUT_MS };
+        const sandboxId = await conn.runtime.runPodSandbox(sandbox, '', opts);
+        const containerId = await conn.runtime.createContainer(sandboxId, container, sandbox, opts);
+        await conn.runtime.startContainer(containerId, opts);
+        return { sandboxId, containerId, doneMs: performance.now() - t0 };
+      } finally {
+        release?.();
+      }
     }),
   );
   const allMs = performance.now() - t0;
@@ -460,9 +474,10 @@ async function floorStarts(
   n: number,
   starts: number,
   workDir: string,
+  slots: number,
 ): Promise<FloorResult> {
   const results: FloorResult[] = [];
-  for (let r = 0; r < starts; r++) results.push(await floorRun(conn, endpoint, n, workDir));
+  for (let r = 0; r < starts; r++) results.push(await floorRun(conn, endpoint, n, workDir, slots));
   return {
     latenciesMs: results.flatMap((r) => r.latenciesMs),
     allMs: percentile(
@@ -880,7 +895,7 @@ function figureNotes(s: Settings): Record<string, string> {
     containerd_start_cpu_s: "containerd's CPU seconds while the kubelet started the pods",
     restarts: 'container restarts seen during the steady windows, summed over the rounds (should be 0)',
     intruders: 'other kubelets used the runtime during this size: its figures are suspect',
-    floor_p50_ms: 'RunPodSandbox+CreateContainer+StartContainer over CRI, all pods at once',
+    floor_p50_ms: `RunPodSandbox+CreateContainer+StartContainer over CRI, ${s.floorSlots > 0 ? `at most ${s.floorSlots} pods at a time (BENCH_FLOOR_SLOTS)` : 'all pods at once'}`,
     floor_stop_all_ms: `StopContainer(${GRACE_PERIOD_S} s)+StopPodSandbox, all at once`,
     floor_containerd_cpu_s: "containerd's CPU seconds while the floor started the pods",
     floor_machine_busy_core_s:
@@ -942,6 +957,7 @@ async function main(): Promise<void> {
   say(
     `density: sizes ${s.sizes.join(', ')}, ${s.rounds} round(s); steady window ${s.steadyMs / 1000} s ` +
       `(${s.steadyLargeMs / 1000} s for N ≥ 100); idle ${s.idleMs / 1000} s; /pods polled every ${s.pollMs} ms; ` +
+      `floor ${s.floorSlots > 0 ? `${s.floorSlots} pods at a time` : 'all pods at once'}; ` +
       `runtime ${s.endpoint}`,
   );
   for (const k of s.kubelets) say(`density: ${k.role}: ${k.description}`);
@@ -971,7 +987,7 @@ async function main(): Promise<void> {
         await waitForQuietRuntime(conn, s.endpoint, s.quietWaitMs);
         const starts = n === 1 ? s.singleStarts : 1;
         phase(`round ${round}/${s.rounds} n=${n}: floor, ${starts} start(s)`);
-        const floor = floorFigures(await floorStarts(conn, s.endpoint, n, starts, workDir));
+        const floor = floorFigures(await floorStarts(conn, s.endpoint, n, starts, workDir, s.floorSlots));
         lookForIntruders(s.endpoint, n);
         const own: Record<string, Record<string, number>> = {};
         const idles: Record<string, Record<string, number>> = {};

@@ -3,6 +3,7 @@
  * core-v1.ts for why and how they are wrapped): the metadata is required, a few enums are closed,
  * and a ResourceList is quantity text, as the API serializes it.
  */
+import os from 'node:os';
 import type * as coordination from 'kubernetes-types/coordination/v1.js';
 import type * as v1 from 'kubernetes-types/core/v1.js';
 import type { ConditionStatus, ObjectMeta, ObjectReference, Quantity } from './core-v1.js';
@@ -49,6 +50,15 @@ export interface NodeAllocatable {
   cpu: Quantity;
   memory: Quantity;
   'ephemeral-storage'?: Quantity;
+}
+
+/**
+ * The machine's own CPUs and memory, for where no Node gives its allocatable (standalone, or before
+ * the Node is read). os.cpus() and os.totalmem() read /proc synchronously: call it once, when a
+ * manager is made, never per container.
+ */
+export function machineAllocatable(): NodeAllocatable {
+  return { cpu: String(os.cpus().length), memory: String(os.totalmem()) };
 }
 
 /** upstream's kl.nodeRef: the node's UID in events is its name, not the API object's UID. */

@@ -3,10 +3,9 @@
  * pod spec into sandbox and container calls, and the runtime's state back into pod status.
  */
 import { mkdir, rm, stat, symlink, unlink } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { Container, Pod } from '../api/core-v1.js';
-import type { NodeAllocatable } from '../api/node.js';
+import { machineAllocatable, type NodeAllocatable } from '../api/node.js';
 import { isNotFound } from '../cri/errors.js';
 import type {
   DNSConfig,
@@ -225,9 +224,8 @@ export class KubeGenericRuntimeManager implements Runtime {
     this.resolvConf = opts.resolvConf ?? '/etc/resolv.conf';
     this.recorder = opts.recorder ?? discardEvents;
     this.legacyContainerLogsDir = opts.legacyContainerLogsDir ?? '/var/log/containers';
-    const machineMemoryBytes = os.totalmem();
-    this.memoryCapacityBytes = opts.memoryCapacityBytes ?? machineMemoryBytes;
-    this.machineAllocatable = { cpu: String(os.cpus().length), memory: String(machineMemoryBytes) };
+    this.machineAllocatable = machineAllocatable();
+    this.memoryCapacityBytes = opts.memoryCapacityBytes ?? Number(this.machineAllocatable.memory);
     this.imagePuller = new ImagePuller({
       imageService: this.imageService,
       backoff: opts.imageBackoff ?? new Backoff(this.clock, 10_000, 300_000),

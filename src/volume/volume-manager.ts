@@ -18,7 +18,6 @@
  * process volumes=[…]: …`.
  */
 import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import type { Container, Pod, VolumeMount } from '../api/core-v1.js';
 import type { Mount, MountPropagation } from '../cri/types.js';
@@ -56,7 +55,7 @@ import {
   subpathBindTarget,
   unescapeQualifiedName,
 } from './volume-paths.js';
-import type { NodeAllocatable } from '../api/node.js';
+import { machineAllocatable, type NodeAllocatable } from '../api/node.js';
 import type { VolumeAttributes, VolumeHost, VolumePlugin, VolumeSpec } from './volume-plugin.js';
 import type { PodVolume } from './volume-types.js';
 
@@ -246,8 +245,7 @@ export class VolumeManagerImpl implements VolumeManager {
         ? new ApiVolumeObjectSource({ client: opts.client, clock: this.clock })
         : standaloneObjectSource);
     const given = opts.nodeAllocatable;
-    // Read once: os.cpus() and os.totalmem() read /proc synchronously.
-    const machine: NodeAllocatable = { cpu: String(os.cpus().length), memory: String(os.totalmem()) };
+    const machine = machineAllocatable();
     this.host = {
       rootDir: this.rootDir,
       nodeName: opts.nodeName,

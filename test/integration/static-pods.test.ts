@@ -45,11 +45,51 @@ describe('static pods through containerd', () => {
 
   after(() => cri.close());
 
-  async function startKubelet(): Promise<KubeletProcess> {
-    kubelet = new KubeletProcess();
+  async function startKubelet(extraArgs: string[] = []): Promise<KubeletProcess> {
+    kubelet = new KubeletProcess({ extraArgs });
     await kubelet.start();
     return kubelet;
   }
+
+  test('with --max-parallel-pod-starts=1, each pod starts after the one before has its container started', async () => {
+    const k = await startKubelet(['--max-parallel-pod-starts=1']);
+    const names = ['one', 'two', 'three'];
+    for (const name of names)
+      await k.writeManifest(`${name}.yaml`, pod(name, { containers: [busybox('main', 'exec sleep 3600')] }));
+    for (const name of names)
+      await waitFor(
+        `${name} to be Running`,
+        async () => containerStatus(await k.pod(name), 'main')?.state?.running,
+        60_000,
+      );
+
+    // CRI's own clock: when each sandbox was made, and when its pod's container started.
+    const starts: { pod: string; sandboxCreatedNs: number; containerStartedNs: number }[] = [];
+    for (const sb of await cri.sandboxes(ns)) {
+      const [c] = await cri.podContainers(ns, sb.metadata.name);
+      assert.ok(c, `${sb.metadata.name} has its container`);
+      const { status } = await cri.conn.runtime.containerStatus(c.id);
+      starts.push({
+        pod: sb.metadata.name,
+        sandboxCreatedNs: sb.createdAt,
+        containerStartedNs: status.startedAt,
+      });
+    }
+    assert.equal(starts.length, 3);
+    starts.sort((a, b) => a.sandboxCreatedNs - b.sandboxCreatedNs);
+    let checked = 0;
+    for (let i = 1; i < starts.length; i++) {
+      const before = starts[i - 1]!;
+      // A start that held its slot for the whole 5 s lapse lets the next one go early: nothing to check then.
+      if (before.containerStartedNs - before.sandboxCreatedNs > 4e9) continue;
+      checked++;
+      assert.ok(
+        starts[i]!.sandboxCreatedNs >= before.containerStartedNs,
+        `${starts[i]!.pod}'s sandbox was made before ${before.pod}'s container had started: ${JSON.stringify(starts)}`,
+      );
+    }
+    assert.ok(checked > 0, `every start took over 4 s, so none could be checked: ${JSON.stringify(starts)}`);
+  });
 
   test('a static pod starts and becomes Running', async () => {
     const k = await startKubelet();

@@ -2,7 +2,7 @@
  * Safe by default and no silent settings: where the kubelet API listens without a config file, the
  * README's first command (scripts/run-example.sh) keeping it on loopback, the warning for an open API,
  * the one warning line naming settings that are parsed but not acted on, logging and cloud-provider
- * validation worded as upstream.
+ * validation worded as upstream, and --max-parallel-pod-starts' own check.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -151,6 +151,16 @@ describe('safe defaults', () => {
     assert.equal(
       await failure(['--cloud-provider=aws']),
       'cloud provider "aws" was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider',
+    );
+  });
+
+  test('--max-parallel-pod-starts: unset means the default, 0 no bound, a negative value is refused', async () => {
+    assert.equal((await run([])).flags.maxParallelPodStarts, undefined);
+    assert.equal((await run(['--max-parallel-pod-starts=0'])).flags.maxParallelPodStarts, 0);
+    assert.equal((await run(['--max-parallel-pod-starts', '3'])).flags.maxParallelPodStarts, 3);
+    assert.equal(
+      await failure(['--max-parallel-pod-starts=-1']),
+      '--max-parallel-pod-starts must be 0 (no bound) or more, got -1',
     );
   });
 });
