@@ -325,7 +325,7 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     flagsKey: 'maxParallelPodStarts',
     defaultText: '4 per CPU',
     usage:
-      'tskubelet only: how many pods the kubelet starts at once, from RunPodSandbox to the start of their containers; the others wait their turn. A start that holds its turn for 5s lets the next pod go, and pods of system-critical priority never wait. 0 starts every pod at once, as the upstream kubelet does.',
+      "tskubelet only: how many pods the kubelet starts at once, from RunPodSandbox to the start of their containers; the others wait their turn. A pod gives its turn back before it pulls an image, and after 5s at most; the node's critical pods never wait. 0 starts every pod at once, as the upstream kubelet does.",
   }),
   f({
     name: 'image-credential-provider-config',

@@ -180,7 +180,8 @@ export class ImagePuller {
 
   /**
    * Makes sure the container's image is on the node (upstream imageManager.EnsureImageExists). The
-   * pull secrets are asked for only when a pull is about to happen.
+   * pull secrets are asked for only when a pull is about to happen, and then before it waits for a
+   * pull slot (the runtime manager gives back the pod's start slot then).
    */
   async ensureImageExists(
     pod: Pod,

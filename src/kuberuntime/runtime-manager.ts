@@ -379,10 +379,12 @@ export class KubeGenericRuntimeManager implements Runtime {
 
     let podSandboxId = changes.sandboxId;
     if (changes.createSandbox && this.opts.podStartSlots) {
+      // Stopped before or while it waits (the pod is terminating, or the kubelet stops): no sandbox.
+      if (signal?.aborted) return done();
       try {
         slot.release = await this.opts.podStartSlots.acquire(pod, signal);
       } catch {
-        return done(); // stopped while it waited: the pod is being terminated
+        return done();
       }
     }
     if (changes.createSandbox) {
@@ -442,9 +444,14 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
 
     // Read once per sync, and only when an image is to be pulled (upstream reads them on every sync).
+    // The image puller asks for them just before a pull, which is when the pod gives back its start
+    // slot: a pull can take minutes and has its own bound (serializeImagePulls, maxParallelImagePulls),
+    // and pods whose images are here should not wait behind it.
     let pullSecrets: Promise<PullSecret[]> | undefined;
-    const getPullSecrets = (): Promise<PullSecret[]> =>
-      (pullSecrets ??= this.getPullSecretsForPod(pod, signal));
+    const getPullSecrets = (): Promise<PullSecret[]> => {
+      slot.release?.();
+      return (pullSecrets ??= this.getPullSecretsForPod(pod, signal));
+    };
 
     const start = async (container: Container, targetContainerName?: string): Promise<boolean> => {
       const r: SyncResult = { action: 'StartContainer', target: container.name };

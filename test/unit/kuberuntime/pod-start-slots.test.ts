@@ -80,6 +80,32 @@ describe('PodStartSlots', () => {
     held();
   });
 
+  test("a static pod whose priorityClassName is system-critical never waits; others' names do not count", async () => {
+    const clock = new FakeClock();
+    const slots = new PodStartSlots(1, clock);
+    const held = await slots.acquire(pod('user'));
+    const staticPod = (name: string, priorityClassName: string): Pod => {
+      const p = pod(name);
+      p.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
+      p.spec.priorityClassName = priorityClassName;
+      return p;
+    };
+    (await slots.acquire(staticPod('etcd', 'system-node-critical')))();
+    (await slots.acquire(staticPod('kube-proxy', 'system-cluster-critical')))();
+    const apiPod = pod('api-pod');
+    apiPod.spec.priorityClassName = 'system-node-critical'; // an API pod's priority is the API server's to set
+    let apiGot = false;
+    const api = slots.acquire(apiPod).then((r) => ((apiGot = true), r));
+    let plainGot = false;
+    const plain = slots.acquire(staticPod('web', 'high')).then((r) => ((plainGot = true), r));
+    await tick();
+    assert.equal(apiGot, false);
+    assert.equal(plainGot, false);
+    held();
+    (await api)();
+    (await plain)();
+  });
+
   test('a start whose pod is stopped while it waits gives up with the reason', async () => {
     const clock = new FakeClock();
     const slots = new PodStartSlots(1, clock);

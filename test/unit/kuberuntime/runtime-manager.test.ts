@@ -450,6 +450,15 @@ describe('syncPod: pod-start slots', () => {
     }
   }
 
+  /** The promise, or a failure naming what it waited for after 5 s (a wait for a slot never ends here: no lapse on the fake clock). */
+  function within<T>(what: string, p: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out: ${what}`)), 5_000);
+    });
+    return Promise.race([p, late]).finally(() => clearTimeout(timer));
+  }
+
   const pods = (n: number) =>
     Array.from({ length: n }, (_, i) => ({
       ...pod([app], {}, `uid-${i}`),
@@ -474,12 +483,48 @@ describe('syncPod: pod-start slots', () => {
   });
 
   test('a failed sandbox gives its slot back', async () => {
-    const m = manager({ podStartSlots: new PodStartSlots(1, clock) });
+    const slots = new PodStartSlots(1, clock);
+    const m = manager({ podStartSlots: slots });
     fake.injectError('runPodSandbox', new Error('failed to setup network for sandbox'), 1);
     const [a, b] = pods(2);
     const [ra, rb] = await Promise.all([sync(m, a!), sync(m, b!)]);
     assert.equal(failures(ra).length + failures(rb).length, 1);
     assert.equal(fake.callsOf('runPodSandbox').length, 2);
+    // Both syncs are over: the one slot is free again, at once (no lapse on the fake clock).
+    (await within('the slot to be free again', slots.acquire(pods(3)[2]!)))();
+  });
+
+  test('a pod gives its slot back before it pulls an image, so pods with their images go ahead', async () => {
+    const m = manager({ podStartSlots: new PodStartSlots(1, clock) });
+    const pulls: (() => void)[] = [];
+    const pull = fake.pullImage.bind(fake);
+    fake.pullImage = async (...args) => {
+      await new Promise<void>((resolve) => pulls.push(resolve));
+      return pull(...args);
+    };
+    const [a, b] = pods(2);
+    const pulling = { ...a!, spec: { ...a!.spec, containers: [{ ...app, image: 'busybox:1.37' }] } };
+    const first = sync(m, pulling);
+    await until('the first pod pulls its image', () => pulls.length === 1);
+    const second = await within('the second pod waited for the first pod to pull', sync(m, b!));
+    assert.deepEqual(failures(second), []);
+    pulls.shift()!();
+    assert.deepEqual(failures(await first), []);
+  });
+
+  test('a container restart in a running pod takes no slot', async () => {
+    const slots = new PodStartSlots(1, clock);
+    const m = manager({ podStartSlots: slots });
+    const [a] = pods(1);
+    assert.deepEqual(failures(await sync(m, a!)), []);
+    const [c] = fake.containersNamed('app');
+    await fake.stopContainer(c!.id, 0);
+    const held = await slots.acquire(pods(2)[1]!); // every slot taken
+    const r = await within('the restart waited for a slot', sync(m, a!));
+    held();
+    assert.deepEqual(failures(r), []);
+    assert.equal(fake.callsOf('runPodSandbox').length, 1, 'the sandbox stayed');
+    assert.equal(fake.callsOf('startContainer').length, 2, 'the container started again without a slot');
   });
 
   test('a pod stopped while its start waits makes no sandbox', async () => {
