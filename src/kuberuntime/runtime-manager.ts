@@ -125,7 +125,7 @@ export interface KubeGenericRuntimeManagerOptions {
   envSources?: EnvSources;
   /** The pod's image pull secrets (cluster mode); without it pulls go without credentials. */
   pullSecrets?: PullSecretSource;
-  /** At most this many new sandboxes being started at once (pod-start-slots.ts); none: no bound, as upstream. */
+  /** Bounds how many new sandboxes are being started at once (pod-start-slots.ts); none: no bound, as upstream. */
   podStartSlots?: PodStartSlots;
   /** serializeImagePulls (default true), maxParallelImagePulls, registryPullQPS (default 0 here: no limit) and registryBurst. */
   serializeImagePulls?: boolean;
