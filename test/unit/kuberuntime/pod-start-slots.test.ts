@@ -10,6 +10,13 @@ import { FakeClock } from '../../../src/lib/clock.js';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
+/** An acquire in flight, with whether it has been granted yet. */
+function pending(p: Promise<() => void>): { granted: () => boolean; release: Promise<() => void> } {
+  let granted = false;
+  const release = p.then((r) => ((granted = true), r));
+  return { granted: () => granted, release };
+}
+
 function pod(name: string, priority?: number): Pod {
   return {
     metadata: { name, namespace: 'default', uid: `uid-${name}` },
@@ -28,16 +35,12 @@ describe('PodStartSlots', () => {
     const clock = new FakeClock();
     const slots = new PodStartSlots(1, clock);
     const first = await slots.acquire(pod('a'));
-    let secondGot = false;
-    const second = slots.acquire(pod('b')).then((r) => {
-      secondGot = true;
-      return r;
-    });
+    const second = pending(slots.acquire(pod('b')));
     await tick();
-    assert.equal(secondGot, false);
+    assert.equal(second.granted(), false);
     assert.equal(slots.waiting, 1);
     first();
-    const releaseSecond = await second;
+    const releaseSecond = await second.release;
     assert.equal(slots.waiting, 0);
     releaseSecond();
     assert.equal(clock.pendingTimers(), 0, 'a release clears its lapse timer');
@@ -47,27 +50,19 @@ describe('PodStartSlots', () => {
     const clock = new FakeClock();
     const slots = new PodStartSlots(1, clock);
     const hung = await slots.acquire(pod('hung'));
-    let nextGot = false;
-    const next = slots.acquire(pod('next')).then((r) => {
-      nextGot = true;
-      return r;
-    });
+    const next = pending(slots.acquire(pod('next')));
     clock.advance(POD_START_SLOT_LAPSE_MS - 1);
     await tick();
-    assert.equal(nextGot, false, 'not before the lapse');
+    assert.equal(next.granted(), false, 'not before the lapse');
     clock.advance(1);
-    const releaseNext = await next;
-    assert.equal(nextGot, true);
+    const releaseNext = await next.release;
+    assert.equal(next.granted(), true);
     hung(); // the late release of a lapsed slot gives back nothing more
-    let thirdGot = false;
-    const third = slots.acquire(pod('third')).then((r) => {
-      thirdGot = true;
-      return r;
-    });
+    const third = pending(slots.acquire(pod('third')));
     await tick();
-    assert.equal(thirdGot, false, 'the lapsed holder did not free a second slot');
+    assert.equal(third.granted(), false, 'the lapsed holder did not free a second slot');
     releaseNext();
-    (await third)();
+    (await third.release)();
   });
 
   test('pods of system-critical priority never wait', async () => {
@@ -94,16 +89,14 @@ describe('PodStartSlots', () => {
     (await slots.acquire(staticPod('kube-proxy', 'system-cluster-critical')))();
     const apiPod = pod('api-pod');
     apiPod.spec.priorityClassName = 'system-node-critical'; // an API pod's priority is the API server's to set
-    let apiGot = false;
-    const api = slots.acquire(apiPod).then((r) => ((apiGot = true), r));
-    let plainGot = false;
-    const plain = slots.acquire(staticPod('web', 'high')).then((r) => ((plainGot = true), r));
+    const api = pending(slots.acquire(apiPod));
+    const plain = pending(slots.acquire(staticPod('web', 'high')));
     await tick();
-    assert.equal(apiGot, false);
-    assert.equal(plainGot, false);
+    assert.equal(api.granted(), false);
+    assert.equal(plain.granted(), false);
     held();
-    (await api)();
-    (await plain)();
+    (await api.release)();
+    (await plain.release)();
   });
 
   test('a start whose pod is stopped while it waits gives up with the reason', async () => {

@@ -15,6 +15,7 @@ import type { PodSyncResult } from '../../../src/kuberuntime/types.js';
 import { Backoff } from '../../../src/lib/backoff.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { isKubeletError } from '../../../src/lib/errors.js';
+import { waitFor } from '../../helpers/wait.js';
 
 let dir = '';
 let clock: FakeClock;
@@ -441,15 +442,6 @@ describe('syncPod: pod-start slots', () => {
     return { waiting, maxInFlight: () => max };
   }
 
-  /** Waits (bounded, real time: the syncs make real folders) until the condition holds. */
-  async function until(what: string, cond: () => boolean): Promise<void> {
-    const deadline = Date.now() + 5_000;
-    while (!cond()) {
-      if (Date.now() > deadline) assert.fail(`timed out waiting until ${what}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  }
-
   /** The promise, or a failure naming what it waited for after 5 s (a wait for a slot never ends here: no lapse on the fake clock). */
   function within<T>(what: string, p: Promise<T>): Promise<T> {
     let timer: NodeJS.Timeout | undefined;
@@ -469,11 +461,11 @@ describe('syncPod: pod-start slots', () => {
     const gate = gateSandboxes();
     const m = manager({ podStartSlots: new PodStartSlots(2, clock) });
     const syncs = pods(5).map((p) => sync(m, p));
-    await until('two sandboxes are being made', () => gate.waiting.length === 2);
+    await waitFor('two sandboxes are being made', () => gate.waiting.length === 2, 5_000, 5);
     await new Promise((r) => setTimeout(r, 50));
     assert.equal(gate.waiting.length, 2, 'the third pod waits for a slot');
     for (let let_through = 0; let_through < 5; let_through++) {
-      await until('a sandbox waits', () => gate.waiting.length > 0);
+      await waitFor('a sandbox waits', () => gate.waiting.length > 0, 5_000, 5);
       gate.waiting.shift()!();
     }
     const results = await Promise.all(syncs);
@@ -505,7 +497,7 @@ describe('syncPod: pod-start slots', () => {
     const [a, b] = pods(2);
     const pulling = { ...a!, spec: { ...a!.spec, containers: [{ ...app, image: 'busybox:1.37' }] } };
     const first = sync(m, pulling);
-    await until('the first pod pulls its image', () => pulls.length === 1);
+    await waitFor('the first pod pulls its image', () => pulls.length === 1, 5_000, 5);
     const second = await within('the second pod waited for the first pod to pull', sync(m, b!));
     assert.deepEqual(failures(second), []);
     pulls.shift()!();
@@ -532,7 +524,7 @@ describe('syncPod: pod-start slots', () => {
     const m = manager({ podStartSlots: new PodStartSlots(1, clock) });
     const [a, b] = pods(2);
     const first = sync(m, a!);
-    await until('the first sandbox is being made', () => gate.waiting.length === 1);
+    await waitFor('the first sandbox is being made', () => gate.waiting.length === 1, 5_000, 5);
     const ac = new AbortController();
     const status = await m.getPodStatus(b!.metadata.uid!, b!.metadata.name!, b!.metadata.namespace!);
     const second = m.syncPod(b!, status, backoff, ac.signal);
