@@ -473,6 +473,7 @@ export async function buildKubelet(
     envSources: apiSources,
     pullSecrets: apiSources,
     podStartSlots: maxParallelPodStarts > 0 ? new PodStartSlots(maxParallelPodStarts, clock) : undefined,
+    metrics: kubeletMetrics,
     nodeAllocatable: nodeAllocatableForPods,
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
     deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),
@@ -678,6 +679,7 @@ export async function buildKubelet(
     workQueue,
     clock,
     resyncIntervalMs: config.syncFrequencyMs,
+    metrics: kubeletMetrics,
   });
   late.kubelet = kubelet;
   late.podWorkers = podWorkers;

@@ -16,7 +16,7 @@ import { nodeRef } from '../api/node.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
-import type { Histogram, MetricsRegistry } from '../lib/metrics.js';
+import { DEFAULT_BUCKETS_SECONDS, type Histogram, type MetricsRegistry } from '../lib/metrics.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
@@ -178,6 +178,7 @@ export class Kubelet implements ServerHost {
   /** When this kubelet first saw each pod, until the pod runs (kubelet_pod_start_duration_seconds). */
   private readonly firstSeenMs = new Map<string, number>();
   private readonly podStartDuration: Histogram | undefined;
+  private readonly podWorkerStartDuration: Histogram | undefined;
   private readonly timers: TimerHandle[] = [];
   /**
    * Admission that waits on a device plugin (Allocate is an RPC) runs here, one pod after another in
@@ -206,6 +207,12 @@ export class Kubelet implements ServerHost {
         0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800,
         2700, 3600,
       ],
+    );
+    this.podWorkerStartDuration = opts.metrics?.histogram(
+      'kubelet_pod_worker_start_duration_seconds',
+      '[ALPHA] Duration in seconds from kubelet seeing a pod to starting a worker.',
+      [],
+      DEFAULT_BUCKETS_SECONDS,
     );
     this.sysctlAllowlist = opts.sysctlAllowlist ?? SysctlAllowlist.forNode([]);
     this.appArmorValidator = opts.appArmorValidator ?? AppArmorValidator.forHost();
@@ -652,6 +659,10 @@ export class Kubelet implements ServerHost {
     signal: AbortSignal,
   ): Promise<{ isTerminal: boolean }> {
     const uid = pod.metadata.uid ?? '';
+    // A pod's first sync: how long it waited for its worker since this kubelet first saw it.
+    const seenMs = updateType === 'create' ? this.firstSeenMs.get(uid) : undefined;
+    if (seenMs !== undefined)
+      this.podWorkerStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
     const apiStatus = this.generateStatus(pod, podStatus, false);
     this.opts.statusManager.setPodStatus(pod, apiStatus);
     this.observePodStart(uid, apiStatus);

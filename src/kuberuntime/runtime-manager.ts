@@ -16,9 +16,10 @@ import type {
   VersionResponse,
 } from '../cri/types.js';
 import { Backoff } from '../lib/backoff.js';
-import { realClock, type Clock } from '../lib/clock.js';
+import { monotonicMs, realClock, type Clock } from '../lib/clock.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
+import type { MetricsRegistry } from '../lib/metrics.js';
 import {
   computePodActions,
   isRestartableInitContainer,
@@ -50,6 +51,7 @@ import { LifecycleHandlerRunner, type HandlerRunner } from './lifecycle-handler-
 import { readHostDNSConfig } from './pod-dns.js';
 import type { PodStartSlots } from './pod-start-slots.js';
 import { RunningPodAssembler } from './running-pods.js';
+import { PodStartMetrics, type StartedContainerType } from './start-metrics.js';
 import { makeHostsMount, shouldMountHostsFile } from './etc-hosts.js';
 import {
   buildContainerLogsDirectory,
@@ -127,6 +129,8 @@ export interface KubeGenericRuntimeManagerOptions {
   pullSecrets?: PullSecretSource;
   /** Bounds how many new sandboxes are being started at once (pod-start-slots.ts); none: no bound, as upstream. */
   podStartSlots?: PodStartSlots;
+  /** Where upstream's pod-start metrics go (start-metrics.ts); absent, they are not kept. */
+  metrics?: MetricsRegistry;
   /** serializeImagePulls (default true), maxParallelImagePulls, registryPullQPS (default 0 here: no limit) and registryBurst. */
   serializeImagePulls?: boolean;
   /** Told of each image pull while it runs (the node's pull progress tracker). */
@@ -196,6 +200,7 @@ export class KubeGenericRuntimeManager implements Runtime {
   private readonly allPods = new RunningPodAssembler();
   private readonly runningPods = new RunningPodAssembler();
   private legacyDirReady: Promise<void> | undefined;
+  private readonly startMetrics: PodStartMetrics | undefined;
 
   /** Dials nothing: asks the runtime its name first, as upstream's constructor does. */
   static async create(
@@ -225,6 +230,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     this.recorder = opts.recorder ?? discardEvents;
     this.legacyContainerLogsDir = opts.legacyContainerLogsDir ?? '/var/log/containers';
     this.machineAllocatable = machineAllocatable();
+    this.startMetrics = opts.metrics ? new PodStartMetrics(opts.metrics) : undefined;
     this.memoryCapacityBytes = opts.memoryCapacityBytes ?? Number(this.machineAllocatable.memory);
     this.imagePuller = new ImagePuller({
       imageService: this.imageService,
@@ -390,6 +396,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     if (changes.createSandbox) {
       const r: SyncResult = { action: 'CreatePodSandbox', target: formatPod(pod) };
       results.push(r);
+      this.startMetrics?.podStarting();
       const created = await this.createPodSandbox(pod, () => sandboxConfigFor(changes.attempt), signal);
       if (!created.ok) {
         // A pod deleted while its sandbox was being made is not a failure worth reporting.
@@ -397,6 +404,7 @@ export class KubeGenericRuntimeManager implements Runtime {
           results.pop();
           return done();
         }
+        this.startMetrics?.podStartFailed();
         r.reason = 'CreatePodSandboxError';
         r.message = created.message;
         this.recorder.event(
@@ -453,7 +461,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       return (pullSecrets ??= this.getPullSecretsForPod(pod, signal));
     };
 
-    const start = async (container: Container, targetContainerName?: string): Promise<boolean> => {
+    const start = async (
+      container: Container,
+      type: StartedContainerType,
+      targetContainerName?: string,
+    ): Promise<boolean> => {
       const r: SyncResult = { action: 'StartContainer', target: container.name };
       results.push(r);
       const wait = doBackOff(pod, container, podStatus, backoff);
@@ -470,6 +482,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         r.message = wait.message;
         return false;
       }
+      this.startMetrics?.containerStarting(type);
       const failure = await this.startContainer(
         targetContainerName,
         podSandboxId,
@@ -485,6 +498,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       if (failure) {
         r.reason = failure.reason;
         r.message = failure.message;
+        this.startMetrics?.containerStartFailed(type, failure.reason);
         if (failure.reason !== 'ImagePullBackOff') {
           log.error('Container start failed in pod', {
             container: container.name,
@@ -501,12 +515,12 @@ export class KubeGenericRuntimeManager implements Runtime {
     // Ephemeral containers first, so that a pod whose init container fails to start can be debugged.
     for (const idx of changes.ephemeralContainersToStart) {
       const ec = pod.spec.ephemeralContainers?.[idx];
-      if (ec) await start(ec, ec.targetContainerName ?? '');
+      if (ec) await start(ec, 'ephemeral_container', ec.targetContainerName ?? '');
     }
     for (const idx of changes.initContainersToStart) {
       const init = pod.spec.initContainers?.[idx];
       if (!init) continue;
-      if (!(await start(init))) {
+      if (!(await start(init, 'init_container'))) {
         // A sidecar that failed to start does not hold up the others; a regular init container does.
         if (isRestartableInitContainer(init)) continue;
         return done();
@@ -515,7 +529,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
     for (const idx of changes.containersToStart) {
       const container = pod.spec.containers[idx];
-      if (container) await start(container);
+      if (container) await start(container, 'container');
     }
     return done();
   }
@@ -608,11 +622,14 @@ export class KubeGenericRuntimeManager implements Runtime {
       if (runtimeHandler !== '')
         log.v(2, 'Running pod with runtime handler', { pod: formatPod(pod), runtimeHandler });
     }
+    const startMs = monotonicMs();
     try {
       const id = await this.runtimeService.runPodSandbox(config, runtimeHandler, { signal });
+      this.startMetrics?.sandboxRun(runtimeHandler, (monotonicMs() - startMs) / 1000, false);
       log.v(4, 'Created PodSandbox for pod', { podSandboxID: id, pod: formatPod(pod) });
       return { ok: true, id };
     } catch (err) {
+      this.startMetrics?.sandboxRun(runtimeHandler, (monotonicMs() - startMs) / 1000, true);
       log.error('Failed to create sandbox for pod', { pod: formatPod(pod), err: errorMessage(err) });
       return {
         ok: false,

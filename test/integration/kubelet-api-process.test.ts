@@ -152,4 +152,21 @@ describe('the kubelet API served by the kubelet process', () => {
     const exec = await fetch(`http://127.0.0.1:${kubelet.readOnlyPort}/exec/${ns}/${podName}/web`);
     assert.equal(exec.status, 405);
   });
+
+  test("upstream's pod-start metrics count the start: one sandbox, two containers and a restart", async () => {
+    const text = await (await fetch(`http://127.0.0.1:${kubelet.readOnlyPort}/metrics`)).text();
+    const value = (series: string): number => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      assert.ok(line, `${series} is exposed`);
+      return Number(line.slice(series.length + 1));
+    };
+    assert.equal(value('kubelet_started_pods_total'), 1);
+    assert.equal(value('kubelet_started_pods_errors_total'), 0);
+    assert.equal(value('kubelet_run_podsandbox_duration_seconds_count{runtime_handler=""}'), 1);
+    assert.ok(value('kubelet_run_podsandbox_duration_seconds_sum{runtime_handler=""}') > 0);
+    // web and counter, then counter again after its first exit.
+    assert.ok(value('kubelet_started_containers_total{container_type="container"}') >= 3);
+    assert.equal(value('kubelet_pod_worker_start_duration_seconds_count'), 1);
+    assert.equal(value('kubelet_pod_worker_duration_seconds_count{operation_type="create"}'), 1);
+  });
 });

@@ -214,8 +214,10 @@ test('a pod from a source runs, shows Running in getPods, and stops when the sou
     20,
   );
   assert.equal(shown.status?.containerStatuses?.[0]?.restartCount, 0);
-  // Seen once, running once: one pod start observed.
-  assert.match(await node.metrics.expose(), /^kubelet_pod_start_duration_seconds_count 1$/m);
+  // Seen once, running once: one pod start observed, and one first sync of its worker.
+  const metrics = await node.metrics.expose();
+  assert.match(metrics, /^kubelet_pod_start_duration_seconds_count 1$/m);
+  assert.match(metrics, /^kubelet_pod_worker_start_duration_seconds_count 1$/m);
 
   node.send({ op: 'SET', pods: [] });
   await waitFor('the container to stop', () => runningContainers(fake, 'uid-web').length === 0, 5000, 20);

@@ -14,6 +14,7 @@ import { PodStartSlots } from '../../../src/kuberuntime/pod-start-slots.js';
 import type { PodSyncResult } from '../../../src/kuberuntime/types.js';
 import { Backoff } from '../../../src/lib/backoff.js';
 import { FakeClock } from '../../../src/lib/clock.js';
+import { MetricsRegistry } from '../../../src/lib/metrics.js';
 import { isKubeletError } from '../../../src/lib/errors.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -816,5 +817,50 @@ describe('syncPod: RuntimeClass and ephemeral containers', () => {
     assert.deepEqual(failures(await sync(m, p)), [
       'StartContainer debug: CreateContainerConfigError: unable to find target container nope',
     ]);
+  });
+});
+
+describe('syncPod: upstream pod-start metrics', () => {
+  test('pods and containers started, failures by code, and each RunPodSandbox timed by handler', async () => {
+    const registry = new MetricsRegistry();
+    const m = manager({ metrics: registry });
+    fake.injectError('runPodSandbox', new Error('failed to setup network for sandbox'), 1);
+    await sync(m, pod([app]));
+    fake.injectError('createContainer', new Error('no space left on device'), 1);
+    await sync(m, pod([app]));
+    assert.deepEqual(failures(await sync(m, pod([app]))), []);
+
+    const text = await registry.expose();
+    assert.match(text, /^kubelet_started_pods_total 2$/m);
+    assert.match(text, /^kubelet_started_pods_errors_total 1$/m);
+    assert.match(text, /^kubelet_run_podsandbox_duration_seconds_count\{runtime_handler=""\} 2$/m);
+    assert.match(text, /^kubelet_run_podsandbox_errors_total\{runtime_handler=""\} 1$/m);
+    assert.match(text, /^kubelet_started_containers_total\{container_type="container"\} 2$/m);
+    assert.match(
+      text,
+      /^kubelet_started_containers_errors_total\{container_type="container",code="CreateContainerError"\} 1$/m,
+    );
+  });
+
+  test('init containers count as such; a start held by back-off is not a start', async () => {
+    const registry = new MetricsRegistry();
+    const m = manager({ metrics: registry });
+    const p = pod([app], { initContainers: [{ name: 'init', image: 'busybox:1.36' }] });
+    await sync(m, p);
+    fake.exitContainer(fake.containersNamed('init')[0]!.id, 0);
+    await sync(m, p);
+    const first = fake.containersNamed('app')[0]!;
+    fake.exitContainer(first.id, 1);
+    await sync(m, p);
+    clock.advance(1000);
+    fake.exitContainer(fake.containersNamed('app')[1]!.id, 1);
+    const held = await sync(m, p);
+    assert.match(failures(held)[0] ?? '', /CrashLoopBackOff/);
+
+    const text = await registry.expose();
+    assert.match(text, /^kubelet_started_pods_total 1$/m);
+    assert.match(text, /^kubelet_started_containers_total\{container_type="init_container"\} 1$/m);
+    assert.match(text, /^kubelet_started_containers_total\{container_type="container"\} 2$/m);
+    assert.doesNotMatch(text, /kubelet_started_containers_errors_total\{/);
   });
 });

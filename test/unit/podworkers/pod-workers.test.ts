@@ -6,6 +6,7 @@ import type { KubePodStatus, RunningPod } from '../../../src/kuberuntime/types.j
 import { FakeClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
+import { MetricsRegistry } from '../../../src/lib/metrics.js';
 import {
   PodWorkersImpl,
   type PodSyncer,
@@ -115,12 +116,12 @@ function makePod(
   };
 }
 
-function setup() {
+function setup(metrics?: MetricsRegistry) {
   const clock = new FakeClock();
   const cache = new InMemoryPodCache();
   const workQueue = new BasicWorkQueue(clock);
   const syncer = new ScriptedSyncer();
-  const workers = new PodWorkersImpl({ syncer, podCache: cache, workQueue, clock, random: () => 0 });
+  const workers = new PodWorkersImpl({ syncer, podCache: cache, workQueue, clock, random: () => 0, metrics });
   /** What a relist does: a moment later, the cache becomes current as of then. */
   const relist = async () => {
     await flushPromises();
@@ -136,6 +137,44 @@ function setup() {
 }
 
 describe('PodWorkers syncing', () => {
+  it('observes kubelet_pod_worker_duration_seconds from an update to the end of its work, by update type', async () => {
+    const metrics = new MetricsRegistry();
+    const { syncer, relist, update, clock } = setup(metrics);
+    await relist();
+    await update({ updateType: 'create', pod: makePod('a'), startTimeMs: clock.now() });
+    clock.advance(1500);
+    syncer.last().resolve();
+    await relist();
+    // A resync from the work queue has no start time: not a latency to observe.
+    await update({ updateType: 'sync', pod: makePod('a') });
+    await relist();
+    syncer.last().resolve();
+    await relist();
+    await update({ updateType: 'kill', pod: makePod('a'), startTimeMs: clock.now() });
+    clock.advance(2000);
+    syncer.last().resolve();
+    await relist();
+    syncer.last().resolve();
+    await relist();
+
+    const sample = (op: string, part: 'count' | 'sum'): number => {
+      const m = new RegExp(
+        `^kubelet_pod_worker_duration_seconds_${part}\\{operation_type="${op}"\\} (\\S+)$`,
+        'm',
+      ).exec(text);
+      return m ? Number(m[1]) : NaN;
+    };
+    const text = await metrics.expose();
+    assert.deepEqual(syncer.kinds(), ['sync a', 'sync a', 'terminating a', 'terminated a']);
+    assert.equal(sample('create', 'count'), 1);
+    assert.ok(sample('create', 'sum') >= 1.5 && sample('create', 'sum') < 1.6, text);
+    assert.equal(sample('sync', 'count'), NaN, 'no start time, nothing observed');
+    assert.equal(sample('kill', 'count'), 1);
+    assert.ok(sample('kill', 'sum') >= 2 && sample('kill', 'sum') < 2.1, text);
+    // The terminated step replays the kill, and a replayed update has no start time (nor has upstream's).
+    assert.equal(sample('terminated', 'count'), NaN);
+  });
+
   it('syncs a new pod once the cache has state newer than its (never) last sync, then requeues at the resync interval', async () => {
     const { syncer, workers, relist, update, cache, workQueue, clock } = setup();
     cache.set('a', kubePodStatus('a', { ips: ['10.0.0.3'] }), undefined, clock.now());
