@@ -57,6 +57,7 @@ import { runOomWatcher } from '../oom/oom-watcher.js';
 import { newShutdownManager } from '../nodeshutdown/shutdown-manager.js';
 import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import { defaultMaxParallelPodStarts, PodStartSlots } from '../kuberuntime/pod-start-slots.js';
+import { PodStartupLatencyTracker } from '../kubelet/pod-startup-latency-tracker.js';
 import { EventedPLEG } from '../pleg/evented-pleg.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
@@ -355,6 +356,8 @@ export async function buildKubelet(
   const kubeletMetrics = new MetricsRegistry();
   const criRuntime = instrumentCri(connection.runtime, kubeletMetrics);
   const criImages = instrumentCri(connection.images, kubeletMetrics);
+  // The pod startup latency SLI is upstream's for API pods: it needs a watch, so a cluster.
+  const podStartupLatency = cluster ? new PodStartupLatencyTracker(kubeletMetrics, clock) : undefined;
   const relistDuration = kubeletMetrics.histogram(
     'kubelet_pleg_relist_duration_seconds',
     '[ALPHA] Duration in seconds for relisting pods in PLEG.',
@@ -467,6 +470,7 @@ export async function buildKubelet(
     seccompDefault: config.seccompDefault,
     serializeImagePulls: config.serializeImagePulls,
     pullObserver: pullProgress,
+    pullingTimeRecorder: podStartupLatency,
     maxParallelImagePulls: config.maxParallelImagePulls,
     registryPullQPS: config.registryPullQPS,
     registryBurst: config.registryBurst,
@@ -499,7 +503,11 @@ export async function buildKubelet(
         })
       : genericPleg;
   const workQueue = new BasicWorkQueue(clock);
-  const podConfig = new PodConfig({ clock });
+  const podConfig = new PodConfig({
+    clock,
+    observePodOnWatch:
+      podStartupLatency && ((pod, whenMs) => podStartupLatency.observedPodOnWatch(pod, whenMs)),
+  });
   const apiSource = cluster
     ? new ApiSource({
         client: cluster.kubeClient,
@@ -670,6 +678,7 @@ export async function buildKubelet(
     containerManager,
     prober,
     metrics: kubeletMetrics,
+    podStartupLatency,
     volumeManager,
     podWorkers: () => podWorkers,
   });

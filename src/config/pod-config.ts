@@ -41,6 +41,11 @@ export type PodUpdateListener = (update: PodUpdate) => void;
 export interface PodConfigOptions {
   clock?: Clock;
   log?: Logger;
+  /**
+   * Told of every pod the API source delivers, changed or not, when it arrives (upstream's
+   * startupSLIObserver, for the pod startup latency SLI). Static pods have no watch: not told.
+   */
+  observePodOnWatch?: (pod: Pod, whenMs: number) => void;
 }
 
 const LOCAL_ANNOTATIONS = [CONFIG_SOURCE_ANNOTATION, CONFIG_MIRROR_ANNOTATION, CONFIG_SEEN_ANNOTATION];
@@ -48,6 +53,7 @@ const LOCAL_ANNOTATIONS = [CONFIG_SOURCE_ANNOTATION, CONFIG_MIRROR_ANNOTATION, C
 export class PodConfig {
   private readonly clock: Clock;
   private readonly log: Logger;
+  private readonly observePodOnWatch: ((pod: Pod, whenMs: number) => void) | undefined;
   private readonly pods = new Map<PodSource, Map<string, Pod>>();
   // Per source: each pod object it sent → the copy PodConfig stored for it.
   private readonly received = new Map<PodSource, WeakMap<Pod, Pod>>();
@@ -61,6 +67,7 @@ export class PodConfig {
   constructor(options: PodConfigOptions = {}) {
     this.clock = options.clock ?? realClock;
     this.log = options.log ?? logger('config');
+    this.observePodOnWatch = options.observePodOnWatch;
   }
 
   /**
@@ -171,8 +178,12 @@ export class PodConfig {
     }
     const stored = received;
 
+    const observe = source === 'api' ? this.observePodOnWatch : undefined;
     const absorb = (incoming: Pod[], into: Map<string, Pod>) => {
       for (const sent of this.filterDuplicateNames(incoming, source)) {
+        // A mirror pod stands for a static pod, whose start the kubelet knows under another UID.
+        if (observe && !sent.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION])
+          observe(sent, this.clock.now());
         const uid = sent.metadata.uid ?? '';
         const existing = old.get(uid);
         if (existing && stored.get(sent) === existing) {

@@ -19,6 +19,10 @@ import type { Clock, TimerHandle } from '../lib/clock.js';
 import { DEFAULT_BUCKETS_SECONDS, type Histogram, type MetricsRegistry } from '../lib/metrics.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
+import {
+  POD_STARTUP_DURATION_BUCKETS,
+  type PodStartupLatencyTracker,
+} from './pod-startup-latency-tracker.js';
 import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
 import type { PodCache } from '../pleg/pod-cache.js';
 import type { Node } from '../api/node.js';
@@ -126,6 +130,8 @@ export interface KubeletOptions {
   volumeManager?: VolumeManager;
   /** Where kubelet_pod_start_duration_seconds goes; absent, it is not measured. */
   metrics?: MetricsRegistry;
+  /** The pod startup latency SLI of API pods (cluster mode); told of each status the kubelet sets. */
+  podStartupLatency?: PodStartupLatencyTracker;
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthChecker[];
 }
@@ -203,10 +209,7 @@ export class Kubelet implements ServerHost {
       'kubelet_pod_start_duration_seconds',
       '[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run',
       [],
-      [
-        0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800,
-        2700, 3600,
-      ],
+      POD_STARTUP_DURATION_BUCKETS,
     );
     this.podWorkerStartDuration = opts.metrics?.histogram(
       'kubelet_pod_worker_start_duration_seconds',
@@ -518,6 +521,7 @@ export class Kubelet implements ServerHost {
       this.forPod(pod, 'remove', () => {
         this.podManager.removePod(pod);
         this.opts.prober?.removePod(pod);
+        this.opts.podStartupLatency?.deletePodStartupState(pod.metadata.uid ?? '');
         this.podWorkers.updatePod({ updateType: 'kill', pod, startTimeMs: this.clock.now() });
       });
   }
@@ -665,6 +669,7 @@ export class Kubelet implements ServerHost {
       this.podWorkerStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
     const apiStatus = this.generateStatus(pod, podStatus, false);
     this.opts.statusManager.setPodStatus(pod, apiStatus);
+    this.opts.podStartupLatency?.recordStatusUpdated(uid, apiStatus);
     this.observePodStart(uid, apiStatus);
     // A pod whose restart policy has run its course is finished: the worker moves it on to terminating.
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') {

@@ -141,9 +141,16 @@ export interface PullObserver {
   pullStarted(image: string): { finished(outcome: PullOutcome): void };
 }
 
+/** Told when a pod's image pull starts and when one succeeds (upstream's podPullingTimeRecorder). */
+export interface PodPullingTimeRecorder {
+  recordImageStartedPulling(podUid: string): void;
+  recordImageFinishedPulling(podUid: string): void;
+}
+
 export interface ImagePullerOptions {
   imageService: ImageService;
   pullObserver?: PullObserver;
+  pullingTimeRecorder?: PodPullingTimeRecorder;
   /** Per pod and image: 10 s doubling to 300 s upstream. */
   backoff: Backoff;
   clock: Clock;
@@ -248,6 +255,7 @@ export class ImagePuller {
     }
 
     emit('Normal', EventReason.PullingImage, `Pulling image "${requested}"`, 'info');
+    this.opts.pullingTimeRecorder?.recordImageStartedPulling(pod.metadata.uid ?? '');
     const startMs = this.opts.clock.now();
     let pullMs = 0;
     let observed: ReturnType<PullObserver['pullStarted']> | undefined;
@@ -282,6 +290,7 @@ export class ImagePuller {
       // The size is only for the event.
     }
     observed?.finished({ ok: true, sizeBytes: size });
+    this.opts.pullingTimeRecorder?.recordImageFinishedPulling(pod.metadata.uid ?? '');
     emit(
       'Normal',
       EventReason.PulledImage,

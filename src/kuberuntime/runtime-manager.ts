@@ -41,7 +41,7 @@ import {
 import { containerFieldPath, discardEvents, EventReason, type EventRecorder } from './event-recorder.js';
 import { formatPod } from './format.js';
 import type { PullSecret } from './docker-keyring.js';
-import { ImagePuller, type PullObserver } from './image-puller.js';
+import { ImagePuller, type PodPullingTimeRecorder, type PullObserver } from './image-puller.js';
 import {
   getContainerInfoFromAnnotations,
   getContainerInfoFromLabels,
@@ -135,6 +135,8 @@ export interface KubeGenericRuntimeManagerOptions {
   serializeImagePulls?: boolean;
   /** Told of each image pull while it runs (the node's pull progress tracker). */
   pullObserver?: PullObserver;
+  /** Told of each pod's image pulls, for the pod startup latency SLI. */
+  pullingTimeRecorder?: PodPullingTimeRecorder;
   maxParallelImagePulls?: number;
   registryPullQPS?: number;
   registryBurst?: number;
@@ -240,6 +242,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       runtimeHandler: this.runtimeHandler,
       serializeImagePulls: opts.serializeImagePulls,
       pullObserver: opts.pullObserver,
+      pullingTimeRecorder: opts.pullingTimeRecorder,
       maxParallelImagePulls: opts.maxParallelImagePulls,
       registryPullQPS: opts.registryPullQPS,
       registryBurst: opts.registryBurst,

@@ -100,6 +100,18 @@ describe('cluster mode: pods from the API server through containerd', () => {
       ContainersReady: 'True',
       PodScheduled: 'True',
     });
+    // The watch brings back the status the kubelet wrote: one start in upstream's pod startup SLI.
+    const metrics = await waitFor(
+      'the pod startup SLI to be observed',
+      async () => {
+        const text = await (await fetch(`http://127.0.0.1:${k.readOnlyPort}/metrics`)).text();
+        return /^kubelet_pod_start_sli_duration_seconds_count 1$/m.test(text) ? text : undefined;
+      },
+      15_000,
+      250,
+    );
+    assert.match(metrics, /^kubelet_pod_start_total_duration_seconds_count 1$/m);
+    assert.match(metrics, /^kubelet_first_network_pod_start_sli_duration_seconds \d/m);
     const cs = containerStatus(running, 'main')!;
     assert.equal(cs.ready, true);
     assert.equal(cs.restartCount, 0);

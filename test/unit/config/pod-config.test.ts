@@ -225,3 +225,22 @@ describe('rfc3339Nano', () => {
     assert.equal(rfc3339Nano(Date.UTC(2024, 0, 2, 3, 4, 5, 7)), '2024-01-02T03:04:05.007Z');
   });
 });
+
+test('every pod the API source delivers is told to the startup SLI observer, changed or not; no file or mirror pod', () => {
+  const clock = new FakeClock(Date.UTC(2024, 0, 2, 3, 4, 5, 600));
+  const observed: string[] = [];
+  const observing = new PodConfig({
+    clock,
+    log: quietLog,
+    observePodOnWatch: (p, whenMs) => observed.push(`${p.metadata.name}@${whenMs - clock.now()}`),
+  });
+  const api = observing.channel('api');
+  const a = pod('a');
+  api({ op: 'SET', pods: [a] });
+  api({ op: 'SET', pods: [a] });
+  const mirror = pod('m');
+  mirror.metadata.annotations = { ...mirror.metadata.annotations, 'kubernetes.io/config.mirror': 'h' };
+  api({ op: 'UPDATE', pods: [mirror] });
+  observing.channel('file')({ op: 'SET', pods: [pod('f')] });
+  assert.deepEqual(observed, ['a@0', 'a@0']);
+});
