@@ -160,6 +160,7 @@ export interface KubeletBootstrap {
     apiSource?: ApiSource;
     podWorkers?: PodWorkersImpl;
     nodePage?: NodePageHandler;
+    podStartupLatency?: PodStartupLatencyTracker;
   };
 }
 
@@ -240,6 +241,8 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
           // Upstream's podDeletionSafety: a terminal phase waits until the pod workers know the pod
           // cannot be running (before they exist, assume it could).
           (uid) => late.podWorkers?.couldHaveRunningContainers(uid) ?? true,
+          // Upstream marks a pod started for its startup SLI when the API server took the status.
+          (pod) => late.podStartupLatency?.recordStatusUpdated(pod),
         )
       : undefined;
   const eventStore = new EventStore();
@@ -356,8 +359,9 @@ export async function buildKubelet(
   const kubeletMetrics = new MetricsRegistry();
   const criRuntime = instrumentCri(connection.runtime, kubeletMetrics);
   const criImages = instrumentCri(connection.images, kubeletMetrics);
-  // The pod startup latency SLI is upstream's for API pods: it needs a watch, so a cluster.
-  const podStartupLatency = cluster ? new PodStartupLatencyTracker(kubeletMetrics, clock) : undefined;
+  // The pod startup latency SLI measures API pods (it needs a watch); its series exist in any mode, as upstream's.
+  const podStartupLatency = new PodStartupLatencyTracker(kubeletMetrics, clock);
+  late.podStartupLatency = podStartupLatency;
   const relistDuration = kubeletMetrics.histogram(
     'kubelet_pleg_relist_duration_seconds',
     '[ALPHA] Duration in seconds for relisting pods in PLEG.',
@@ -505,8 +509,7 @@ export async function buildKubelet(
   const workQueue = new BasicWorkQueue(clock);
   const podConfig = new PodConfig({
     clock,
-    observePodOnWatch:
-      podStartupLatency && ((pod, whenMs) => podStartupLatency.observedPodOnWatch(pod, whenMs)),
+    observePodOnWatch: (pod, whenMs) => podStartupLatency.observedPodOnWatch(pod, whenMs),
   });
   const apiSource = cluster
     ? new ApiSource({

@@ -7,6 +7,7 @@ import { ApiEventRecorder } from '../events/event-recorder.js';
 import { Reflector } from '../k8s/reflector.js';
 import { defaultUserAgent, RestClient } from '../k8s/rest-client.js';
 import type { Clock } from '../lib/clock.js';
+import type { Pod } from '../api/core-v1.js';
 import type { Node } from '../api/node.js';
 import { ApiStatusSink } from '../status/api-status-sink.js';
 import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
@@ -33,6 +34,7 @@ export async function createClusterClients(
   clock: Clock,
   getApiPod: (namespace: string, name: string) => ReturnType<ApiStatusSinkGetPod>,
   podCouldHaveRunningContainers: (uid: string) => boolean,
+  onStatusPatched?: (pod: Pod) => void,
 ): Promise<ClusterClients> {
   const userAgent = defaultUserAgent(KUBERNETES_VERSION);
   const kubeClient = await RestClient.fromKubeconfig(kubeconfigPath, {
@@ -62,6 +64,7 @@ export async function createClusterClients(
     clock,
     getApiPod,
     podCouldHaveRunningContainers,
+    onStatusPatched,
   });
   return {
     kubeClient,

@@ -43,7 +43,7 @@ export interface PodConfigOptions {
   log?: Logger;
   /**
    * Told of every pod the API source delivers, changed or not, when it arrives (upstream's
-   * startupSLIObserver, for the pod startup latency SLI). Static pods have no watch: not told.
+   * startupSLIObserver, for the pod startup latency SLI): mirror pods too, file and URL pods not.
    */
   observePodOnWatch?: (pod: Pod, whenMs: number) => void;
 }
@@ -179,11 +179,10 @@ export class PodConfig {
     const stored = received;
 
     const observe = source === 'api' ? this.observePodOnWatch : undefined;
+    const nowMs = observe ? this.clock.now() : 0;
     const absorb = (incoming: Pod[], into: Map<string, Pod>) => {
       for (const sent of this.filterDuplicateNames(incoming, source)) {
-        // A mirror pod stands for a static pod, whose start the kubelet knows under another UID.
-        if (observe && !sent.metadata.annotations?.[CONFIG_MIRROR_ANNOTATION])
-          observe(sent, this.clock.now());
+        observe?.(sent, nowMs);
         const uid = sent.metadata.uid ?? '';
         const existing = old.get(uid);
         if (existing && stored.get(sent) === existing) {

@@ -57,6 +57,17 @@ export function instrumentCri<T extends RuntimeService | ImageService>(
     '[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.',
     ['operation_type'],
   );
+  // Upstream keeps these two beside the generic ones too (instrumented_services.go), by runtime handler.
+  const sandboxDuration = registry.histogram(
+    'kubelet_run_podsandbox_duration_seconds',
+    '[ALPHA] Duration in seconds of the run_podsandbox operations. Broken down by RuntimeClass.Handler.',
+    ['runtime_handler'],
+  );
+  const sandboxErrors = registry.counter(
+    'kubelet_run_podsandbox_errors_total',
+    '[ALPHA] Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.',
+    ['runtime_handler'],
+  );
   return new Proxy(service, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
@@ -66,13 +77,17 @@ export function instrumentCri<T extends RuntimeService | ImageService>(
         const labels = { operation_type: operation };
         const startMs = monotonicMs();
         total.inc(labels);
+        const handler = prop === 'runPodSandbox' ? { runtime_handler: String(args[1] ?? '') } : undefined;
         try {
           return await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
         } catch (err) {
           errors.inc(labels);
+          if (handler) sandboxErrors.inc(handler);
           throw err;
         } finally {
-          duration.observe(labels, (monotonicMs() - startMs) / 1000);
+          const seconds = (monotonicMs() - startMs) / 1000;
+          duration.observe(labels, seconds);
+          if (handler) sandboxDuration.observe(handler, seconds);
         }
       };
     },

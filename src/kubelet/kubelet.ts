@@ -130,7 +130,7 @@ export interface KubeletOptions {
   volumeManager?: VolumeManager;
   /** Where kubelet_pod_start_duration_seconds goes; absent, it is not measured. */
   metrics?: MetricsRegistry;
-  /** The pod startup latency SLI of API pods (cluster mode); told of each status the kubelet sets. */
+  /** The pod startup latency SLI of API pods: forgets a pod when its source removes it. */
   podStartupLatency?: PodStartupLatencyTracker;
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthChecker[];
@@ -519,9 +519,9 @@ export class Kubelet implements ServerHost {
   private handlePodRemoves(pods: Pod[]): void {
     for (const pod of pods)
       this.forPod(pod, 'remove', () => {
+        this.opts.podStartupLatency?.deletePodStartupState(pod.metadata.uid ?? '');
         this.podManager.removePod(pod);
         this.opts.prober?.removePod(pod);
-        this.opts.podStartupLatency?.deletePodStartupState(pod.metadata.uid ?? '');
         this.podWorkers.updatePod({ updateType: 'kill', pod, startTimeMs: this.clock.now() });
       });
   }
@@ -669,7 +669,6 @@ export class Kubelet implements ServerHost {
       this.podWorkerStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
     const apiStatus = this.generateStatus(pod, podStatus, false);
     this.opts.statusManager.setPodStatus(pod, apiStatus);
-    this.opts.podStartupLatency?.recordStatusUpdated(uid, apiStatus);
     this.observePodStart(uid, apiStatus);
     // A pod whose restart policy has run its course is finished: the worker moves it on to terminating.
     if (apiStatus.phase === 'Succeeded' || apiStatus.phase === 'Failed') {

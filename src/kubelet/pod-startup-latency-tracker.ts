@@ -8,10 +8,10 @@
  * network, which carries the CNI's start-up).
  *
  * Only pods first seen before they had a startTime are tracked: pods that were already running
- * when the kubelet (re)started say nothing about how fast it starts pods. Static pods are not
- * observed: they have no watch.
+ * when the kubelet (re)started say nothing about how fast it starts pods. Static pods have no watch:
+ * their mirror pods are measured instead, from the mirror pod's creation, as upstream does.
  */
-import type { Pod, PodStatus } from '../api/core-v1.js';
+import type { Pod } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
 import { logger } from '../lib/log.js';
 import type { Gauge, Histogram, MetricsRegistry } from '../lib/metrics.js';
@@ -32,9 +32,18 @@ interface PerPodState {
   recorded: boolean;
 }
 
-/** Every container has been started at least once (upstream hasPodStartedSLO). */
-function hasPodStarted(status: PodStatus | undefined): boolean {
-  return (status?.containerStatuses ?? []).every((cs) => cs.state?.running?.startedAt !== undefined);
+/**
+ * Every container has been started at least once (upstream hasPodStartedSLO). A status with no
+ * container statuses at all says nothing yet, where upstream's loop over none would say "started".
+ */
+function hasPodStarted(pod: Pod): boolean {
+  const statuses = pod.status?.containerStatuses ?? [];
+  if (statuses.length === 0 && pod.spec.containers.length > 0) return false;
+  return statuses.every((cs) => cs.state?.running?.startedAt !== undefined);
+}
+
+function rfc3339(ms: number | undefined): string | undefined {
+  return ms === undefined ? undefined : new Date(ms).toISOString();
 }
 
 export class PodStartupLatencyTracker {
@@ -62,6 +71,7 @@ export class PodStartupLatencyTracker {
       [],
       POD_STARTUP_DURATION_BUCKETS,
     );
+    // Registered unlabelled, the three show 0 and empty buckets until a start is measured.
     this.firstNetworkPod = registry.gauge(
       'kubelet_first_network_pod_start_sli_duration_seconds',
       `[INTERNAL] Duration in seconds to start the first network pod, excluding time to pull images and run init containers, ${measured}`,
@@ -82,7 +92,7 @@ export class PodStartupLatencyTracker {
       if (!pod.status?.startTime) this.pods.set(uid, { recorded: false });
       return;
     }
-    if (state.observedRunningMs === undefined || state.recorded || !hasPodStarted(pod.status)) return;
+    if (state.observedRunningMs === undefined || state.recorded || !hasPodStarted(pod)) return;
 
     const created = Date.parse(pod.metadata.creationTimestamp ?? '');
     if (Number.isNaN(created)) return;
@@ -97,7 +107,10 @@ export class PodStartupLatencyTracker {
       podStartSLOduration: sliSeconds,
       podStartE2EDuration: `${startingMs}ms`,
       podCreationTimestamp: pod.metadata.creationTimestamp,
-      imagePullingMs: pullingMs,
+      firstStartedPulling: rfc3339(state.firstStartedPullingMs),
+      lastFinishedPulling: rfc3339(state.lastFinishedPullingMs),
+      observedRunningTime: rfc3339(state.observedRunningMs),
+      watchObservedRunningTime: rfc3339(whenMs),
     });
     this.sli.observe(undefined, sliSeconds);
     this.total.observe(undefined, startingMs / 1000);
@@ -118,11 +131,14 @@ export class PodStartupLatencyTracker {
     if (state) state.lastFinishedPullingMs = this.clock.now();
   }
 
-  /** The kubelet set this status for the pod: the first one with every container running marks the start. */
-  recordStatusUpdated(uid: string, status: PodStatus): void {
-    const state = this.pods.get(uid);
+  /**
+   * The API server took a status patch for the pod (the pod as it answered): the first one with
+   * every container running marks the start.
+   */
+  recordStatusUpdated(pod: Pod): void {
+    const state = this.pods.get(pod.metadata.uid ?? '');
     if (!state || state.recorded || state.observedRunningMs !== undefined) return;
-    if (hasPodStarted(status)) state.observedRunningMs = this.clock.now();
+    if (hasPodStarted(pod)) state.observedRunningMs = this.clock.now();
   }
 
   deletePodStartupState(uid: string): void {

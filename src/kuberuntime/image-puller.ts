@@ -270,6 +270,7 @@ export class ImagePuller {
         release?.();
         pullMs = this.opts.clock.now() - pullStartMs;
       }
+      this.opts.pullingTimeRecorder?.recordImageFinishedPulling(pod.metadata.uid ?? '');
     } catch (err) {
       observed?.finished({ ok: false });
       const raw = runtimeErrorMessage(err);
@@ -290,7 +291,6 @@ export class ImagePuller {
       // The size is only for the event.
     }
     observed?.finished({ ok: true, sizeBytes: size });
-    this.opts.pullingTimeRecorder?.recordImageFinishedPulling(pod.metadata.uid ?? '');
     emit(
       'Normal',
       EventReason.PulledImage,

@@ -16,7 +16,7 @@ import type {
   VersionResponse,
 } from '../cri/types.js';
 import { Backoff } from '../lib/backoff.js';
-import { monotonicMs, realClock, type Clock } from '../lib/clock.js';
+import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { MetricsRegistry } from '../lib/metrics.js';
@@ -625,14 +625,11 @@ export class KubeGenericRuntimeManager implements Runtime {
       if (runtimeHandler !== '')
         log.v(2, 'Running pod with runtime handler', { pod: formatPod(pod), runtimeHandler });
     }
-    const startMs = monotonicMs();
     try {
       const id = await this.runtimeService.runPodSandbox(config, runtimeHandler, { signal });
-      this.startMetrics?.sandboxRun(runtimeHandler, (monotonicMs() - startMs) / 1000, false);
       log.v(4, 'Created PodSandbox for pod', { podSandboxID: id, pod: formatPod(pod) });
       return { ok: true, id };
     } catch (err) {
-      this.startMetrics?.sandboxRun(runtimeHandler, (monotonicMs() - startMs) / 1000, true);
       log.error('Failed to create sandbox for pod', { pod: formatPod(pod), err: errorMessage(err) });
       return {
         ok: false,

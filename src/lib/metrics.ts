@@ -97,6 +97,14 @@ abstract class LabelledMetric<T> implements Metric {
     return e;
   }
 
+  /** A series at its zero value: what an unlabelled metric shows before its first event. */
+  protected abstract emptySeries(): T;
+
+  /** An unlabelled metric has its one series from the start (0, or empty buckets), as client_golang's. */
+  ensureUnlabelledSeries(): void {
+    if (this.labelNames.length === 0) this.entry(undefined, () => this.emptySeries());
+  }
+
   /** Forgets one labelled series (a pod that is gone, say). */
   remove(labels: Labels): void {
     this.series.delete(keyOf(this.labelNames, labels));
@@ -110,6 +118,10 @@ abstract class LabelledMetric<T> implements Metric {
 }
 
 export class Counter extends LabelledMetric<{ value: number }> {
+  protected emptySeries(): { value: number } {
+    return { value: 0 };
+  }
+
   inc(labels?: Labels, by = 1): void {
     if (by < 0) throw new Error(`counter ${this.name} cannot decrease`);
     this.entry(labels, () => ({ value: 0 })).value += by;
@@ -128,6 +140,10 @@ export class Counter extends LabelledMetric<{ value: number }> {
 }
 
 export class Gauge extends LabelledMetric<{ value: number }> {
+  protected emptySeries(): { value: number } {
+    return { value: 0 };
+  }
+
   set(labels: Labels | undefined, value: number): void {
     this.entry(labels, () => ({ value: 0 })).value = value;
   }
@@ -166,8 +182,12 @@ export class Histogram extends LabelledMetric<HistogramSeries> {
     this.buckets = [...buckets].sort((a, b) => a - b);
   }
 
+  protected emptySeries(): HistogramSeries {
+    return { counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+  }
+
   observe(labels: Labels | undefined, value: number): void {
-    const s = this.entry(labels, () => ({ counts: this.buckets.map(() => 0), sum: 0, count: 0 }));
+    const s = this.entry(labels, () => this.emptySeries());
     for (let i = 0; i < this.buckets.length; i++) if (value <= this.buckets[i]!) s.counts[i]!++;
     s.sum += value;
     s.count++;
@@ -232,6 +252,7 @@ export class MetricsRegistry {
       return existing as M;
     }
     this.metrics.set(metric.name, metric);
+    if (metric instanceof LabelledMetric) metric.ensureUnlabelledSeries();
     return metric;
   }
 

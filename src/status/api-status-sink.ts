@@ -64,6 +64,8 @@ export interface ApiStatusSinkOptions {
    */
   podCouldHaveRunningContainers?: (uid: string) => boolean;
   reconcilePeriodMs?: number;
+  /** Told of the pod the API server answered after each status patch that changed something. */
+  onStatusPatched?: (pod: Pod) => void;
   /** Pods synced at once (each sync is a GET and at most a PATCH and a DELETE). */
   concurrency?: number;
 }
@@ -315,6 +317,7 @@ export class ApiStatusSink implements PodStatusSink {
           throw new Error(`patch pod status: ${patched.status.message ?? patched.reason}`);
         }
         pod = patched.object;
+        this.opts.onStatusPatched?.(pod);
       }
       e.syncedVersion = Math.max(e.syncedVersion, versioned.version);
 

@@ -167,6 +167,6 @@ describe('the kubelet API served by the kubelet process', () => {
     // web and counter, then counter again after its first exit.
     assert.ok(value('kubelet_started_containers_total{container_type="container"}') >= 3);
     assert.equal(value('kubelet_pod_worker_start_duration_seconds_count'), 1);
-    assert.equal(value('kubelet_pod_worker_duration_seconds_count{operation_type="create"}'), 1);
+    assert.ok(value('kubelet_pod_worker_duration_seconds_count{operation_type="create"}') >= 1);
   });
 });

@@ -226,7 +226,7 @@ describe('rfc3339Nano', () => {
   });
 });
 
-test('every pod the API source delivers is told to the startup SLI observer, changed or not; no file or mirror pod', () => {
+test('every pod the API source delivers is told to the startup SLI observer, changed or not, mirror pods too; no file pod', () => {
   const clock = new FakeClock(Date.UTC(2024, 0, 2, 3, 4, 5, 600));
   const observed: string[] = [];
   const observing = new PodConfig({
@@ -242,5 +242,5 @@ test('every pod the API source delivers is told to the startup SLI observer, cha
   mirror.metadata.annotations = { ...mirror.metadata.annotations, 'kubernetes.io/config.mirror': 'h' };
   api({ op: 'UPDATE', pods: [mirror] });
   observing.channel('file')({ op: 'SET', pods: [pod('f')] });
-  assert.deepEqual(observed, ['a@0', 'a@0']);
+  assert.deepEqual(observed, ['a@0', 'a@0', 'm@0']);
 });

@@ -26,3 +26,28 @@ test('every CRI call is counted by operation type, failures too, and timed', asy
   // Fields and methods that are not CRI calls pass through untouched.
   assert.equal(runtime.runtimeName, 'containerd');
 });
+
+test('RunPodSandbox is also timed and its failures counted by runtime handler, as upstream does', async () => {
+  const registry = new MetricsRegistry();
+  const fake = new FakeRuntime();
+  const runtime = instrumentCri(fake, registry);
+  const config = {
+    metadata: { name: 'p', uid: 'u', namespace: 'ns', attempt: 0 },
+    hostname: 'p',
+    logDirectory: '/tmp/p',
+    portMappings: [],
+    labels: {},
+    annotations: {},
+  };
+  await runtime.runPodSandbox(config, '');
+  fake.injectError('runPodSandbox', new Error('no such handler'), 1);
+  await assert.rejects(
+    runtime.runPodSandbox({ ...config, metadata: { ...config.metadata, uid: 'v' } }, 'kata'),
+  );
+
+  const text = await registry.expose();
+  assert.match(text, /^kubelet_run_podsandbox_duration_seconds_count\{runtime_handler=""\} 1$/m);
+  assert.match(text, /^kubelet_run_podsandbox_duration_seconds_count\{runtime_handler="kata"\} 1$/m);
+  assert.match(text, /^kubelet_run_podsandbox_errors_total\{runtime_handler="kata"\} 1$/m);
+  assert.doesNotMatch(text, /^kubelet_run_podsandbox_errors_total\{runtime_handler=""\}/m);
+});

@@ -64,12 +64,12 @@ describe('PodStartupLatencyTracker', () => {
     tracker.recordImageStartedPulling('a');
     clock.advance(4000);
     tracker.recordImageFinishedPulling('a');
-    tracker.recordStatusUpdated('a', waiting);
+    tracker.recordStatusUpdated(apiPod('a', waiting));
     clock.advance(1000);
-    tracker.recordStatusUpdated('a', running);
+    tracker.recordStatusUpdated(apiPod('a', running));
     clock.advance(1000);
     tracker.observedPodOnWatch(apiPod('a', waiting), clock.now()); // an older status on the watch
-    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), undefined);
+    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), 0);
     clock.advance(500);
     tracker.observedPodOnWatch(apiPod('a', running), clock.now());
     // 7.5 s from creation to the watch, 4 s of it pulling.
@@ -91,7 +91,7 @@ describe('PodStartupLatencyTracker', () => {
       ['n2', false],
     ] as const) {
       tracker.observedPodOnWatch(apiPod(uid, undefined, hostNetwork), clock.now());
-      tracker.recordStatusUpdated(uid, running);
+      tracker.recordStatusUpdated(apiPod(uid, running));
       clock.advance(1000);
       tracker.observedPodOnWatch(apiPod(uid, running, hostNetwork), clock.now());
     }
@@ -102,7 +102,7 @@ describe('PodStartupLatencyTracker', () => {
   test('pods already started when first seen, terminal pods and removed pods are not tracked', async () => {
     const { clock, tracker, value } = setup();
     tracker.observedPodOnWatch(apiPod('old', running), clock.now());
-    tracker.recordStatusUpdated('old', running);
+    tracker.recordStatusUpdated(apiPod('old', running));
     tracker.observedPodOnWatch(apiPod('old', running), clock.now());
     assert.equal(tracker.tracked, 0, 'a pod with a startTime when first seen was started before');
 
@@ -112,14 +112,33 @@ describe('PodStartupLatencyTracker', () => {
     tracker.deletePodStartupState('gone');
     tracker.observedPodOnWatch(apiPod('done', { ...running, phase: 'Succeeded' }), clock.now());
     assert.equal(tracker.tracked, 0);
-    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), undefined);
+    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), 0);
   });
 
-  test('a running status the kubelet never set is not a start it measured', async () => {
+  test('a running status the API server never took from this kubelet is not a start it measured', async () => {
     const { clock, tracker, value } = setup();
     tracker.observedPodOnWatch(apiPod('a'), clock.now());
     clock.advance(1000);
     tracker.observedPodOnWatch(apiPod('a', running), clock.now());
-    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), undefined);
+    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), 0);
+  });
+
+  test('a status without container statuses is not a start', async () => {
+    const { clock, tracker, value } = setup();
+    tracker.observedPodOnWatch(apiPod('a'), clock.now());
+    tracker.recordStatusUpdated(apiPod('a', { phase: 'Pending' }));
+    clock.advance(1000);
+    tracker.observedPodOnWatch(apiPod('a', { phase: 'Pending' }), clock.now());
+    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), 0);
+    tracker.recordStatusUpdated(apiPod('a', running));
+    tracker.observedPodOnWatch(apiPod('a', running), clock.now());
+    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), 1);
+  });
+
+  test('the three series exist, at zero, before any start', async () => {
+    const { value } = setup();
+    assert.equal(await value('kubelet_pod_start_sli_duration_seconds_count'), 0);
+    assert.equal(await value('kubelet_pod_start_total_duration_seconds_count'), 0);
+    assert.equal(await value('kubelet_first_network_pod_start_sli_duration_seconds'), 0);
   });
 });

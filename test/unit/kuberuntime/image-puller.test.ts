@@ -352,3 +352,28 @@ test('the pull observer is told of each pull that runs: its size when it worked,
   assert.equal((await puller.ensureImageExists(pod(missing), missing, undefined)).ok, false);
   assert.deepEqual(seen, ['start busybox:1', 'ok busybox:1 true', 'start nosuch:1', 'failed nosuch:1']);
 });
+
+test("the pulling-time recorder hears of each pull by the pod's UID: started, and finished only on success", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  const heard: string[] = [];
+  const puller = new ImagePuller({
+    imageService: fake,
+    backoff: new Backoff(clock, 10_000, 300_000),
+    clock,
+    pullingTimeRecorder: {
+      recordImageStartedPulling: (uid) => heard.push(`started ${uid}`),
+      recordImageFinishedPulling: (uid) => heard.push(`finished ${uid}`),
+    },
+  });
+  const c: Container = { name: 'app', image: 'busybox', imagePullPolicy: 'Always' };
+  assert.ok((await puller.ensureImageExists(pod(c), c, undefined)).ok);
+  fake.pullsSucceed = false;
+  const missing: Container = { ...c, image: 'nosuch:1' };
+  assert.equal((await puller.ensureImageExists(pod(missing), missing, undefined)).ok, false);
+  // A present image with IfNotPresent is no pull at all.
+  fake.pullsSucceed = true;
+  const present: Container = { ...c, imagePullPolicy: 'IfNotPresent' };
+  assert.ok((await puller.ensureImageExists(pod(present), present, undefined)).ok);
+  assert.deepEqual(heard, ['started u-1', 'finished u-1', 'started u-1']);
+});

@@ -145,7 +145,7 @@ describe('PodWorkers syncing', () => {
     clock.advance(1500);
     syncer.last().resolve();
     await relist();
-    // A resync from the work queue has no start time: not a latency to observe.
+    // An update without a start time (the kubelet gives every one it dispatches one) is not observed.
     await update({ updateType: 'sync', pod: makePod('a') });
     await relist();
     syncer.last().resolve();
