@@ -9,12 +9,13 @@ import {
   defaultPullPolicy,
   ImagePuller,
   runtimeErrorMessage,
+  type ImagePullerOptions,
 } from '../../../src/kuberuntime/image-puller.js';
 import { Backoff } from '../../../src/lib/backoff.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { KubeletError } from '../../../src/lib/errors.js';
 
-function setup() {
+function setup(extra: Partial<ImagePullerOptions> = {}) {
   const clock = new FakeClock();
   const fake = new FakeRuntime(clock);
   const events: string[] = [];
@@ -26,6 +27,7 @@ function setup() {
       event: (_p, fieldPath, type, reason, message) =>
         events.push(`${fieldPath} ${type} ${reason} ${message}`),
     },
+    ...extra,
   });
   return { clock, fake, events, puller };
 }
@@ -330,13 +332,8 @@ test('registryPullQPS: a pull over the rate fails at once as upstream says', asy
 });
 
 test('the pull observer is told of each pull that runs: its size when it worked, a failure when not, nothing when the image is present', async () => {
-  const clock = new FakeClock();
-  const fake = new FakeRuntime(clock);
   const seen: string[] = [];
-  const puller = new ImagePuller({
-    imageService: fake,
-    backoff: new Backoff(clock, 10_000, 300_000),
-    clock,
+  const { fake, puller } = setup({
     pullObserver: {
       pullStarted: (image) => {
         seen.push(`start ${image}`);
@@ -354,13 +351,8 @@ test('the pull observer is told of each pull that runs: its size when it worked,
 });
 
 test("the pulling-time recorder hears of each pull by the pod's UID: started, and finished only on success", async () => {
-  const clock = new FakeClock();
-  const fake = new FakeRuntime(clock);
   const heard: string[] = [];
-  const puller = new ImagePuller({
-    imageService: fake,
-    backoff: new Backoff(clock, 10_000, 300_000),
-    clock,
+  const { fake, puller } = setup({
     pullingTimeRecorder: {
       recordImageStartedPulling: (uid) => heard.push(`started ${uid}`),
       recordImageFinishedPulling: (uid) => heard.push(`finished ${uid}`),
