@@ -27,7 +27,7 @@ export const POD_STARTUP_DURATION_BUCKETS = [
 interface PerPodState {
   firstStartedPullingMs?: number;
   lastFinishedPullingMs?: number;
-  /** When the kubelet first set a status with every container running. */
+  /** When the API server first took a status of this kubelet's with every container running. */
   observedRunningMs?: number;
   recorded: boolean;
 }
@@ -57,6 +57,7 @@ export class PodStartupLatencyTracker {
     registry: MetricsRegistry,
     private readonly clock: Clock,
   ) {
+    // Registered unlabelled, the three show 0 and empty buckets until a start is measured.
     const measured =
       'measured from pod creation timestamp to when all its containers are reported as started and observed via watch';
     this.sli = registry.histogram(
@@ -71,7 +72,6 @@ export class PodStartupLatencyTracker {
       [],
       POD_STARTUP_DURATION_BUCKETS,
     );
-    // Registered unlabelled, the three show 0 and empty buckets until a start is measured.
     this.firstNetworkPod = registry.gauge(
       'kubelet_first_network_pod_start_sli_duration_seconds',
       `[INTERNAL] Duration in seconds to start the first network pod, excluding time to pull images and run init containers, ${measured}`,
