@@ -59,6 +59,7 @@ import { GenericPLEG, type PodLifecycleEventGenerator } from '../pleg/generic-pl
 import { defaultMaxParallelPodStarts, PodStartSlots } from '../kuberuntime/pod-start-slots.js';
 import { PodStartupLatencyTracker } from '../kubelet/pod-startup-latency-tracker.js';
 import { EventedPLEG } from '../pleg/evented-pleg.js';
+import { registerPlegMetrics } from '../pleg/pleg-metrics.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
 import { InMemoryPodCache } from '../pleg/pod-cache.js';
 import { ApiMirrorClient } from '../pod/mirror-client.js';
@@ -362,10 +363,6 @@ export async function buildKubelet(
   // The pod startup latency SLI measures API pods (it needs a watch); its series exist in any mode, as upstream's.
   const podStartupLatency = new PodStartupLatencyTracker(kubeletMetrics, clock);
   late.podStartupLatency = podStartupLatency;
-  const relistDuration = kubeletMetrics.histogram(
-    'kubelet_pleg_relist_duration_seconds',
-    '[ALPHA] Duration in seconds for relisting pods in PLEG.',
-  );
 
   // Upstream makes these at start: the pod log folder and the legacy /var/log/containers symlink folder.
   await mkdir(config.podLogsDir, { recursive: true });
@@ -486,11 +483,14 @@ export async function buildKubelet(
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
     deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),
   });
+  // Read at scrape time only, once the PLEG below exists.
+  const plegHooks = registerPlegMetrics(kubeletMetrics, () => pleg.metrics());
   const genericPleg = new GenericPLEG({
     runtime,
     cache: podCache,
     clock,
-    onRelist: (ms) => relistDuration.observe(undefined, ms / 1000),
+    onRelist: plegHooks.onRelist,
+    onRelistStart: plegHooks.onRelistStart,
   });
   // EventedPLEG is on by default with containerd, whose task events on the same socket it reads
   // (docs/architecture.md, "Where tskubelet chooses differently"); other runtimes only relist.

@@ -72,6 +72,8 @@ export interface GenericPlegOptions {
   eventChannelCapacity?: number;
   /** Told each relist's duration, for kubelet_pleg_relist_duration_seconds. */
   onRelist?: (durationMs: number) => void;
+  /** Told at each relist's start the time since the last successful one began (kubelet_pleg_relist_interval_seconds). */
+  onRelistStart?: (sinceLastRelistMs: number) => void;
 }
 
 /** A container's state as the PLEG compares it (upstream: plegContainerState). */
@@ -169,6 +171,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private relistPeriodMs: number;
   private readonly relistThresholdMs: number;
   private readonly onRelist: ((durationMs: number) => void) | undefined;
+  private readonly onRelistStart: ((sinceLastRelistMs: number) => void) | undefined;
 
   private readonly records = new Map<string, PodRecord>();
   /** Pods whose cache update failed: looked at again on the next relist even without events. */
@@ -199,6 +202,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.relistThresholdMs = opts.relistThresholdMs ?? DEFAULT_RELIST_THRESHOLD_MS;
     this.events = new BoundedChannel(opts.eventChannelCapacity ?? DEFAULT_EVENT_CHANNEL_CAPACITY);
     this.onRelist = opts.onRelist;
+    this.onRelistStart = opts.onRelistStart;
   }
 
   /**
@@ -293,6 +297,7 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
 
   private async doRelist(): Promise<void> {
     const startMs = this.clock.now();
+    if (this.counters.lastRelistTimeMs > 0) this.onRelistStart?.(startMs - this.counters.lastRelistTimeMs);
     this.counters.relistCount++;
     try {
       await this.relistOnce(startMs);

@@ -167,6 +167,9 @@ describe('the kubelet API served by the kubelet process', () => {
     // web and counter, then counter again after its first exit.
     assert.ok(value('kubelet_started_containers_total{container_type="container"}') >= 3);
     assert.equal(value('kubelet_pod_worker_start_duration_seconds_count'), 1);
+    // The PLEG has relisted, more than once, within the last minutes.
+    assert.ok(value('kubelet_pleg_relist_interval_seconds_count') >= 1);
+    assert.ok(Date.now() / 1000 - value('kubelet_pleg_last_seen_seconds') < 300);
     assert.ok(value('kubelet_pod_worker_duration_seconds_count{operation_type="create"}') >= 1);
   });
 });
