@@ -2,8 +2,8 @@
  * Writes a set of files into a directory so that a reader always sees either the whole old set or
  * the whole new one (upstream: pkg/volume/util/atomic_writer.go). The layout:
  *
- *   <target>/..2024_01_02_03_04_05.abc123/<files>   one timestamped folder per write
- *   <target>/..data -> ..2024_01_02_03_04_05.abc123  swapped with rename(2), which is atomic
+ *   <target>/..2024_01_02_03_04_05.1234567890/<files>   one timestamped folder per write
+ *   <target>/..data -> ..2024_01_02_03_04_05.1234567890  swapped with rename(2), which is atomic
  *   <target>/<top-level name> -> ..data/<name>       what the user sees
  *
  * A write that changes nothing leaves the folder alone, so a container watching ..data (as
@@ -14,7 +14,6 @@ import {
   chown,
   lstat,
   mkdir,
-  mkdtemp,
   readdir,
   readFile,
   readlink,
@@ -24,6 +23,7 @@ import {
   unlink,
   writeFile,
 } from 'node:fs/promises';
+import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import { realClock, type Clock } from '../lib/clock.js';
 import { logger } from '../lib/log.js';
@@ -96,6 +96,26 @@ function timestampPrefix(ms: number): string {
   );
 }
 
+/** Go's os.MkdirTemp gives up after this many names that already exist. */
+const MKDIR_TEMP_ATTEMPTS = 10_000;
+
+/**
+ * Makes `<prefix><n>` with n a random uint32 in decimal, as Go's os.MkdirTemp names it (Node's
+ * mkdtemp appends six letters instead, which users' tooling matching upstream's names would miss).
+ */
+async function mkdirTemp(prefix: string): Promise<string> {
+  for (let attempt = 0; attempt < MKDIR_TEMP_ATTEMPTS; attempt++) {
+    const dir = `${prefix}${randomInt(0, 2 ** 32)}`;
+    try {
+      await mkdir(dir, { mode: 0o700 });
+      return dir;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+  }
+  throw new Error(`mkdirTemp: no free name for ${prefix}* after ${MKDIR_TEMP_ATTEMPTS} attempts`);
+}
+
 function isENOENT(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === 'ENOENT';
 }
@@ -141,7 +161,7 @@ export class AtomicWriter {
     }
 
     if (shouldWrite) {
-      const tsDir = await mkdtemp(path.join(this.targetDir, timestampPrefix(this.clock.now())));
+      const tsDir = await mkdirTemp(path.join(this.targetDir, timestampPrefix(this.clock.now())));
       await chmod(tsDir, 0o755);
       const tsDirName = path.basename(tsDir);
       try {

@@ -48,6 +48,22 @@ test('first write: a timestamped folder, ..data pointing at it, user-visible lin
   assert.deepEqual((await readdir(dir)).sort(), ['..data', ts, 'a', 'sub'].sort());
 });
 
+test("the timestamped folder's suffix is decimal digits, as Go's os.MkdirTemp makes it", async () => {
+  const dir = await target();
+  const clock = new FakeClock(Date.UTC(2024, 0, 2, 3, 4, 5));
+  const w = new AtomicWriter(dir, 'test', { clock });
+  const names = new Set<string>();
+  for (let i = 0; i < 5; i++) {
+    await w.write(payload({ a: `A${i}` }));
+    const ts = await readlink(path.join(dir, '..data'));
+    // A uint32 in decimal: 1 to 10 digits, no leading zero unless it is 0.
+    assert.match(ts, /^\.\.2024_01_02_03_04_05\.(0|[1-9][0-9]{0,9})$/);
+    assert.ok(Number(ts.split('.').pop()) < 2 ** 32);
+    names.add(ts);
+  }
+  assert.equal(names.size, 5);
+});
+
 test('an unchanged payload writes nothing; a changed one swaps ..data and removes the old folder', async () => {
   const dir = await target();
   const clock = new FakeClock(Date.UTC(2024, 0, 2, 3, 4, 5));
