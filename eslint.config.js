@@ -1,4 +1,4 @@
-// One linter for the whole tree. The layer rule keeps dependencies pointing downwards (see DESIGN.md).
+// One linter for the whole tree. The layer rule keeps dependencies pointing downwards (see docs/architecture.md, "Folders").
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 

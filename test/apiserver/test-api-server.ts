@@ -1,7 +1,7 @@
 /**
  * TestApiServer: an in-process stand-in for kube-apiserver, for tests only. It serves the resources a
  * kubelet touches over real HTTP(S) on 127.0.0.1 with a random port, with the real server's
- * semantics where a kubelet can see them (see DESIGN.md, "The runtime stack for tests"). Where it
+ * semantics where a kubelet can see them (see docs/architecture.md, "Tests"). Where it
  * differs from a real cluster, the real one is right.
  */
 import { randomBytes } from 'node:crypto';
