@@ -32,6 +32,7 @@ import {
   type NodeCapacity,
 } from './node-allocatable.js';
 import { PodContainerManager } from './pod-container-manager.js';
+import { checkSwap } from './swap.js';
 import { QOSContainerManager, type QOSUpdate } from './qos-container-manager.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 
@@ -56,6 +57,8 @@ export interface ContainerManagerConfig {
   enforceNodeAllocatable: readonly string[];
   systemReserved: Readonly<Record<string, string>>;
   kubeReserved: Readonly<Record<string, string>>;
+  /** Refuse to start while swap is on (upstream's default). */
+  failSwapOn: boolean;
 }
 
 export interface ContainerManagerOptions {
@@ -67,6 +70,8 @@ export interface ContainerManagerOptions {
   /** The machine's capacity; default read from the OS (cpus, MemTotal, pid_max, huge pages). */
   capacity?: NodeCapacity;
   hugePagesDir?: string;
+  /** /proc/swaps by default; tests give a file of their own. */
+  swapsFile?: string;
   /** Sends SIGKILL to a process left in a terminated pod's cgroup; tests pass a recorder. */
   killProcess?: (pid: number) => void;
   qosUpdatePeriodMs?: number;
@@ -117,6 +122,8 @@ export interface ContainerManager {
 }
 
 export async function createContainerManager(opts: ContainerManagerOptions): Promise<ContainerManager> {
+  // Upstream checks swap whatever the cgroup layout, before it reads the machine.
+  await checkSwap(opts.config.failSwapOn, opts.swapsFile);
   if (!opts.config.cgroupsPerQOS) return new NoopContainerManager(opts.config.cgroupDriver);
   const fs = opts.fs ?? realCgroupFs();
   const subsystems = await detectCgroupSubsystems(fs, opts.cgroupMountRoot ?? DEFAULT_CGROUP_MOUNT_ROOT);

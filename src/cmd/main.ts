@@ -15,6 +15,7 @@ import { logger, setLogFormat, setVModule, setVerbosity, type LogFormat } from '
 import { sdNotifierFromEnv, startWatchdog, watchdogIntervalMs } from '../lib/sd-notify.js';
 import type { ServerHost } from '../server/local-server.js';
 import { buildBootstrap, buildKubelet, type RunConfig } from './build-kubelet.js';
+import { applyProcessLimits } from './process-limits.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
 import { KUBELET_VERSION } from './version.js';
 
@@ -62,6 +63,9 @@ async function run(loaded: RunConfig): Promise<void> {
     nodeName,
     configFile: loaded.configFile || undefined,
   });
+
+  // Not awaited: a failure is only logged (as upstream), and the start need not wait for prlimit.
+  void applyProcessLimits(config);
 
   const runner = new ComponentRunner();
   // Aborted by the first signal: it cuts short a build waiting on the runtime.

@@ -32,7 +32,9 @@ export type KubeletErrorCode =
   /** Devices a container asks for could not be allocated (too few free, the plugin failed). */
   | 'DEVICE_ALLOCATION_FAILED'
   /** A file longer than its reader allows (a manifest over 10 MiB). */
-  | 'FILE_TOO_LARGE';
+  | 'FILE_TOO_LARGE'
+  /** Swap is on and failSwapOn (the default) refuses to run with it. */
+  | 'SWAP_ON';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -105,6 +105,7 @@ describe('cgroups on this machine, with a sandbox from containerd', { skip: skip
         enforceNodeAllocatable: ['pods'],
         systemReserved: { cpu: '100m' },
         kubeReserved: {},
+        failSwapOn: false,
       },
       fs,
     });
