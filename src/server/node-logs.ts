@@ -4,9 +4,14 @@
  * files are served with Last-Modified and single byte ranges. Nothing outside the folder is reachable:
  * dot segments never get here (the path parser refuses them), and every path is resolved with
  * realpath and must stay under the folder, or under one of the allowed symlink targets.
+ *
+ * Upstream's FileServer follows any link, so whoever can write to /var/log can link `index.html` to
+ * the node's keys for anyone with nodes/log to read. Here a file or folder is opened first and its
+ * containment checked on the open descriptor (/proc/self/fd), so a link planted, or swapped in
+ * between the check and the read, leads nowhere outside.
  */
-import { createReadStream } from 'node:fs';
-import { open, readdir, realpath, stat } from 'node:fs/promises';
+import { constants, createReadStream, type Stats } from 'node:fs';
+import { open, readdir, readlink, realpath, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { ServerState } from './kubelet-server.js';
@@ -57,33 +62,59 @@ export async function serveNodeLogs(state: ServerState, ctx: RequestContext): Pr
     const real = await realpath(r).catch(() => undefined);
     if (real) allowed.push(real);
   }
-  let target: string;
-  try {
-    target = await realpath(path.join(root, ...rel));
-  } catch {
-    return notFound(res);
-  }
-  if (!allowed.some((a) => within(target, a))) return notFound(res);
-  let info;
-  try {
-    info = await stat(target);
-  } catch {
-    return notFound(res);
-  }
+  const opened = await openWithin(path.join(root, ...rel), allowed);
+  if (!opened) return notFound(res);
   const urlPath = ctx.path;
   const last = rel[rel.length - 1] ?? '';
-  if (info.isDirectory()) {
-    // Go redirects a folder asked for without its trailing slash, relative to where the client is.
-    if (!urlPath.endsWith('/')) return redirect(res, `${last}/`);
-    const index = path.join(target, 'index.html');
-    const indexInfo = await stat(index).catch(() => undefined);
-    if (indexInfo?.isFile() && allowed.some((a) => within(index, a)))
-      return serveFile(ctx, index, indexInfo.size, indexInfo.mtime);
-    return listDirectory(ctx, target);
+  if (opened.info.isDirectory()) {
+    try {
+      // Go redirects a folder asked for without its trailing slash, relative to where the client is.
+      if (!urlPath.endsWith('/')) return redirect(res, `${last}/`);
+      const index = await openWithin(path.join(fdPath(opened.fh), 'index.html'), allowed);
+      if (index?.info.isFile()) return await serveFile(ctx, 'index.html', index.fh, index.info);
+      await index?.fh.close();
+      return await listDirectory(ctx, fdPath(opened.fh));
+    } finally {
+      await opened.fh.close().catch(() => undefined);
+    }
   }
-  if (urlPath.endsWith('/')) return redirect(res, `../${rel[rel.length - 2] ?? ''}`);
-  if (!info.isFile()) return notFound(res);
-  return serveFile(ctx, target, info.size, info.mtime);
+  if (urlPath.endsWith('/') || !opened.info.isFile()) {
+    await opened.fh.close();
+    if (urlPath.endsWith('/')) return redirect(res, `../${rel[rel.length - 2] ?? ''}`);
+    return notFound(res);
+  }
+  return serveFile(ctx, opened.path, opened.fh, opened.info);
+}
+
+function fdPath(fh: FileHandle): string {
+  return `/proc/self/fd/${fh.fd}`;
+}
+
+/**
+ * Opens what p names (links resolved) when it is a file or folder within one of the allowed roots,
+ * judged by where the open descriptor really points; undefined for anything else. O_NONBLOCK keeps a
+ * planted FIFO from holding the request; the caller closes the handle.
+ */
+async function openWithin(
+  p: string,
+  allowed: readonly string[],
+): Promise<{ fh: FileHandle; info: Stats; path: string } | undefined> {
+  const resolved = await realpath(p).catch(() => undefined);
+  if (!resolved || !allowed.some((a) => within(resolved, a))) return undefined;
+  const fh = await open(resolved, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(
+    () => undefined,
+  );
+  if (!fh) return undefined;
+  try {
+    const actual = await readlink(fdPath(fh));
+    const info = await fh.stat();
+    if (allowed.some((a) => within(actual, a)) && (info.isFile() || info.isDirectory()))
+      return { fh, info, path: actual };
+  } catch {
+    // Gone or unreadable in the meantime: as if it never was.
+  }
+  await fh.close().catch(() => undefined);
+  return undefined;
 }
 
 function redirect(res: RequestContext['res'], location: string): void {
@@ -119,19 +150,30 @@ async function listDirectory(ctx: RequestContext, dir: string): Promise<void> {
   ctx.res.end(ctx.method === 'HEAD' ? undefined : body);
 }
 
-async function serveFile(ctx: RequestContext, file: string, size: number, mtime: Date): Promise<void> {
+/** Serves the open file (named only for its type) and closes it. */
+async function serveFile(ctx: RequestContext, name: string, fh: FileHandle, info: Stats): Promise<void> {
+  let streaming = false;
+  try {
+    streaming = await sendFile(ctx, name, fh, info.size, info.mtime);
+  } finally {
+    if (!streaming) await fh.close().catch(() => undefined);
+  }
+}
+
+/** True when the body is being streamed from fh (which then closes it). */
+async function sendFile(
+  ctx: RequestContext,
+  name: string,
+  fh: FileHandle,
+  size: number,
+  mtime: Date,
+): Promise<boolean> {
   const { res } = ctx;
-  let type = TEXT_TYPES[path.extname(file).toLowerCase()];
+  let type = TEXT_TYPES[path.extname(name).toLowerCase()];
   if (!type) {
-    const fh = await open(file, 'r').catch(() => undefined);
-    if (!fh) return sendText(res, 403, '403 Forbidden\n');
-    try {
-      const head = Buffer.alloc(Math.min(512, size));
-      const { bytesRead } = await fh.read(head, 0, head.length, 0);
-      type = sniff(head.subarray(0, bytesRead));
-    } finally {
-      await fh.close();
-    }
+    const head = Buffer.alloc(Math.min(512, size));
+    const { bytesRead } = await fh.read(head, 0, head.length, 0);
+    type = sniff(head.subarray(0, bytesRead));
   }
   let start = 0;
   let end = size - 1;
@@ -147,7 +189,8 @@ async function serveFile(ctx: RequestContext, file: string, size: number, mtime:
     const a = m?.[1] ?? '';
     const b = m?.[2] ?? '';
     if (!m || (a === '' && b === '')) {
-      return sendText(res, 416, 'invalid range\n', { 'Content-Range': `bytes */${size}` });
+      sendText(res, 416, 'invalid range\n', { 'Content-Range': `bytes */${size}` });
+      return false;
     }
     if (a === '') {
       start = Math.max(0, size - Number(b));
@@ -156,7 +199,8 @@ async function serveFile(ctx: RequestContext, file: string, size: number, mtime:
       if (b !== '') end = Math.min(Number(b), size - 1);
     }
     if (start >= size || start > end) {
-      return sendText(res, 416, 'invalid range: failed to overlap\n', { 'Content-Range': `bytes */${size}` });
+      sendText(res, 416, 'invalid range: failed to overlap\n', { 'Content-Range': `bytes */${size}` });
+      return false;
     }
     status = 206;
     headers['Content-Range'] = `bytes ${start}-${end}/${size}`;
@@ -165,11 +209,12 @@ async function serveFile(ctx: RequestContext, file: string, size: number, mtime:
   if (ctx.method === 'HEAD' || size === 0) {
     res.writeHead(status, headers);
     res.end();
-    return;
+    return false;
   }
   res.writeHead(status, headers);
   // pipeline gives backpressure and closes the file when the client goes away.
-  await pipeline(createReadStream(file, { start, end }), res, { signal: ctx.signal }).catch(() =>
+  await pipeline(createReadStream('', { fd: fh, start, end }), res, { signal: ctx.signal }).catch(() =>
     res.destroy(),
   );
+  return true;
 }
