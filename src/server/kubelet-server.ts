@@ -582,8 +582,6 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
     return sendJsonBody(res, 200, state.podListBody.for(state.host.getPods()));
   }
   if (root === 'stats') return serveStats(state, ctx);
-  if (root === 'node' && state.host.nodePage && !state.readOnly)
-    return state.host.nodePage({ req: ctx.req, res, path: ctx.path, query: ctx.query, signal: ctx.signal });
   if (root === 'metrics') return serveMetrics(state, ctx);
 
   if (!state.debugging) {
@@ -613,6 +611,10 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
     case 'logs':
       if (!state.systemLogs) return sendText(res, 405, 'logs endpoint is disabled.\n');
       return serveNodeLogs(state, ctx);
+    case 'node':
+      // The node page shows what /pods, /containerLogs and the events show: a debugging handler, off with them.
+      if (!state.host.nodePage) return notFound(res);
+      return state.host.nodePage({ req: ctx.req, res, path: ctx.path, query: ctx.query, signal: ctx.signal });
     default:
       return notFound(res);
   }

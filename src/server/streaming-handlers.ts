@@ -9,7 +9,7 @@ import { isNotFound } from '../cri/errors.js';
 import type { ExecSyncResponse } from '../cri/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { findPod } from './find-pod.js';
+import { findPodWithUid } from './find-pod.js';
 import type { ServerState } from './kubelet-server.js';
 import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
 import { proxyUpgrade } from './stream-proxy.js';
@@ -128,8 +128,9 @@ async function serveRemoteCommand(
   if (ctx.method !== 'GET' && ctx.method !== 'POST') return methodNotAllowed(ctx.res);
   const opts = parseStreamOptions(ctx.query);
   if ('error' in opts) return sendText(ctx.res, 400, opts.error);
-  const pod = findPod(state, target.namespace, target.pod);
-  if (!pod) return sendText(ctx.res, 404, 'pod does not exist');
+  const found = findPodWithUid(state, target.namespace, target.pod, target.uid);
+  if ('status' in found) return sendText(ctx.res, found.status, found.message);
+  const { pod } = found;
   let url: string;
   try {
     const id = await findRunningContainer(state, ctx, pod, target.uid, target.container);
@@ -174,9 +175,9 @@ export async function servePortForward(state: ServerState, ctx: RequestContext):
     if ('error' in parsed) return sendText(ctx.res, 400, parsed.error);
     ports = parsed;
   }
-  const pod = findPod(state, namespace, podName);
-  if (!pod) return sendText(ctx.res, 404, 'pod does not exist');
-  if (uid !== '' && pod.metadata.uid !== uid) return sendText(ctx.res, 404, 'pod not found');
+  const found = findPodWithUid(state, namespace, podName, uid);
+  if ('status' in found) return sendText(ctx.res, found.status, found.message);
+  const { pod } = found;
   let url: string;
   try {
     const sandboxes = await state.host.runtime.listPodSandbox(
@@ -202,8 +203,9 @@ export async function serveRun(state: ServerState, ctx: RequestContext): Promise
   const target = containerTarget(ctx.segments);
   if (!target) return notFound(ctx.res);
   if (ctx.method !== 'POST') return methodNotAllowed(ctx.res);
-  const pod = findPod(state, target.namespace, target.pod);
-  if (!pod) return sendText(ctx.res, 404, 'pod does not exist');
+  const found = findPodWithUid(state, target.namespace, target.pod, target.uid);
+  if ('status' in found) return sendText(ctx.res, found.status, found.message);
+  const { pod } = found;
   // For legacy reasons /run takes one space-separated "cmd", not exec's repeated "command".
   const cmd = (ctx.query.get('cmd') ?? '').split(' ');
   let result: ExecSyncResponse;

@@ -6,8 +6,6 @@
 import assert from 'node:assert/strict';
 import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
-import http from 'node:http';
-import https from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -15,7 +13,6 @@ import type { Pod } from '../../../src/api/core-v1.js';
 import { isKubeletError } from '../../../src/lib/errors.js';
 import { MetricsRegistry } from '../../../src/lib/metrics.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
-import { pingCheck } from '../../../src/server/healthz.js';
 import {
   startKubeletReadOnlyServer,
   startKubeletServer,
@@ -24,79 +21,10 @@ import {
 } from '../../../src/server/kubelet-server.js';
 import { parseRequestTarget } from '../../../src/server/request-context.js';
 import { openSslCiphers, tlsMinVersion } from '../../../src/server/serving-tls.js';
+import { request as get, testConfig as config, testHost as host } from './server-kit.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kserver-unit-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
-
-const pod: Pod = {
-  metadata: { name: 'web-node1', namespace: 'default', uid: 'u1' },
-  spec: { containers: [{ name: 'c', image: 'i' }] },
-};
-
-function host(extra: Partial<KubeletServerHost> = {}): KubeletServerHost {
-  return {
-    getPods: () => [pod],
-    getRunningPods: async () => [pod],
-    healthChecks: () => [pingCheck],
-    runtime: new FakeRuntime(),
-    ...extra,
-  };
-}
-
-function config(overrides: Partial<KubeletServerConfig> = {}): KubeletServerConfig {
-  return {
-    address: '127.0.0.1',
-    port: 0,
-    tlsCertFile: '',
-    tlsPrivateKeyFile: '',
-    tlsMinVersion: '',
-    tlsCipherSuites: [],
-    authentication: {
-      x509: { clientCAFile: '' },
-      webhook: { enabled: false, cacheTTLMs: 120_000 },
-      anonymous: { enabled: true },
-    },
-    authorization: {
-      mode: 'AlwaysAllow',
-      webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
-    },
-    enableDebuggingHandlers: true,
-    enableSystemLogHandler: true,
-    streamingConnectionIdleTimeoutMs: 60_000,
-    runtimeRequestTimeoutMs: 10_000,
-    featureGates: {},
-    ...overrides,
-  };
-}
-
-function get(
-  port: number,
-  path: string,
-  opts: { method?: string; secure?: boolean; headers?: Record<string, string> } = {},
-): Promise<{ status: number; body: string; headers: http.IncomingHttpHeaders }> {
-  return new Promise((resolve, reject) => {
-    const mod = opts.secure === false ? http : https;
-    const req = mod.request({
-      host: '127.0.0.1',
-      port,
-      path,
-      method: opts.method ?? 'GET',
-      headers: opts.headers,
-      agent: false,
-      rejectUnauthorized: false,
-      timeout: 10_000,
-    });
-    req.on('response', (res) => {
-      const parts: Buffer[] = [];
-      res.on('data', (c: Buffer) => parts.push(c));
-      res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString(), headers: res.headers }),
-      );
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 test('startup refuses what upstream refuses', async () => {
   const certDirectory = join(dir, 'refuse');
@@ -371,5 +299,103 @@ test('the node page on the kubelet API: behind authentication, authorized as nod
   } finally {
     await s.close();
     await ro.close();
+  }
+});
+
+test('/node on the kubelet API is a debugging handler: 404 without enableDebuggingHandlers', async () => {
+  let served = 0;
+  const nodePage: KubeletServerHost['nodePage'] = async ({ res }) => {
+    served++;
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.end('page');
+  };
+  const s = await startKubeletServer(host({ nodePage }), {
+    config: config({ enableDebuggingHandlers: false }),
+    nodeName: 'n',
+    certDirectory: join(dir, 'pki'),
+  });
+  try {
+    for (const p of ['/node/', '/node/api/pods', '/node/api/events']) {
+      const r = await get(s.port, p);
+      assert.equal(r.status, 404, p);
+    }
+    assert.equal(served, 0, 'the node page was never asked');
+  } finally {
+    await s.close();
+  }
+});
+
+/** Two pods in one namespace, only the second with a running container "c". */
+async function twoPods(): Promise<{ host: KubeletServerHost; runtime: FakeRuntime }> {
+  const podA: Pod = {
+    metadata: { name: 'web-node1', namespace: 'default', uid: 'uid-a' },
+    spec: { containers: [{ name: 'c', image: 'i' }] },
+  };
+  const podB: Pod = {
+    metadata: { name: 'other', namespace: 'default', uid: 'uid-b' },
+    spec: { containers: [{ name: 'c', image: 'i' }] },
+  };
+  const runtime = new FakeRuntime();
+  runtime.addImage('i');
+  const labels = {
+    'io.kubernetes.pod.name': 'other',
+    'io.kubernetes.pod.namespace': 'default',
+    'io.kubernetes.pod.uid': 'uid-b',
+  };
+  const sandboxConfig = {
+    metadata: { name: 'other', namespace: 'default', uid: 'uid-b', attempt: 0 },
+    hostname: 'other',
+    logDirectory: '',
+    portMappings: [],
+    labels,
+    annotations: {},
+  };
+  const sandbox = await runtime.runPodSandbox(sandboxConfig, '');
+  const id = await runtime.createContainer(
+    sandbox,
+    {
+      metadata: { name: 'c', attempt: 0 },
+      image: { image: 'i' },
+      command: [],
+      args: [],
+      workingDir: '',
+      envs: [],
+      mounts: [],
+      labels: { ...labels, 'io.kubernetes.container.name': 'c' },
+      annotations: {},
+      logPath: 'c.log',
+      stdin: false,
+      stdinOnce: false,
+      tty: false,
+    },
+    sandboxConfig,
+  );
+  await runtime.startContainer(id);
+  return { host: host({ getPods: () => [podA, podB], runtime }), runtime };
+}
+
+test("a UID that is not the named pod's is refused: /exec/nsA/podA/<uidB>/c never reaches pod B", async () => {
+  const { host: h, runtime } = await twoPods();
+  const s = await startKubeletServer(h, { config: config(), nodeName: 'n', certDirectory: join(dir, 'pki') });
+  try {
+    runtime.resetCalls();
+    for (const [method, p] of [
+      ['GET', '/exec/default/web-node1/uid-b/c?command=id&output=1'],
+      ['POST', '/exec/default/web-node1/uid-b/c?command=id&output=1'],
+      ['GET', '/attach/default/web-node1/uid-b/c?output=1'],
+      ['POST', '/run/default/web-node1/uid-b/c?cmd=id'],
+      ['GET', '/portForward/default/web-node1/uid-b'],
+      ['GET', '/containerLogs/default/web-node1/uid-b/c'],
+    ] as const) {
+      const r = await get(s.port, p, { method });
+      assert.equal(r.status, 404, `${method} ${p}: ${r.body}`);
+    }
+    for (const m of ['exec', 'attach', 'execSync', 'portForward', 'listContainers'] as const)
+      assert.deepEqual(runtime.callsOf(m), [], `${m} was called`);
+    // The right UID still works, and so does no UID at all.
+    assert.equal((await get(s.port, '/run/default/other/uid-b/c?cmd=id', { method: 'POST' })).status, 200);
+    assert.equal((await get(s.port, '/run/default/other/c?cmd=id', { method: 'POST' })).status, 200);
+  } finally {
+    await s.close();
   }
 });
