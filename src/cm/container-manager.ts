@@ -19,6 +19,7 @@ import { CgroupError } from './cgroup-error.js';
 import { realCgroupFs, type CgroupFs } from './cgroup-fs.js';
 import { CgroupManager, type ControllerStatus } from './cgroup-manager.js';
 import {
+  driverPathToCgroupName,
   newCgroupName,
   parseCgroupfsToCgroupName,
   type CgroupDriver,
@@ -29,6 +30,7 @@ import {
   DEFAULT_HUGE_PAGES_DIR,
   nodeAllocatableResourceConfig,
   readNodeCapacity,
+  reservedResourceConfig,
   type NodeCapacity,
 } from './node-allocatable.js';
 import { PodContainerManager } from './pod-container-manager.js';
@@ -57,6 +59,9 @@ export interface ContainerManagerConfig {
   enforceNodeAllocatable: readonly string[];
   systemReserved: Readonly<Record<string, string>>;
   kubeReserved: Readonly<Record<string, string>>;
+  /** The cgroups enforceNodeAllocatable's `system-reserved` and `kube-reserved` limit. */
+  systemReservedCgroup: string;
+  kubeReservedCgroup: string;
   /** Refuse to start while swap is on (upstream's default). */
   failSwapOn: boolean;
 }
@@ -188,6 +193,55 @@ class ContainerManagerImpl implements ContainerManager {
     });
   }
 
+  /**
+   * enforceNodeAllocatable's `system-reserved` and `kube-reserved`: the reservation becomes the limit
+   * of the cgroup the admin named for those daemons (systemReservedCgroup, kubeReservedCgroup). As
+   * upstream, the cgroup must exist already, and a failure stops the start with a Warning event.
+   */
+  private async enforceReservedCgroups(): Promise<void> {
+    const levels = [
+      {
+        key: 'system-reserved',
+        what: 'System Reserved',
+        word: 'system reserved',
+        cgroup: this.config.systemReservedCgroup,
+        reserved: this.config.systemReserved,
+      },
+      {
+        key: 'kube-reserved',
+        what: 'Kube Reserved',
+        word: 'kube reserved',
+        cgroup: this.config.kubeReservedCgroup,
+        reserved: this.config.kubeReserved,
+      },
+    ];
+    for (const level of levels) {
+      if (!this.config.enforceNodeAllocatable.includes(level.key)) continue;
+      const name = driverPathToCgroupName(level.cgroup, this.config.cgroupDriver);
+      log.v(2, `Enforcing ${level.word} on cgroup`, { cgroupName: level.cgroup, limits: level.reserved });
+      try {
+        if (!(await this.cgroupManager.exists(name))) {
+          throw new CgroupError(`cgroup ${JSON.stringify(this.cgroupManager.name(name))} does not exist`);
+        }
+        await this.cgroupManager.update(name, reservedResourceConfig(level.reserved));
+      } catch (err) {
+        const message = `Failed to enforce ${level.what} Cgroup Limits on ${JSON.stringify(level.cgroup)}: ${errorMessage(err)}`;
+        this.nodeEvent('Warning', 'FailedNodeAllocatableEnforcement', message);
+        throw new CgroupError(message, { cause: err });
+      }
+      this.nodeEvent(
+        'Normal',
+        'NodeAllocatableEnforced',
+        `Updated limits on ${level.word} cgroup ${level.cgroup}`,
+      );
+    }
+  }
+
+  private nodeEvent(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    if (this.opts.nodeName === undefined) return;
+    this.opts.recorder?.eventFor(nodeRef(this.opts.nodeName), type, reason, message);
+  }
+
   async start(activePods: () => readonly Pod[]): Promise<void> {
     if (this.state !== 'NEW') throw new Error(`container manager cannot start from state ${this.state}`);
     const cgroupRoot = parseCgroupfsToCgroupName(this.config.cgroupRoot || '/');
@@ -195,13 +249,6 @@ class ContainerManagerImpl implements ContainerManager {
       throw new CgroupError(
         `invalid configuration: cgroup-root ${this.cgroupManager.name(cgroupRoot)} doesn't exist`,
       );
-    }
-    for (const level of this.config.enforceNodeAllocatable) {
-      if (level === 'system-reserved' || level === 'kube-reserved') {
-        log.warn('Enforcing reservations on their own cgroups is not supported: only kubepods is limited', {
-          level,
-        });
-      }
     }
     const enforcePods = this.config.enforceNodeAllocatable.includes(NODE_ALLOCATABLE_ENFORCEMENT_KEY);
     const nodeAllocatable = nodeAllocatableResourceConfig(this.capacity, {
@@ -229,6 +276,7 @@ class ContainerManagerImpl implements ContainerManager {
         'Updated Node Allocatable limit across pods',
       );
     }
+    await this.enforceReservedCgroups();
     this.scheduleQOSUpdate();
     log.info('Created the node allocatable and QoS cgroups', {
       cgroupVersion: this.cgroupManager.version,

@@ -128,3 +128,22 @@ export function nodeAllocatableResourceConfig(
   }
   return config;
 }
+
+/**
+ * What a reservation's own cgroup gets when enforceNodeAllocatable names it (upstream: getCgroupConfig
+ * of systemReserved or kubeReserved): only the resources the reservation lists, so a cgroup such as
+ * system.slice keeps its other limits.
+ */
+export function reservedResourceConfig(reserved: Readonly<Record<string, Quantity>>): ResourceConfig {
+  const sums = reservedSums(reserved);
+  const config: ResourceConfig = {};
+  const memory = sums.get('memory');
+  if (memory) config.memoryBytes = valueOf(memory);
+  const cpu = sums.get('cpu');
+  if (cpu) config.cpuShares = milliCPUToShares(Number(milliValueOf(cpu)));
+  const pids = sums.get('pid');
+  if (pids) config.pidsLimit = Number(valueOf(pids));
+  const pages = hugePageLimits(sums);
+  if (pages.size > 0) config.hugePageLimits = pages;
+  return config;
+}

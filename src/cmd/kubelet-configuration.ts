@@ -1111,6 +1111,17 @@ function validateResolved(r: ResolvedKubeletConfig, label: (path: string) => str
       'none',
     ]);
   }
+  // Upstream's own words: the reservations' cgroups must be named to be enforced.
+  check(
+    !r.enforceNodeAllocatable.includes('system-reserved') || r.systemReservedCgroup !== '',
+    'systemReservedCgroup',
+    'must be specified when "system-reserved" contained in enforceNodeAllocatable (--enforce-node-allocatable)',
+  );
+  check(
+    !r.enforceNodeAllocatable.includes('kube-reserved') || r.kubeReservedCgroup !== '',
+    'kubeReservedCgroup',
+    'must be specified when "kube-reserved" contained in enforceNodeAllocatable (--enforce-node-allocatable)',
+  );
   check(
     !(r.enforceNodeAllocatable.includes('none') && r.enforceNodeAllocatable.length > 1),
     'enforceNodeAllocatable',

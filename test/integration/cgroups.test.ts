@@ -106,6 +106,8 @@ describe('cgroups on this machine, with a sandbox from containerd', { skip: skip
         systemReserved: { cpu: '100m' },
         kubeReserved: {},
         failSwapOn: false,
+        systemReservedCgroup: '',
+        kubeReservedCgroup: '',
       },
       fs,
     });

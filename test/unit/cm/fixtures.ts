@@ -27,6 +27,8 @@ export function config(overrides: Partial<ContainerManagerConfig> = {}): Contain
     kubeReserved: { cpu: '250m', memory: '512Mi', pid: '1000' },
     // The machine's swap is not what these tests are about: swap.test.ts checks it.
     failSwapOn: false,
+    systemReservedCgroup: '',
+    kubeReservedCgroup: '',
     ...overrides,
   };
 }

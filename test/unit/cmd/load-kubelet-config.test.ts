@@ -57,6 +57,28 @@ describe('loadKubeletConfig', () => {
     assert.fail(`expected ${argv.join(' ')} to fail`);
   }
 
+  test('enforcing system-reserved or kube-reserved needs the cgroup named, as upstream validates', async () => {
+    const message = await failure([
+      '--config',
+      writeConfig(`${HEADER}enforceNodeAllocatable: [pods, system-reserved, kube-reserved]\n`),
+    ]);
+    assert.match(
+      message,
+      /systemReservedCgroup \(--system-reserved-cgroup\): must be specified when "system-reserved"/,
+    );
+    assert.match(
+      message,
+      /kubeReservedCgroup \(--kube-reserved-cgroup\): must be specified when "kube-reserved"/,
+    );
+    const { config } = await run([
+      '--config',
+      writeConfig(
+        `${HEADER}enforceNodeAllocatable: [pods, kube-reserved]\nkubeReservedCgroup: /kube.slice\n`,
+      ),
+    ]);
+    assert.equal(config.kubeReservedCgroup, '/kube.slice');
+  });
+
   test('upstream v1beta1 defaults with an empty config file', async () => {
     const { config } = await run(['--config', writeConfig(HEADER)]);
     assert.equal(config.syncFrequencyMs, 60_000);
