@@ -3,7 +3,8 @@
  * pkg/kubelet/nodeshutdown/systemd/inhibit_linux.go): read InhibitDelayMaxUSec, raise it with a
  * logind.conf drop-in and a SIGHUP through systemd, take a `delay` shutdown inhibitor lock (a file
  * descriptor logind hands over the bus: holding it open is holding the lock), and watch for
- * PrepareForShutdown.
+ * PrepareForShutdown, from logind's own connection only (any local user may send one; see
+ * monitorShutdown).
  *
  * The bus is the one DBUS_SYSTEM_BUS_ADDRESS names, else the system bus socket, as every D-Bus
  * client does; tests put a bus of their own there. Receiving the lock's descriptor needs unix fd
@@ -14,10 +15,15 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import dbus from 'dbus-next';
 import { errorMessage } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+
+const log = logger('nodeshutdown');
 
 const LOGIND_SERVICE = 'org.freedesktop.login1';
 const LOGIND_OBJECT = '/org/freedesktop/login1';
 const LOGIND_INTERFACE = 'org.freedesktop.login1.Manager';
+const BUS_SERVICE = 'org.freedesktop.DBus';
+const BUS_OBJECT = '/org/freedesktop/DBus';
 const SYSTEMD_SERVICE = 'org.freedesktop.systemd1';
 const SYSTEMD_OBJECT = '/org/freedesktop/systemd1';
 const SYSTEMD_INTERFACE = 'org.freedesktop.systemd1.Manager';
@@ -28,6 +34,8 @@ export const LOGIND_CONFIG_DIRECTORY = '/etc/systemd/logind.conf.d/';
 export const KUBELET_LOGIND_CONF = '99-kubelet.conf';
 /** Every call on the bus is bounded; logind answers in milliseconds. */
 const CALL_TIMEOUT_MS = 10_000;
+/** Ignored PrepareForShutdown signals are logged at most this often. */
+const SPOOF_LOG_INTERVAL_MS = 60_000;
 
 /** The descriptor of a held inhibitor lock. */
 export type InhibitLock = number;
@@ -91,6 +99,9 @@ export async function connectLogind(opts: LogindDBusOptions = {}): Promise<Login
 
 export class LogindDBus implements DbusInhibiter {
   private closed = false;
+  /** The unique name (`:1.23`) that owns org.freedesktop.login1 now; signals from any other are ignored. */
+  private logindOwner: string | undefined;
+  private spoofed = { count: 0, lastLoggedMs: -Infinity };
 
   constructor(
     private readonly bus: dbus.MessageBus,
@@ -163,31 +174,60 @@ export class LogindDBus implements DbusInhibiter {
     }
   }
 
+  /**
+   * Watches PrepareForShutdown from logind alone. Any connection on the system bus may emit a signal
+   * with logind's path and interface, and may address one to the kubelet's unique name, which no
+   * match rule filters; what tells logind apart is the sender field, which the bus daemon fills in
+   * with the unique name of the connection that sent it. So the signal is honoured only when that
+   * name is the current owner of org.freedesktop.login1 (GetNameOwner, then NameOwnerChanged, which
+   * only the daemon itself can send, so a restarted logind is followed).
+   */
   async monitorShutdown(
     onEvent: (shuttingDown: boolean) => void,
     onClosed: (err: Error) => void,
   ): Promise<void> {
-    const rule = `type='signal',interface='${LOGIND_INTERFACE}',member='PrepareForShutdown',path='${LOGIND_OBJECT}'`;
-    await this.call({
-      destination: 'org.freedesktop.DBus',
-      path: '/org/freedesktop/DBus',
-      interface: 'org.freedesktop.DBus',
-      member: 'AddMatch',
-      signature: 's',
-      body: [rule],
-    });
+    // Subscribed before asking, so an owner change between the two is not missed.
+    await this.addMatch(
+      `type='signal',sender='${BUS_SERVICE}',interface='${BUS_SERVICE}',member='NameOwnerChanged',path='${BUS_OBJECT}',arg0='${LOGIND_SERVICE}'`,
+    );
+    let ownerChanges = 0;
     this.bus.on('message', (msg: dbus.Message) => {
+      if (msg.type !== dbus.MessageType.SIGNAL) return;
+      if (isLogindOwnerChange(msg)) {
+        ownerChanges++;
+        const newOwner = msg.body[2] as string;
+        log.info('The owner of the logind bus name changed', {
+          name: LOGIND_SERVICE,
+          oldOwner: msg.body[1],
+          newOwner,
+        });
+        this.logindOwner = newOwner === '' ? undefined : newOwner;
+        return;
+      }
       if (
-        msg.type !== dbus.MessageType.SIGNAL ||
         msg.interface !== LOGIND_INTERFACE ||
         msg.member !== 'PrepareForShutdown' ||
         msg.path !== LOGIND_OBJECT
       )
         return;
+      if (this.logindOwner === undefined || msg.sender !== this.logindOwner) {
+        this.reportSpoofedSignal(msg.sender);
+        return;
+      }
       const active = msg.body[0];
       if (typeof active !== 'boolean') return;
       onEvent(active);
     });
+    const changesBefore = ownerChanges;
+    const owner = await this.getNameOwner(LOGIND_SERVICE);
+    // A NameOwnerChanged that came while the answer was on its way is as new or newer.
+    if (ownerChanges === changesBefore) this.logindOwner = owner;
+    if (owner === undefined) log.warn('No connection owns the logind bus name', { name: LOGIND_SERVICE });
+    // The daemon matches a well-known sender against its current owner, so other connections'
+    // broadcasts are not even delivered; the check above stays for signals addressed to us.
+    await this.addMatch(
+      `type='signal',sender='${LOGIND_SERVICE}',interface='${LOGIND_INTERFACE}',member='PrepareForShutdown',path='${LOGIND_OBJECT}'`,
+    );
     let reported = false;
     const closed = (err: Error) => {
       if (reported || this.closed) return;
@@ -232,6 +272,54 @@ export class LogindDBus implements DbusInhibiter {
     }
   }
 
+  private async addMatch(rule: string): Promise<void> {
+    await this.call({
+      destination: BUS_SERVICE,
+      path: BUS_OBJECT,
+      interface: BUS_SERVICE,
+      member: 'AddMatch',
+      signature: 's',
+      body: [rule],
+    });
+  }
+
+  /** The unique name owning a well-known one; undefined when none does. */
+  private async getNameOwner(name: string): Promise<string | undefined> {
+    try {
+      const reply = await this.call({
+        destination: BUS_SERVICE,
+        path: BUS_OBJECT,
+        interface: BUS_SERVICE,
+        member: 'GetNameOwner',
+        signature: 's',
+        body: [name],
+      });
+      const owner = reply.body[0];
+      if (typeof owner !== 'string' || owner === '')
+        throw new Error(`GetNameOwner(${name}) answered no name`);
+      return owner;
+    } catch (err) {
+      if ((err as { type?: string }).type === 'org.freedesktop.DBus.Error.NameHasNoOwner') return undefined;
+      throw new Error(`unable to find the owner of ${name}: ${errorMessage(err)}`, { cause: err });
+    }
+  }
+
+  /**
+   * Says that a PrepareForShutdown was ignored, naming the sender: at once for the first, then at
+   * most once a minute with a count, so a local user cannot flood the log with them.
+   */
+  private reportSpoofedSignal(sender: string | undefined): void {
+    this.spoofed.count++;
+    const nowMs = Date.now();
+    if (nowMs - this.spoofed.lastLoggedMs < SPOOF_LOG_INTERVAL_MS) return;
+    log.warn('Ignored a PrepareForShutdown signal that logind did not send', {
+      sender: sender ?? '',
+      logindOwner: this.logindOwner ?? '',
+      ignored: this.spoofed.count,
+    });
+    this.spoofed = { count: 0, lastLoggedMs: nowMs };
+  }
+
   private async call(fields: dbus.MessageLike): Promise<dbus.Message> {
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -250,4 +338,16 @@ export class LogindDBus implements DbusInhibiter {
       clearTimeout(timer);
     }
   }
+}
+
+/** NameOwnerChanged for logind's name, from the bus daemon (no other connection can send as it). */
+function isLogindOwnerChange(msg: dbus.Message): boolean {
+  return (
+    msg.sender === BUS_SERVICE &&
+    msg.interface === BUS_SERVICE &&
+    msg.member === 'NameOwnerChanged' &&
+    msg.path === BUS_OBJECT &&
+    msg.body[0] === LOGIND_SERVICE &&
+    typeof msg.body[2] === 'string'
+  );
 }

@@ -31,7 +31,7 @@ export class FakeLogind {
   private constructor(
     readonly address: string,
     private readonly daemon: ChildProcess,
-    private readonly bus: dbus.MessageBus,
+    private bus: dbus.MessageBus,
     private readonly dir: string,
   ) {}
 
@@ -61,12 +61,66 @@ export class FakeLogind {
         reject(new Error(`dbus-daemon exited with ${code}`));
       });
     });
-    const bus = dbus.sessionBus({ busAddress: address, negotiateUnixFd: true } as dbus.SessionBusOptions);
-    const fake = new FakeLogind(address, daemon, bus, dir);
-    bus.addMethodHandler((msg: dbus.Message) => fake.handle(msg));
-    await bus.requestName('org.freedesktop.login1', 0);
-    await bus.requestName('org.freedesktop.systemd1', 0);
+    const fake = new FakeLogind(address, daemon, await FakeLogind.connect(address), dir);
+    await fake.takeNames();
     return fake;
+  }
+
+  /** The unique name of the stand-in's connection, the sender of its signals. */
+  get uniqueName(): string {
+    return busName(this.bus);
+  }
+
+  /** logind restarting: its connection goes, a new one (another unique name) takes the names. */
+  async restart(): Promise<void> {
+    this.bus.disconnect();
+    this.bus = await FakeLogind.connect(this.address);
+    await this.takeNames();
+  }
+
+  /**
+   * What any local user can do with dbus-send: PrepareForShutdown(active) with logind's path and
+   * interface from a connection of its own, both broadcast and addressed to every other connection
+   * on the bus (which no match rule filters). Returns once the daemon has passed them all on.
+   */
+  async spoofPrepareForShutdown(active: boolean): Promise<void> {
+    const spoofer = await FakeLogind.connect(this.address);
+    try {
+      const signal = (destination?: string) => {
+        const msg = dbus.Message.newSignal(
+          '/org/freedesktop/login1',
+          'org.freedesktop.login1.Manager',
+          'PrepareForShutdown',
+          'b',
+          [active],
+        );
+        if (destination) msg.destination = destination;
+        spoofer.send(msg);
+      };
+      signal();
+      const names = await spoofer.call(
+        new dbus.Message({
+          destination: 'org.freedesktop.DBus',
+          path: '/org/freedesktop/DBus',
+          interface: 'org.freedesktop.DBus',
+          member: 'ListNames',
+        }),
+      );
+      for (const name of (names?.body[0] as string[] | undefined) ?? [])
+        if (name.startsWith(':') && name !== busName(spoofer) && name !== busName(this.bus)) signal(name);
+      // The daemon handles one connection's messages in order: once this is answered, the
+      // signals above have been delivered.
+      await spoofer.call(
+        new dbus.Message({
+          destination: 'org.freedesktop.DBus',
+          path: '/org/freedesktop/DBus',
+          interface: 'org.freedesktop.DBus',
+          member: 'GetId',
+        }),
+      );
+    } finally {
+      spoofer.disconnect();
+    }
   }
 
   /** Sends PrepareForShutdown(active) as logind does when a shutdown starts (true) or is cancelled (false). */
@@ -92,6 +146,33 @@ export class FakeLogind {
     this.bus.disconnect();
     this.daemon.kill('SIGTERM');
     rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** A connection to the daemon, once it has its unique name (bounded). */
+  private static async connect(address: string): Promise<dbus.MessageBus> {
+    const bus = dbus.sessionBus({ busAddress: address, negotiateUnixFd: true } as dbus.SessionBusOptions);
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error('no Hello answer from dbus-daemon within 10 s')),
+        10_000,
+      );
+      bus.once('connect', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+      bus.once('error', (err: unknown) => {
+        clearTimeout(timer);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      });
+    });
+    return bus;
+  }
+
+  private async takeNames(): Promise<void> {
+    const bus = this.bus;
+    bus.addMethodHandler((msg: dbus.Message) => this.handle(msg));
+    await bus.requestName('org.freedesktop.login1', 0);
+    await bus.requestName('org.freedesktop.systemd1', 0);
   }
 
   private handle(msg: dbus.Message): boolean {
@@ -140,4 +221,9 @@ export class FakeLogind {
     setTimeout(() => closeSync(writeFd), 500).unref();
     return writeFd;
   }
+}
+
+/** The unique name the daemon gave a connection (dbus-next sets it; its typings omit it). */
+function busName(bus: dbus.MessageBus): string {
+  return (bus as unknown as { name: string }).name;
 }

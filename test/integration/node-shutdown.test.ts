@@ -143,6 +143,13 @@ describe('graceful node shutdown through logind on a private bus', () => {
     }
     await withLog(waitFor('the node to be Ready', () => ready()?.status === 'True', 15_000));
 
+    // Any local user can send what logind sends (dbus-send --system --type=signal ...): ignored.
+    await logind.spoofPrepareForShutdown(true);
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.equal(ready()?.status, 'True', 'a spoofed PrepareForShutdown turned the node NotReady');
+    assert.equal(lock.releasedAtMs, undefined);
+    assert.match(await kubelet.logs(), /Ignored a PrepareForShutdown signal that logind did not send/);
+
     const t0 = Date.now();
     logind.prepareForShutdown(true);
 
@@ -263,6 +270,38 @@ describe('the logind client on a private bus', () => {
     } finally {
       await logind.stop();
       await rm(confDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('PrepareForShutdown from anyone but logind', () => {
+  test("a spoofed signal from another connection is ignored, logind's own is honoured, also after logind restarts", async () => {
+    const logind = await FakeLogind.start();
+    const con = await connectLogind({ busAddress: logind.address });
+    try {
+      const events: boolean[] = [];
+      await con.monitorShutdown(
+        (active) => events.push(active),
+        () => undefined,
+      );
+
+      await logind.spoofPrepareForShutdown(true);
+      // logind's own, sent after the spoofs have been delivered, is the first event seen.
+      logind.prepareForShutdown(false);
+      await waitFor("logind's signal", () => events.length > 0 || undefined, 5_000);
+      assert.deepEqual(events, [false]);
+
+      const before = logind.uniqueName;
+      await logind.restart();
+      assert.notEqual(logind.uniqueName, before);
+      // The daemon announces the new owner before it passes on anything the new owner sends.
+      await logind.spoofPrepareForShutdown(true);
+      logind.prepareForShutdown(true);
+      await waitFor("the restarted logind's signal", () => events.length > 1 || undefined, 5_000);
+      assert.deepEqual(events, [false, true]);
+    } finally {
+      con.close();
+      await logind.stop();
     }
   });
 });
