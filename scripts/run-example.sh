@@ -11,7 +11,7 @@ bash scripts/runtime-stack.sh images
 bash scripts/runtime-stack.sh up
 eval "$(bash scripts/runtime-stack.sh env)"
 
-echo "tskubelet: pods from examples/, /pods on http://127.0.0.1:10255, /healthz on http://127.0.0.1:10248 (Ctrl-C to stop)"
+echo "tskubelet: pods from examples/; bin/tskubelet get pods -A to list them, /healthz on http://127.0.0.1:10248 (Ctrl-C to stop)"
 exec bin/tskubelet \
   --config="$PWD/scripts/example-kubelet-config.yaml" \
   --container-runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \

@@ -499,7 +499,7 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     kind: 'int32',
     group: 'Kubelet server',
     field: 'readOnlyPort',
-    defaultText: '10255 without --config, 0 with it',
+    defaultText: '10255 without --config (0 standalone), 0 with it',
     usage:
       'The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable).',
   }),
@@ -587,7 +587,7 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     kind: 'bool',
     group: 'Authentication and authorization',
     field: 'authentication.anonymous.enabled',
-    defaultText: 'true without --config, false with it',
+    defaultText: 'true without --config (false standalone), false with it',
     usage:
       'Enables anonymous requests to the Kubelet server (user system:anonymous, group system:unauthenticated).',
   }),

@@ -682,16 +682,17 @@ export function applyV1beta1Defaults(file: KubeletConfiguration): KubeletConfigu
 
 /**
  * Without a --config file upstream keeps the defaults its flags always had, which are looser
- * than the file's: anonymous requests allowed, no webhooks, and the read-only port open.
+ * than the file's: anonymous requests allowed, no webhooks, and the read-only port open. What the
+ * --config-dir drop-ins (`set`) say stays theirs.
  */
-export function applyLegacyFlagDefaults(c: KubeletConfiguration): void {
+export function applyLegacyFlagDefaults(c: KubeletConfiguration, set: KubeletConfiguration = {}): void {
   c.authentication = {
     ...c.authentication,
-    anonymous: { enabled: true },
-    webhook: { ...c.authentication?.webhook, enabled: false },
+    anonymous: { enabled: set.authentication?.anonymous?.enabled ?? true },
+    webhook: { ...c.authentication?.webhook, enabled: set.authentication?.webhook?.enabled ?? false },
   };
-  c.authorization = { ...c.authorization, mode: 'AlwaysAllow' };
-  c.readOnlyPort = 10255;
+  c.authorization = { ...c.authorization, mode: set.authorization?.mode ?? 'AlwaysAllow' };
+  c.readOnlyPort = set.readOnlyPort ?? 10255;
 }
 
 // metav1.Duration's zero value ("0s", "0") means "unset" for most fields, so defaulting replaces it.

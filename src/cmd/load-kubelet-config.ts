@@ -25,6 +25,7 @@ import {
   type KubeletConfiguration,
   type ResolvedKubeletConfig,
 } from './kubelet-configuration.js';
+import { applyStandaloneDefaults, openAccessWarning, unservedApiNotice } from './standalone-defaults.js';
 import { unusedSettingsInEffect } from './unused-settings.js';
 import { rawVersionText, versionText } from './version.js';
 
@@ -93,12 +94,11 @@ export async function loadKubeletConfig(
   const addressFromFileOrFlag =
     file.address !== undefined || parsed.configOverrides.some((o) => o.field === 'address');
   const config = applyV1beta1Defaults(file);
+  const standalone = parsed.flags.kubeConfig === '' && parsed.flags.bootstrapKubeconfig === '';
   if (configFile === '') {
-    applyLegacyFlagDefaults(config);
-    // Safe by default: standalone without a config file keeps upstream's open legacy defaults
-    // (anonymous, AlwaysAllow) but serves them on loopback only, unless --address says otherwise.
-    const standalone = parsed.flags.kubeConfig === '' && parsed.flags.bootstrapKubeconfig === '';
-    if (standalone && !addressFromFileOrFlag) config.address = '127.0.0.1';
+    applyLegacyFlagDefaults(config, file);
+    // Safe by default: no API server stands in front of the legacy defaults (standalone-defaults.ts).
+    if (standalone) applyStandaloneDefaults(config, { fromFiles: file, addressGiven: addressFromFileOrFlag });
   }
   for (const override of parsed.configOverrides) setField(config, override.field, override.value);
 
@@ -110,8 +110,11 @@ export async function loadKubeletConfig(
   options.applyLogging?.(resolved.logging);
   const nodeName = resolveNodeName(parsed.flags.hostnameOverride, options.hostname ?? os.hostname);
 
-  const risk = openAccessWarning(resolved);
-  if (risk) warnings.push(risk);
+  for (const notice of [
+    openAccessWarning(resolved),
+    unservedApiNotice(resolved, standalone && configFile === ''),
+  ])
+    if (notice) warnings.push(notice);
   const unused = unusedSettingsInEffect(resolved, parsed.flags);
   if (unused.length > 0)
     warnings.push(
@@ -157,24 +160,6 @@ function validateLogging(logging: ResolvedKubeletConfig['logging']): void {
   if (errors.length === 0) return;
   const aggregate = errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`;
   throw new KubeletError('INVALID_CONFIG', `initialize logging: ${aggregate}`);
-}
-
-/** The kubelet API open to anyone who can reach it: anonymous requests, AlwaysAllow, a non-loopback address. */
-export function openAccessWarning(config: ResolvedKubeletConfig): string | undefined {
-  if (!config.enableServer) return undefined;
-  if (!config.authentication.anonymous.enabled || config.authorization.mode !== 'AlwaysAllow')
-    return undefined;
-  if (isLoopbackAddress(config.address)) return undefined;
-  return (
-    `The kubelet API on ${config.address}:${config.port} lets anonymous requests do anything ` +
-    '(authentication.anonymous.enabled=true, authorization.mode=AlwaysAllow): anyone who can reach this ' +
-    'address can run commands in every container as root. Use a config file with webhook or x509 ' +
-    'authentication, or --address=127.0.0.1'
-  );
-}
-
-function isLoopbackAddress(address: string): boolean {
-  return address === '::1' || /^127\./.test(address);
 }
 
 /**

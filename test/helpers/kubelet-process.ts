@@ -28,6 +28,11 @@ export interface KubeletOptions {
   nodeName?: string;
   /** Extra environment (DBUS_SYSTEM_BUS_ADDRESS for a test's own bus). */
   env?: Record<string, string>;
+  /**
+   * Run without a --config file, to meet the defaults a user without one gets: the test's settings
+   * go to a --config-dir drop-in instead, and no read-only port is set (KubeletProcess.pods needs one).
+   */
+  noConfigFile?: boolean;
 }
 
 export class KubeletProcess {
@@ -56,9 +61,13 @@ export class KubeletProcess {
   async start(): Promise<void> {
     await mkdir(this.manifestDir, { recursive: true });
     if (!this.healthzPort) this.healthzPort = await freePort();
-    if (!this.readOnlyPort) this.readOnlyPort = await freePort();
+    const noConfigFile = this.opts.noConfigFile === true;
+    if (!this.readOnlyPort && !noConfigFile) this.readOnlyPort = await freePort();
     // The config file carries what has no flag upstream (podLogsDir); flags carry the rest.
-    const configFile = path.join(this.dir, 'kubelet-config.yaml');
+    const configFile = noConfigFile
+      ? path.join(this.dir, 'kubelet.conf.d', '50-test.conf')
+      : path.join(this.dir, 'kubelet-config.yaml');
+    await mkdir(path.dirname(configFile), { recursive: true });
     await writeFile(
       configFile,
       [
@@ -67,7 +76,7 @@ export class KubeletProcess {
         `staticPodPath: ${this.manifestDir}`,
         `podLogsDir: ${this.podLogsDir}`,
         `healthzPort: ${this.healthzPort}`,
-        `readOnlyPort: ${this.readOnlyPort}`,
+        ...(noConfigFile ? [] : [`readOnlyPort: ${this.readOnlyPort}`]),
         'fileCheckFrequency: 2s',
         // Kubelets on a second stack share this machine's cgroup tree with the first: each would
         // clean up the others' pod cgroups as orphans (killing their processes), so only the
@@ -79,7 +88,7 @@ export class KubeletProcess {
     );
     const args = [
       path.join(repoRoot, 'bin/tskubelet'),
-      `--config=${configFile}`,
+      noConfigFile ? `--config-dir=${path.dirname(configFile)}` : `--config=${configFile}`,
       `--container-runtime-endpoint=${runtimeEndpoint}`,
       `--root-dir=${this.rootDir}`,
       `--hostname-override=${this.nodeName}`,

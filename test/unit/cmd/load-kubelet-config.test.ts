@@ -135,7 +135,8 @@ describe('loadKubeletConfig', () => {
   });
 
   test('without --config, the legacy flag defaults: read-only port open, anonymous auth, AlwaysAllow', async () => {
-    const { config, configFile } = await run([]);
+    // On a cluster node, as upstream; standalone takes safe defaults (safe-defaults.test.ts).
+    const { config, configFile } = await run(['--kubeconfig=/nonexistent/kubeconfig']);
     assert.equal(configFile, '');
     assert.equal(config.readOnlyPort, 10255);
     assert.equal(config.authentication.anonymous.enabled, true);
