@@ -1,12 +1,20 @@
 /**
  * Runs a container's postStart and preStop hooks (upstream: lifecycle.handlerRunner): exec in the
- * container through the runtime, an HTTP GET against the pod, or a sleep.
+ * container through the runtime, an HTTP GET against the pod (or the hook's host), or a sleep.
  */
-import type { Container, LifecycleHandler, Pod } from '../api/core-v1.js';
+import type { IncomingMessage } from 'node:http';
+import type { Container, HTTPGetAction, LifecycleHandler, Pod } from '../api/core-v1.js';
+import { newRequestForHTTPGetAction } from '../api/http-get-action.js';
 import type { RuntimeService } from '../cri/types.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
+import { joinHostPort } from '../lib/go-net-error.js';
+import { httpGet, HttpGetError, readAtMost } from '../lib/http-get-client.js';
+import type { EventRecorder } from './event-recorder.js';
 import { formatPod } from './format.js';
+
+/** Upstream reads (and drops) at most this much of a hook's response. */
+const MAX_RESPONSE_BODY_BYTES = 10 * 1024;
 
 export type HandlerResult = { ok: true } | { ok: false; message: string };
 
@@ -28,6 +36,8 @@ export interface LifecycleHandlerRunnerOptions {
   httpTimeoutMs?: number;
   /** The Kubernetes version this kubelet implements (`v1.30.0`): HTTP hooks say `kube-lifecycle/1.30`. */
   kubernetesVersion?: string;
+  /** Where the LifecycleHTTPFallback warning goes. */
+  recorder?: EventRecorder;
 }
 
 /** `v1.30.0` → `kube-lifecycle/1.30` (upstream's User-Agent for HTTP hooks). */
@@ -70,25 +80,7 @@ export class LifecycleHandlerRunner implements HandlerRunner {
     if (handler.httpGet) {
       const get = handler.httpGet;
       try {
-        const port = resolvePort(get.port, container);
-        const host = get.host || podIP;
-        const scheme = (get.scheme ?? 'HTTP').toLowerCase();
-        const p = get.path ?? '';
-        const url = `${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${p.startsWith('/') || p === '' ? p : `/${p}`}`;
-        // The hook's own headers win; User-Agent and Accept are filled in only when it has none.
-        const headers = new Headers();
-        for (const h of get.httpHeaders ?? []) headers.append(h.name, h.value);
-        if (!headers.has('User-Agent'))
-          headers.set('User-Agent', lifecycleUserAgent(this.opts.kubernetesVersion));
-        if (!headers.has('Accept')) headers.set('Accept', '*/*');
-        const timeout = AbortSignal.timeout(this.opts.httpTimeoutMs ?? 120_000);
-        const res = await fetch(url, {
-          headers,
-          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-          redirect: 'manual',
-        });
-        // Like upstream, a hook only fails when the request does; the status code is not judged.
-        await res.body?.cancel();
+        await this.runHttpHandler(pod, container, get, podIP, signal);
         return { ok: true };
       } catch (err) {
         return {
@@ -110,12 +102,52 @@ export class LifecycleHandlerRunner implements HandlerRunner {
     }
     return { ok: false, message: `Cannot run handler: invalid handler: ${JSON.stringify(handler)}` };
   }
+
+  /**
+   * upstream runHTTPHandler: the request of NewRequestForHTTPGetAction through the insecure client
+   * (see lib/http-get-client); an HTTPS hook whose server answers in plain HTTP is retried once over
+   * HTTP without its Authorization header, and the pod gets a LifecycleHTTPFallback warning.
+   */
+  private async runHttpHandler(
+    pod: Pod,
+    container: Container,
+    get: HTTPGetAction,
+    podIP: string,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
+    const req = newRequestForHTTPGetAction(
+      get,
+      container,
+      podIP,
+      lifecycleUserAgent(this.opts.kubernetesVersion),
+    );
+    const timeout = AbortSignal.timeout(this.opts.httpTimeoutMs ?? 120_000);
+    const bounded = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      await discardBody((await httpGet(req, bounded)).res);
+    } catch (err) {
+      if (!(err instanceof HttpGetError && err.notTls && req.scheme === 'https')) throw err;
+      const headers = new Map(req.headers);
+      headers.delete('Authorization');
+      try {
+        await discardBody((await httpGet({ ...req, scheme: 'http', headers }, bounded)).res);
+      } catch {
+        throw err;
+      }
+      this.opts.recorder?.event(
+        pod,
+        '',
+        'Warning',
+        'LifecycleHTTPFallback',
+        `request to HTTPS lifecycle hook ${joinHostPort(req.host, req.port)} got HTTP response, retry with HTTP succeeded`,
+      );
+    }
+  }
 }
 
-function resolvePort(port: number | string, container: Container): number {
-  if (typeof port === 'number') return port;
-  if (/^\d+$/.test(port)) return Number.parseInt(port, 10);
-  const found = container.ports?.find((p) => p.name === port);
-  if (!found) throw new Error(`couldn't find port: ${port} in ${JSON.stringify(container.ports ?? [])}`);
-  return found.containerPort;
+/** Reads what a hook's response sends, within bounds, and lets its connection go. */
+async function discardBody(res: IncomingMessage): Promise<void> {
+  // Like upstream, a hook only fails when the request does: the status code and body are not judged.
+  await readAtMost(res, MAX_RESPONSE_BODY_BYTES).catch(() => undefined);
+  res.destroy();
 }

@@ -253,6 +253,7 @@ export class KubeGenericRuntimeManager implements Runtime {
         runtimeService: this.runtimeService,
         clock: this.clock,
         kubernetesVersion: opts.kubernetesVersion,
+        recorder: this.recorder,
       });
     this.gc = new ContainerGC({
       runtimeService: this.runtimeService,

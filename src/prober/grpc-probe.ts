@@ -9,7 +9,7 @@ import { formatGoDuration } from '../lib/go-duration.js';
 import type { Clock } from '../lib/clock.js';
 import { loadGrpcJs } from '../lib/grpc-definitions.js';
 import { GrpcStatus } from '../lib/grpc-status.js';
-import { joinHostPort } from './go-net-error.js';
+import { joinHostPort } from '../lib/go-net-error.js';
 import {
   decodeHealthCheckResponse,
   encodeHealthCheckRequest,

@@ -6,6 +6,7 @@
  * (`Liveness probe failed: HTTP probe failed with statuscode: 500`).
  */
 import type { Container, Pod, Probe } from '../api/core-v1.js';
+import { newRequestForHTTPGetAction, resolveContainerPort } from '../api/http-get-action.js';
 import { containerFieldPath, type EventRecorder } from '../kuberuntime/event-recorder.js';
 import type { EventType } from '../api/core-v1.js';
 import { formatPod } from '../kuberuntime/format.js';
@@ -14,7 +15,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { doExecProbe, expandProbeCommand, type CommandRunner } from './exec-probe.js';
 import { doGrpcProbe } from './grpc-probe.js';
-import { doHttpProbe, newRequestForHTTPGetAction, resolveContainerPort } from './http-probe.js';
+import { doHttpProbe } from './http-probe.js';
 import type { ProbeOutcome } from './probe-outcome.js';
 import type { ProbeResult } from './results-manager.js';
 import { doTcpProbe } from './tcp-probe.js';

@@ -4,7 +4,7 @@
  */
 import net from 'node:net';
 import type { Clock } from '../lib/clock.js';
-import { dialErrorMessage, joinHostPort } from './go-net-error.js';
+import { dialErrorMessage, joinHostPort } from '../lib/go-net-error.js';
 import type { ProbeOutcome } from './probe-outcome.js';
 
 export interface TcpProbeOptions {

@@ -6,6 +6,8 @@
  * preStop runs inside the grace period.
  */
 import assert from 'node:assert/strict';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
 import type { Container, Pod } from '../../src/api/core-v1.js';
 import {
@@ -16,6 +18,7 @@ import {
   StandaloneNode,
   type TestNode,
 } from '../helpers/conformance.js';
+import { CertificateAuthority } from '../apiserver/certs.js';
 import { waitFor } from '../helpers/wait.js';
 
 const ns = `it-conf-hooks-${process.pid}`;
@@ -92,6 +95,41 @@ describe('conformance: lifecycle hooks (issue 6, point 2)', () => {
       async () => (await n.pod('exec-hooks')) === undefined && (await n.pod('http-hooks')) === undefined,
       30_000,
     );
+  });
+
+  test('postStart and preStop httpGet hooks over HTTPS reach a server with an unverifiable certificate', async () => {
+    // Upstream's e2e handler (agnhost netexec) serves a self-signed certificate; upstream's hooks do
+    // not verify it. The kubelet runs the hook, so a server in this process on loopback stands in.
+    const ca = await CertificateAuthority.create();
+    const pair = await ca.issueServing('hook-target', ['127.0.0.1'], ['localhost']);
+    const urls: string[] = [];
+    const server = createHttpsServer({ cert: pair.certPem, key: pair.keyPem }, (req, res) => {
+      urls.push(req.url ?? '');
+      res.end('ok');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const n = (node = await StandaloneNode.start(ns));
+      const hook = (msg: string) => ({
+        httpGet: { scheme: 'HTTPS' as const, host: '127.0.0.1', port, path: `/echo?msg=${msg}` },
+      });
+      await n.createPod(hookPod('https-hooks', { postStart: hook('poststart'), preStop: hook('prestop') }));
+      const p = await n.waitPod(
+        'https-hooks',
+        'Running',
+        (x) => !!containerStatus(x, 'hooked')?.state?.running,
+      );
+      assert.equal(containerStatus(p, 'hooked')?.restartCount, 0);
+      assert.deepEqual(urls, ['/echo?msg=poststart']);
+      await n.deletePod('https-hooks');
+      await waitFor('the preStop hook to reach the server', async () => urls.length === 2, 30_000);
+      assert.deepEqual(urls, ['/echo?msg=poststart', '/echo?msg=prestop']);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+      await ca.dispose();
+    }
   });
 
   test('a sleep preStop delays the stop by its length, but never past the grace period', async () => {

@@ -5,14 +5,13 @@ import net, { type AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { Container } from '../../../src/api/core-v1.js';
 import { FakeClock, realClock } from '../../../src/lib/clock.js';
+import { newRequestForHTTPGetAction, resolveContainerPort } from '../../../src/api/http-get-action.js';
 import {
   canonicalHeaderKey,
-  doHttpProbe,
-  newRequestForHTTPGetAction,
-  probeUrlString,
-  resolveContainerPort,
-  type HttpProbeRequest,
-} from '../../../src/prober/http-probe.js';
+  httpGetUrlString as probeUrlString,
+  type HttpGetRequest as HttpProbeRequest,
+} from '../../../src/lib/http-get-client.js';
+import { doHttpProbe } from '../../../src/prober/http-probe.js';
 import { CertificateAuthority } from '../../apiserver/certs.js';
 
 const UA = 'kube-probe/1.30';
