@@ -51,7 +51,7 @@ export interface InMemoryPodCacheOptions {
    * Told when a pod worker has to wait for a reading of uid newer than minTimeMs (it synced after
    * the last relist began). When that sync was recent, the kubelet asks the PLEG to relist, so the
    * wait lasts one relist rather than up to a relist period: after a sync that started containers,
-   * the next sync reports them running (see PROMPT_RELIST_WINDOW_MS in build-kubelet.ts).
+   * the next sync reports them running (see PROMPT_RELIST_WINDOW_MS in src/cmd/build-pod-runtime.ts).
    */
   onWait?: (uid: string, minTimeMs: number) => void;
 }
