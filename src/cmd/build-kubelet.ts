@@ -15,8 +15,10 @@
  *   5. node status       (build-node-status.ts)       graceful shutdown, node status and Lease
  *   6. pod managers      (build-pod-managers.ts)      pod sources, the sync loop, the pod workers
  *   7. servers           (build-servers.ts)           pod resources, the kubelet API, the node page
- * Two cycles remain, each closed by a LateBound set once (late-bound.ts): the managers of steps 4
- * and 5 ask the kubelet for its pods, and the kubelet admits pods through them.
+ * The true cycles are each closed by a LateBound set once, right after the later part is made
+ * (late-bound.ts): the managers of steps 4 and 5 ask the kubelet for its pods while the kubelet
+ * admits pods through them; the pod cache asks the PLEG that reads it for a relist; the shutdown
+ * manager and the node status report each other; the kubelet and the pod workers call each other.
  *
  * Start order (written once, in kubelet-components.ts; docs/architecture.md shows it):
  *   apiclients, events, healthz, runtime,
