@@ -3,7 +3,8 @@
  * inherit it (upstream: pkg/volume/volume_linux.go SetVolumeOwnership), and the user a projected
  * token is written for (upstream: FsUserFrom).
  */
-import { chmod, lchown, lstat, readdir, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { chmod, chown, lchown, open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../api/core-v1.js';
 import type { Clock } from '../lib/clock.js';
@@ -25,6 +26,12 @@ export type FSGroupChangePolicy = 'OnRootMismatch' | 'Always';
  * Gives every file under dir the group fsGroup and the group's read (and, unless readOnly, write)
  * bits; folders also get group execute and setgid. Symlinks are re-owned but never chmod-ed: that
  * would change their target. With OnRootMismatch, nothing is done when the root already looks right.
+ *
+ * A pod that shares a writable volume can swap any name in it for a symlink while the walk runs, so
+ * nothing is changed by name: each entry is opened with O_PATH|O_NOFOLLOW relative to its folder's
+ * descriptor (a symlink opens as itself, never its target), and its owner and mode are changed through
+ * that descriptor. O_PATH rather than a read open: opening a device node runs its driver, and a FIFO
+ * would block.
  */
 export async function setVolumeOwnership(
   dir: string,
@@ -45,47 +52,69 @@ export async function setVolumeOwnership(
     SLOW_OWNERSHIP_WARNING_MS,
   );
   try {
-    await walkDeep(dir, (p, isDir, isSymlink, mode) =>
-      changeFilePermission(p, fsGroup, opts.readOnly, isDir, isSymlink, mode),
-    );
+    await walkDeep({ name: dir, shown: dir }, (entry) => changeFilePermission(entry, fsGroup, opts.readOnly));
   } finally {
     if (timer) opts.clock?.clearTimeout(timer);
   }
 }
 
-async function changeFilePermission(
-  p: string,
-  fsGroup: number,
-  readOnly: boolean,
-  isDir: boolean,
-  isSymlink: boolean,
-  mode: number,
-): Promise<void> {
+/** Linux's O_PATH: a handle on the file itself, without opening it for reading. */
+const O_PATH = 0o10000000;
+
+/** A name as the walk opens it (relative to its folder's descriptor) and as logs show it. */
+interface EntryName {
+  /** `/proc/self/fd/<folder fd>/<name>`, or the volume's own path for the root. */
+  name: string;
+  shown: string;
+}
+
+interface OpenEntry extends EntryName {
+  fh: FileHandle;
+  mode: number;
+  isDir: boolean;
+  isSymlink: boolean;
+}
+
+function fdPath(fh: FileHandle): string {
+  return `/proc/self/fd/${fh.fd}`;
+}
+
+async function changeFilePermission(entry: OpenEntry, fsGroup: number, readOnly: boolean): Promise<void> {
   try {
-    await lchown(p, -1, fsGroup);
+    // The link itself, by its name in a folder we hold open: a swap there stays inside the volume.
+    if (entry.isSymlink) await lchown(entry.name, -1, fsGroup);
+    else await chown(fdPath(entry.fh), -1, fsGroup);
   } catch (err) {
-    log.error('Lchown failed', { path: p, err: errorMessage(err) });
+    log.error('Lchown failed', { path: entry.shown, err: errorMessage(err) });
   }
-  if (isSymlink) return;
+  if (entry.isSymlink) return;
   let mask = readOnly ? RO_MASK : RW_MASK;
-  if (isDir) mask |= S_ISGID | EXEC_MASK;
+  if (entry.isDir) mask |= S_ISGID | EXEC_MASK;
   try {
-    await chmod(p, (mode & 0o7777) | mask);
+    // The magic link leads to the very inode opened, whatever its name points to by now.
+    await chmod(fdPath(entry.fh), (entry.mode & 0o7777) | mask);
   } catch (err) {
-    log.error('chmod failed', { path: p, err: errorMessage(err) });
+    log.error('chmod failed', { path: entry.shown, err: errorMessage(err) });
   }
 }
 
-/** Children first, then the folder itself, as upstream's walkDeep. */
-async function walkDeep(
-  p: string,
-  fn: (p: string, isDir: boolean, isSymlink: boolean, mode: number) => Promise<void>,
-): Promise<void> {
-  const st = await lstat(p);
-  if (st.isDirectory()) {
-    for (const name of await readdir(p)) await walkDeep(path.join(p, name), fn);
+/**
+ * Children first, then the folder itself, as upstream's walkDeep; the type is read from the open
+ * descriptor, so a folder swapped for a link after it was listed is never entered.
+ */
+async function walkDeep(at: EntryName, fn: (entry: OpenEntry) => Promise<void>): Promise<void> {
+  const fh = await open(at.name, O_PATH | constants.O_NOFOLLOW);
+  try {
+    const st = await fh.stat();
+    const entry = { ...at, fh, mode: st.mode, isDir: st.isDirectory(), isSymlink: st.isSymbolicLink() };
+    if (entry.isDir) {
+      for (const child of await readdir(fdPath(fh)))
+        await walkDeep({ name: path.join(fdPath(fh), child), shown: path.join(at.shown, child) }, fn);
+    }
+    await fn(entry);
+  } finally {
+    await fh.close();
   }
-  await fn(p, st.isDirectory(), st.isSymbolicLink(), st.mode);
 }
 
 /** OnRootMismatch: a change is needed unless the root has the group, the bits and setgid already. */
