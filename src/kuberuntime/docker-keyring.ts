@@ -5,6 +5,10 @@
  * `.dockerconfigjson` with `auths`, legacy `kubernetes.io/dockercfg` ones a `.dockercfg` map.
  */
 import type { AuthConfig } from '../cri/types.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
+import { logger } from '../lib/log.js';
+
+const log = logger('kuberuntime');
 
 /** A secret as the keyring reads it: its type and its decoded data. */
 export interface PullSecret {
@@ -38,8 +42,9 @@ export class DockerKeyring {
       let parsed: URL;
       try {
         parsed = new URL(withScheme);
-      } catch {
-        continue; // upstream logs and skips an entry that does not parse
+      } catch (err) {
+        log.error(`Entry ${JSON.stringify(location)} in dockercfg invalid (${errorMessage(err)}), ignoring`);
+        continue;
       }
       // Docker treats /v1/ and /v2/ as the registry itself.
       let effectivePath = decodeURIComponent(parsed.pathname);
@@ -64,24 +69,82 @@ export class DockerKeyring {
   }
 }
 
-/** The keyring of a pod's pull secrets; secrets of other types, or that do not parse, add nothing. */
+/**
+ * The keyring of a pod's pull secrets; secrets of other types, or with an empty config, add nothing.
+ * A config that does not parse (bad JSON, an entry that is not an object, an `auth` that is not
+ * base64 of user:password) throws INVALID_PULL_SECRET naming the secret: upstream's MakeDockerKeyring
+ * fails the pull then, rather than pulling without the credentials the pod asked for.
+ */
 export function makeDockerKeyring(secrets: readonly PullSecret[]): DockerKeyring {
   const keyring = new DockerKeyring();
   for (const s of secrets) {
     const json = s.data['.dockerconfigjson'];
     const cfg = s.data['.dockercfg'];
-    try {
-      if (s.type === SECRET_TYPE_DOCKER_CONFIG_JSON && json !== undefined) {
-        const parsed = JSON.parse(json) as { auths?: Record<string, DockerConfigEntry> };
-        keyring.add(parsed.auths ?? {});
-      } else if (s.type === SECRET_TYPE_DOCKERCFG && cfg !== undefined) {
-        keyring.add(JSON.parse(cfg) as Record<string, DockerConfigEntry>);
-      }
-    } catch {
-      // Upstream fails the whole keyring on a malformed secret; the pull then goes without credentials.
+    const invalid = (what: string) =>
+      new KubeletError('INVALID_PULL_SECRET', `pull secret "${s.name}" (${s.type ?? ''}): ${what}`);
+    if (s.type === SECRET_TYPE_DOCKER_CONFIG_JSON && json) {
+      const parsed = parseJson(json, '.dockerconfigjson', invalid);
+      if (!isObject(parsed)) throw invalid('.dockerconfigjson is not a JSON object');
+      const auths = parsed.auths ?? {};
+      if (!isObject(auths)) throw invalid('"auths" is not an object');
+      keyring.add(checkedEntries(auths, invalid));
+    } else if (s.type === SECRET_TYPE_DOCKERCFG && cfg) {
+      const parsed = parseJson(cfg, '.dockercfg', invalid);
+      if (!isObject(parsed)) throw invalid('.dockercfg is not a JSON object');
+      keyring.add(checkedEntries(parsed, invalid));
     }
   }
   return keyring;
+}
+
+function parseJson(text: string, key: string, invalid: (what: string) => Error): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw invalid(`${key} is not valid JSON: ${errorMessage(err)}`);
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Go's DockerConfigEntry.UnmarshalJSON: each entry an object whose `auth`, when set, decodes. */
+function checkedEntries(
+  entries: Record<string, unknown>,
+  invalid: (what: string) => Error,
+): Record<string, DockerConfigEntry> {
+  const out: Record<string, DockerConfigEntry> = {};
+  for (const [location, entry] of Object.entries(entries)) {
+    if (entry === null) continue;
+    if (!isObject(entry)) throw invalid(`entry ${JSON.stringify(location)}: not an object`);
+    for (const field of ['username', 'password', 'auth', 'email'] as const)
+      if (entry[field] !== undefined && entry[field] !== null && typeof entry[field] !== 'string')
+        throw invalid(`entry ${JSON.stringify(location)}: "${field}" is not a string`);
+    const e = entry as DockerConfigEntry;
+    if (e.auth) {
+      const problem = authFieldProblem(e.auth);
+      if (problem) throw invalid(`entry ${JSON.stringify(location)}: ${problem}`);
+    }
+    out[location] = e;
+  }
+  return out;
+}
+
+/**
+ * Why an `auth` field is not base64(username:password), in upstream's words, or undefined. Go decodes
+ * strictly (padded when it ends in "=", unpadded otherwise); Buffer.from would accept anything.
+ */
+function authFieldProblem(field: string): string | undefined {
+  const b64 = field.replace(/[\r\n]/g, '');
+  const padded = field.trim().endsWith('=');
+  const ok = padded
+    ? /^[A-Za-z0-9+/]*={1,2}$/.test(b64) && b64.length % 4 === 0
+    : /^[A-Za-z0-9+/]*$/.test(b64) && b64.length % 4 !== 1;
+  if (!ok) return 'illegal base64 data in the auth field';
+  if (!Buffer.from(b64, 'base64').toString('utf8').includes(':'))
+    return 'unable to parse auth field, must be formatted as base64(username:password)';
+  return undefined;
 }
 
 /** `auth` (base64 of user:password) wins over username and password, as in docker's config. */

@@ -34,7 +34,9 @@ export type KubeletErrorCode =
   /** A file longer than its reader allows (a manifest over 10 MiB). */
   | 'FILE_TOO_LARGE'
   /** Swap is on and failSwapOn (the default) refuses to run with it. */
-  | 'SWAP_ON';
+  | 'SWAP_ON'
+  /** An image pull secret whose docker config does not parse: the pull fails rather than going without it. */
+  | 'INVALID_PULL_SECRET';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -14,6 +14,7 @@ import {
 import { Backoff } from '../../../src/lib/backoff.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { KubeletError } from '../../../src/lib/errors.js';
+import { setLogSink } from '../../../src/lib/log.js';
 
 function setup(extra: Partial<ImagePullerOptions> = {}) {
   const clock = new FakeClock();
@@ -368,4 +369,80 @@ test("the pulling-time recorder hears of each pull by the pod's UID: started, an
   const present: Container = { ...c, imagePullPolicy: 'IfNotPresent' };
   assert.ok((await puller.ensureImageExists(pod(present), present, undefined)).ok);
   assert.deepEqual(heard, ['started u-1', 'finished u-1', 'started u-1']);
+});
+
+test('a malformed pull secret fails the pull with a Failed event naming it, as upstream, instead of pulling without it', async () => {
+  const lines: string[] = [];
+  setLogSink((l) => lines.push(l));
+  try {
+    const cases: { data: Record<string, string>; type: string; want: RegExp }[] = [
+      {
+        type: 'kubernetes.io/dockerconfigjson',
+        data: { '.dockerconfigjson': '{"auths": {"127.0.0.1:5000": ' },
+        want: /^Failed to pull image "127\.0\.0\.1:5000\/app:v1": pull secret "regcred" \(kubernetes\.io\/dockerconfigjson\): \.dockerconfigjson is not valid JSON: /,
+      },
+      {
+        type: 'kubernetes.io/dockercfg',
+        data: {
+          '.dockercfg': JSON.stringify({
+            '127.0.0.1:5000': { auth: Buffer.from('no-colon').toString('base64') },
+          }),
+        },
+        want: /pull secret "regcred" \(kubernetes\.io\/dockercfg\): entry "127\.0\.0\.1:5000": unable to parse auth field, must be formatted as base64\(username:password\)$/,
+      },
+      {
+        type: 'kubernetes.io/dockerconfigjson',
+        data: { '.dockerconfigjson': JSON.stringify({ auths: { '127.0.0.1:5000': 'user:pw' } }) },
+        want: /entry "127\.0\.0\.1:5000": not an object$/,
+      },
+    ];
+    for (const { type, data, want } of cases) {
+      const { fake, events, puller } = setup();
+      const c: Container = { name: 'a', image: '127.0.0.1:5000/app:v1' };
+      const result = await puller.ensureImageExists(pod(c), c, undefined, undefined, async () => [
+        { name: 'regcred', type, data },
+      ]);
+      assert.equal(result.ok, false);
+      assert.equal(!result.ok && result.reason, 'ErrImagePull');
+      assert.equal(fake.callsOf('pullImage').length, 0, 'no pull without the credentials asked for');
+      const failed = events.find((e) => e.startsWith('spec.containers{a} Warning Failed '));
+      assert.ok(failed, events.join('\n'));
+      assert.match(failed.replace('spec.containers{a} Warning Failed ', ''), want);
+    }
+    assert.ok(
+      lines.some((l) => l.includes('pull secret') && l.includes('regcred')),
+      'logged too',
+    );
+  } finally {
+    setLogSink((l) => process.stderr.write(l + '\n'));
+  }
+});
+
+test('a registry key that does not parse is skipped with a log line, the others still count', () => {
+  const lines: string[] = [];
+  setLogSink((l) => lines.push(l));
+  try {
+    const keyring = makeDockerKeyring([
+      {
+        name: 'mixed',
+        type: 'kubernetes.io/dockercfg',
+        data: {
+          '.dockercfg': JSON.stringify({
+            'http://[bad': { username: 'x', password: 'p' },
+            'quay.io': { username: 'q', password: 'p' },
+          }),
+        },
+      },
+    ]);
+    assert.deepEqual(
+      keyring.lookup('quay.io/x/y').map((a) => a.username),
+      ['q'],
+    );
+    assert.ok(
+      lines.some((l) => l.includes('http://[bad') && l.includes('ignoring')),
+      lines.join('\n'),
+    );
+  } finally {
+    setLogSink((l) => process.stderr.write(l + '\n'));
+  }
 });
