@@ -13,7 +13,7 @@
  * Node has no openat(2): opening `/proc/self/fd/<dirfd>/<name>` is the same call, since the magic
  * link resolves to the open folder and <name> is a single element.
  */
-import { constants } from 'node:fs';
+import { constants, type Dirent } from 'node:fs';
 import {
   chmod,
   lstat,
@@ -197,7 +197,14 @@ export async function prepareSafeSubpath(
     throw new Error(`error opening subpath ${resolved}: ${errorMessage(err)}`);
   }
   try {
-    if (await isMountPoint(mounter, bindTarget).catch(() => false)) {
+    let mounted: boolean;
+    try {
+      mounted = await isMountPoint(mounter, bindTarget);
+    } catch (err) {
+      // Taking "unknown" for "not mounted" would stack a second bind mount on a live one.
+      throw new Error(`error checking path ${bindTarget} for mount: ${errorMessage(err)}`);
+    }
+    if (mounted) {
       if (await sameFile(fh, bindTarget)) {
         log.v(5, 'Skipping bind-mounting subpath: already mounted', { target: bindTarget });
         return bindTarget;
@@ -243,7 +250,8 @@ async function removeTarget(p: string): Promise<void> {
 
 /**
  * Unmounts and removes every subPath target of one volume of a pod (upstream: CleanSubPaths), before
- * the volume itself is torn down. A target that will not unmount stops the cleanup with an error.
+ * the volume itself is torn down. A target that will not unmount, or a folder that will not go, stops
+ * the cleanup with an error naming it (the caller reports it and tries again later).
  */
 export async function cleanSubPaths(
   mounter: Mounter,
@@ -251,17 +259,27 @@ export async function cleanSubPaths(
   volumeName: string,
 ): Promise<void> {
   const volDir = path.join(subpathsDir, volumeName);
-  let containers: string[];
+  let containers: Dirent[];
   try {
-    containers = await readdir(volDir);
+    containers = await readdir(volDir, { withFileTypes: true });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw err;
+    throw new Error(`error reading ${volDir}: ${errorMessage(err)}`);
   }
   const table = await mounter.list();
   for (const c of containers) {
-    const containerDir = path.join(volDir, c);
-    for (const index of await readdir(containerDir).catch(() => [] as string[])) {
+    if (!c.isDirectory()) {
+      log.v(4, 'Container file is not a directory', { path: path.join(volDir, c.name) });
+      continue;
+    }
+    const containerDir = path.join(volDir, c.name);
+    let indexes: string[];
+    try {
+      indexes = await readdir(containerDir);
+    } catch (err) {
+      throw new Error(`error reading ${containerDir}: ${errorMessage(err)}`);
+    }
+    for (const index of indexes) {
       const target = path.join(containerDir, index);
       // Mounts may be stacked on one target (a retried bind): peel them all.
       for (let mounted = await isMountPoint(mounter, target, table); mounted;) {
@@ -270,10 +288,56 @@ export async function cleanSubPaths(
         mounted = await isMountPoint(mounter, target);
       }
       await removeTarget(target).catch((err: NodeJS.ErrnoException) => {
-        if (err.code !== 'ENOENT') throw err;
+        if (err.code !== 'ENOENT') throw new Error(`error deleting ${target}: ${errorMessage(err)}`);
       });
     }
-    await rmdir(containerDir).catch(() => undefined);
+    await removeFolder(containerDir);
   }
-  await rmdir(volDir).catch(() => undefined);
+  await removeFolder(volDir);
+}
+
+async function removeFolder(dir: string): Promise<void> {
+  try {
+    await rmdir(dir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+    throw new Error(`error deleting ${dir}: ${errorMessage(err)}`);
+  }
+}
+
+/**
+ * Cleans the subPath targets of every volume of a pod (under `volume-subpaths`); returns what failed,
+ * each failure also logged, so the caller reports it (an event) and leaves the volumes mounted.
+ */
+export async function cleanPodSubPaths(
+  mounter: Mounter,
+  subpathsDir: string,
+  podUid: string,
+): Promise<string[]> {
+  let volumes: string[];
+  try {
+    volumes = await readdir(subpathsDir);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    log.error('Failed to read the subPath folder', {
+      podUID: podUid,
+      path: subpathsDir,
+      err: errorMessage(err),
+    });
+    return [`UnmountVolume.TearDown failed for subPaths in ${subpathsDir} : ${errorMessage(err)}`];
+  }
+  const errors: string[] = [];
+  for (const name of volumes) {
+    try {
+      await cleanSubPaths(mounter, subpathsDir, name);
+    } catch (err) {
+      log.error('Failed to clean up subPath mounts of the volume', {
+        podUID: podUid,
+        volume: name,
+        err: errorMessage(err),
+      });
+      errors.push(`UnmountVolume.TearDown failed for subPaths of volume "${name}" : ${errorMessage(err)}`);
+    }
+  }
+  return errors;
 }

@@ -39,7 +39,7 @@ import { makeRShared, removeAllOneFilesystem, SystemMounter, type Mounter } from
 import { checkNodeAffinity } from './node-affinity.js';
 import { ProjectedPlugin } from './projected.js';
 import { SecretPlugin } from './secret.js';
-import { cleanSubPaths, prepareSafeSubpath, safeMakeDir } from './subpath.js';
+import { cleanPodSubPaths, prepareSafeSubpath, safeMakeDir } from './subpath.js';
 import { TokenManager } from './token-manager.js';
 import {
   ApiVolumeObjectSource,
@@ -747,13 +747,7 @@ export class VolumeManagerImpl implements VolumeManager {
     const errors: string[] = [];
     const subpaths = podSubpathsDir(this.rootDir, podUid);
     // subPath mounts first: they hold the volumes (and hostPath volumes have nothing else).
-    for (const name of await readdir(subpaths).catch(() => [] as string[])) {
-      try {
-        await cleanSubPaths(this.mounter, subpaths, name);
-      } catch (err) {
-        errors.push(`UnmountVolume.TearDown failed for subPaths of volume "${name}" : ${errorMessage(err)}`);
-      }
-    }
+    errors.push(...(await cleanPodSubPaths(this.mounter, subpaths, podUid)));
     const volumes = new Map<string, { name: string; plugin: VolumePlugin }>();
     for (const m of this.actual.get(podUid)?.values() ?? []) {
       const plugin = this.plugins.find((p) => p.name === m.pluginName);
@@ -776,7 +770,13 @@ export class VolumeManagerImpl implements VolumeManager {
     this.host.tokens.deleteServiceAccountToken(podUid);
     if (errors.length === 0) {
       this.actual.delete(podUid);
-      await removeAllOneFilesystem(this.mounter, subpaths).catch(() => undefined);
+      await removeAllOneFilesystem(this.mounter, subpaths).catch((err: unknown) =>
+        log.error('Failed to remove the subPath folder', {
+          podUID: podUid,
+          path: subpaths,
+          err: errorMessage(err),
+        }),
+      );
     }
     this.notify();
     return errors;

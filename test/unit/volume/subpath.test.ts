@@ -20,6 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { isMountPoint, SystemMounter } from '../../../src/volume/mounter.js';
+import { FakeMounter } from '../../../src/volume/testing/fake-mounter.js';
 import { cleanSubPaths, prepareSafeSubpath, safeMakeDir, safeOpen } from '../../../src/volume/subpath.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -204,4 +205,46 @@ describe('names that start with two dots', () => {
       await cleanSubPaths(mounter, path.join(podDir, 'volume-subpaths'), 'cm');
     },
   );
+});
+
+describe('a mount table that cannot be read', () => {
+  test('fails the subPath with a clear error instead of stacking a second bind mount on the first', async () => {
+    const mounter = new FakeMounter();
+    const t = path.join(podDir, 'volume-subpaths', 'unreadable', 'c', '0');
+    const s = {
+      volumeMountIndex: 0,
+      path: path.join(vol, 'real/file'),
+      volumeName: 'unreadable',
+      volumePath: vol,
+      podDir,
+      containerName: 'c',
+    };
+    assert.equal(await prepareSafeSubpath(mounter, s, t), t);
+    const list = mounter.list.bind(mounter);
+    mounter.list = () => Promise.reject(new Error('open /proc/self/mountinfo: too many open files'));
+    await assert.rejects(
+      prepareSafeSubpath(mounter, s, t),
+      /^Error: error checking path .*\/volume-subpaths\/unreadable\/c\/0 for mount: open \/proc\/self\/mountinfo: too many open files$/,
+    );
+    mounter.list = list;
+    assert.equal(mounter.calls.filter((c) => c.op === 'mount').length, 1, 'one bind mount, never two');
+    assert.equal((await mounter.list()).filter((m) => m.mountPoint === t).length, 1);
+  });
+
+  test('subPath cleanup says what it could not do rather than leaving folders behind quietly', async () => {
+    const mounter = new FakeMounter();
+    const subpaths = path.join(podDir, 'volume-subpaths-cleanup');
+    await mkdir(path.join(subpaths, 'v', 'c', '0'), { recursive: true });
+    mounter.list = () => Promise.reject(new Error('mountinfo unreadable'));
+    await assert.rejects(cleanSubPaths(mounter, subpaths, 'v'), /mountinfo unreadable/);
+    // A folder that will not go (here: a stray file beside the containers' folders) is an error, as upstream.
+    await rm(path.join(subpaths, 'v'), { recursive: true });
+    await mkdir(path.join(subpaths, 'v', 'c', '0'), { recursive: true });
+    await writeFile(path.join(subpaths, 'v', 'stray'), '');
+    await assert.rejects(
+      cleanSubPaths(new FakeMounter(), subpaths, 'v'),
+      /^Error: error deleting .*\/volume-subpaths-cleanup\/v: ENOTEMPTY/,
+    );
+    await assert.rejects(lstat(path.join(subpaths, 'v', 'c')), { code: 'ENOENT' }, 'what could go went');
+  });
 });

@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
 import { isKubeletError } from '../../../src/lib/errors.js';
 import { FakeClock } from '../../../src/lib/clock.js';
+import { setLogSink } from '../../../src/lib/log.js';
 import { FakeMounter } from '../../../src/volume/testing/fake-mounter.js';
 import { FakeObjectSource } from '../../../src/volume/testing/fake-object-source.js';
 import {
@@ -579,5 +580,40 @@ describe('teardown and cleanup', () => {
     await mounter.unmount(inner);
     await vm.cleanupOrphanedPodDirs(new Set());
     await assert.rejects(lstat(path.join(rootDir, 'pods/uid-busy')), { code: 'ENOENT' });
+  });
+
+  test('a subPath cleanup that fails is logged and reported, never passed over', async () => {
+    const lines: string[] = [];
+    setLogSink((l) => lines.push(l));
+    try {
+      const { vm, events, rootDir } = setup();
+      const p = pod('stuck', [{ name: 'e', emptyDir: {} }], [web([{ name: 'e', mountPath: '/e' }])]);
+      await vm.waitForAttachAndMount(p);
+      const subpaths = path.join(rootDir, 'pods/uid-stuck/volume-subpaths');
+      // Something the cleanup cannot remove: a stray file beside the containers' folders.
+      await mkdir(path.join(subpaths, 'e', 'web'), { recursive: true });
+      await writeFile(path.join(subpaths, 'e', 'stray'), '');
+      await assert.rejects(vm.unmountAndCleanup('uid-stuck'), /subPaths of volume "e".*error deleting/);
+      assert.ok(
+        events.some((e) => e.reason === 'FailedUnMount' && /subPaths of volume "e"/.test(e.message)),
+        JSON.stringify(events),
+      );
+      assert.ok(
+        lines.some((l) => l.includes('subPath') && l.includes('uid-stuck') && l.includes('error deleting')),
+        lines.join('\n'),
+      );
+
+      // A volume-subpaths that cannot be read at all is as much a failure.
+      const q = pod('unreadable', [{ name: 'e', emptyDir: {} }], [web([{ name: 'e', mountPath: '/e' }])]);
+      await vm.waitForAttachAndMount(q);
+      await writeFile(path.join(rootDir, 'pods/uid-unreadable/volume-subpaths'), 'not a folder');
+      await assert.rejects(vm.unmountAndCleanup('uid-unreadable'), /volume-subpaths.*ENOTDIR/);
+      assert.ok(
+        lines.some((l) => l.includes('uid-unreadable') && l.includes('ENOTDIR')),
+        lines.join('\n'),
+      );
+    } finally {
+      setLogSink((l) => process.stderr.write(l + '\n'));
+    }
   });
 });
