@@ -647,9 +647,10 @@ export class Kubelet implements ServerHost {
    * ContainerGC.DeleteAllUnusedContainers, the eviction manager's first node-level reclaim).
    */
   async deleteAllUnusedContainers(): Promise<void> {
-    const active = new Set(this.getActivePods().map((p) => p.metadata.uid ?? ''));
+    // Upstream's evictNonDeletedPods: the runtime of a pod that has stopped goes even if it is not deleted.
     await this.runtime.garbageCollect(
-      (uid) => active.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
+      (uid) =>
+        !this.podWorkers.shouldPodContentBeRemoved(uid) && !this.podWorkers.shouldPodRuntimeBeRemoved(uid),
     );
   }
 
@@ -934,11 +935,11 @@ export class Kubelet implements ServerHost {
       const now = this.clock.now();
       if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {
         this.lastContainerGcMs = now;
-        const wanted = new Set(desired);
         try {
-          await this.runtime.garbageCollect(
-            (uid) => wanted.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
-          );
+          // Asked of the pod workers at each decision, as upstream's ShouldPodContentBeRemoved: a pod
+          // that started and finished since `desired` was read keeps its dead containers and logs
+          // (the e2e framework reads a succeeded pod's logs) until it is deleted or evicted.
+          await this.runtime.garbageCollect((uid) => !this.podWorkers.shouldPodContentBeRemoved(uid));
         } catch (err) {
           // Upstream's StartGarbageCollection: every failed pass is logged and told on the node.
           log.error('Container garbage collection failed', { err: errorMessage(err) });

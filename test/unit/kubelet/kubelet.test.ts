@@ -33,6 +33,7 @@ interface Node {
   /** The API source's channel, when startNode was asked for one. */
   sendApi: SourceChannel | undefined;
   statusManager: LocalStatusManager;
+  runtime: KubeGenericRuntimeManager;
   metrics: MetricsRegistry;
   events: { pod: string; type: string; reason: string; message: string }[];
   stop(): Promise<void>;
@@ -119,7 +120,7 @@ function startNode(
     await kubelet.stop();
   };
   cleanups.push(stop);
-  return { kubelet, containerManager, send, sendApi, statusManager, events, metrics, stop };
+  return { kubelet, containerManager, send, sendApi, statusManager, runtime, events, metrics, stop };
 }
 
 function pod(name: string, uid: string, script = 'sleep 3600'): Pod {
@@ -413,4 +414,59 @@ test('admission that waits on a device plugin: the pods behind it wait their tur
   );
   assert.deepEqual(order, ['allocate gpu', 'allocate greedy']);
   assert.equal(runningContainers(fake, 'uid-greedy').length, 0);
+});
+
+test('container GC asks the pod workers when it decides: a pod that ran while housekeeping was under way keeps its dead container and logs until it is deleted', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const node = startNode(fake, dir);
+  // Housekeeping's runtime listing waits until the pod below has run and finished, as a slow pass
+  // on a busy node lets it.
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let reached!: () => void;
+  const gated = new Promise<void>((r) => (reached = r));
+  let armed = true;
+  const getPods = node.runtime.getPods.bind(node.runtime);
+  node.runtime.getPods = async (all) => {
+    if (!all && armed) {
+      armed = false;
+      reached();
+      await gate;
+    }
+    return getPods(all);
+  };
+  let isPodWanted: ((uid: string) => boolean) | undefined;
+  const wantedAtGc: boolean[] = [];
+  node.runtime.garbageCollect = (pred) => {
+    isPodWanted = pred;
+    wantedAtGc.push(pred('uid-done'));
+    return Promise.resolve();
+  };
+  node.send({ op: 'SET', pods: [] });
+  await gated;
+
+  const done = pod('done', 'uid-done');
+  done.spec.restartPolicy = 'Never';
+  node.send({ op: 'SET', pods: [done] });
+  const id = await waitFor('the container to run', () => runningContainers(fake, 'uid-done')[0], 5000, 20);
+  fake.exitContainer(id, 0);
+  await waitFor(
+    'the pod to succeed and its worker to finish terminating',
+    () =>
+      node.kubelet.getPods().some((p) => p.status?.phase === 'Succeeded') &&
+      !node.kubelet.podCouldHaveRunningContainers('uid-done'),
+    5000,
+    20,
+  );
+  release();
+  await waitFor('a GC pass', () => wantedAtGc.length > 0, 5000, 20);
+  assert.deepEqual(
+    wantedAtGc,
+    [true],
+    'a succeeded pod that is not deleted keeps its content (upstream ShouldPodContentBeRemoved)',
+  );
+
+  node.send({ op: 'SET', pods: [] });
+  await waitFor('the deleted pod to be unwanted', () => isPodWanted?.('uid-done') === false, 5000, 20);
 });
