@@ -5,7 +5,8 @@
  */
 import { connectRuntime } from '../cri/connect-runtime.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
-import { EventStore, fanOutRecorder, StoreEventRecorder } from '../events/event-store.js';
+import { EventStore } from '../events/event-store.js';
+import { makeKubeletEventRecorder } from '../events/kubelet-event-recorder.js';
 import type { ApiSource } from '../config/api-source.js';
 import type { Kubelet } from '../kubelet/kubelet.js';
 import type { PodStartupLatencyTracker } from '../kubelet/pod-startup-latency-tracker.js';
@@ -78,14 +79,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
         )
       : undefined;
   const eventStore = new EventStore();
-  const storeRecorder = new StoreEventRecorder({
-    store: eventStore,
-    nodeName,
-    clock,
-    // Cluster mode logs each event in the API recorder already (at --v=3, as upstream).
-    ...(cluster ? {} : { logVerbosity: 0 }),
-  });
-  const recorder = cluster ? fanOutRecorder(cluster.recorder, storeRecorder) : storeRecorder;
+  const recorder = makeKubeletEventRecorder({ store: eventStore, nodeName, clock, api: cluster?.recorder });
   const certificates =
     cluster && (config.rotateCertificates || config.serverTLSBootstrap)
       ? await startKubeletCertificates({

@@ -28,7 +28,11 @@ export interface EventCorrelatorOptions {
 }
 
 export type CorrelateResult =
-  | { dropped: true }
+  /**
+   * The spam filter keeps it from the API server; event is what it would have been (its count is
+   * the one the next event of its kind carries), for the node's own store.
+   */
+  | { dropped: true; event: CoreEvent }
   /** patch is set when the event updates an existing one (count > 1). */
   | { dropped: false; event: CoreEvent; patch: Record<string, unknown> | undefined };
 
@@ -141,7 +145,7 @@ export class EventCorrelator {
   correlate(newEvent: CoreEvent): CorrelateResult {
     const { event: aggregated, key } = this.aggregate(newEvent);
     const { event, patch } = this.observe(aggregated, key);
-    if (this.filtered(event)) return { dropped: true };
+    if (this.filtered(event)) return { dropped: true, event };
     return { dropped: false, event, patch };
   }
 

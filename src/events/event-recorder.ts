@@ -26,6 +26,8 @@ import { nodeRef } from '../api/node.js';
 export const MAX_QUEUED_EVENTS = 1000;
 export const MAX_TRIES_PER_EVENT = 12;
 export const EVENT_RETRY_SLEEP_MS = 10_000;
+/** Upstream's kubelet logs every event at this verbosity (eventBroadcaster.StartStructuredLogging(3)). */
+export const EVENT_LOG_VERBOSITY = 3;
 
 /** Records events about any object; the pod form is the one kuberuntime uses. */
 export interface ObjectEventRecorder extends EventRecorder {
@@ -127,8 +129,6 @@ export function eventLogFields(
   };
 }
 
-/** The kubelet's reference to its node: the node name stands in for the UID, as upstream's nodeRef. */
-
 export class ApiEventRecorder implements ObjectEventRecorder {
   private readonly opts: ApiEventRecorderOptions;
   private readonly clock: Clock;
@@ -169,7 +169,7 @@ export class ApiEventRecorder implements ObjectEventRecorder {
       component: this.component,
       host: this.opts.nodeName,
     });
-    this.log.v(3, 'Event occurred', eventLogFields(ref, type, reason, message));
+    this.log.v(EVENT_LOG_VERBOSITY, 'Event occurred', eventLogFields(ref, type, reason, message));
     if (this.queue.length >= (this.opts.maxQueuedEvents ?? MAX_QUEUED_EVENTS)) {
       if (!this.dropping) {
         this.dropping = true;
@@ -298,9 +298,3 @@ export class ApiEventRecorder implements ObjectEventRecorder {
 function namespaceTerminating(status: Status | undefined): boolean {
   return status?.details?.causes?.some((c) => c.reason === 'NamespaceTerminating') ?? false;
 }
-
-/** Standalone mode: events go nowhere (upstream leaves the recorder unconnected without a client). */
-export const noopEventRecorder: ObjectEventRecorder = {
-  event: () => undefined,
-  eventFor: () => undefined,
-};

@@ -3,17 +3,24 @@
  * can read them on the node page and with `tskubelet events` in every mode, standalone included
  * (where upstream's events go nowhere but the log).
  *
- * A repeat of an event (same object, type, reason, message and source) is folded into the earlier
- * one, as the API server's copy is by the correlator: its count goes up, its lastTimestamp moves and
- * it becomes the newest again. The ring holds what a person reads, not an archive.
+ * Events reach it through the same EventCorrelator as the API server's copies do, so it holds what
+ * the API server would: a repeat carries the name of the event it repeats and replaces it, with the
+ * correlator's count and lastTimestamp, and it becomes the newest again. The ring holds what a person
+ * reads, not an archive.
  */
 import type { EventType, ObjectReference } from '../api/core-v1.js';
 import type { Pod } from '../api/core-v1.js';
 import { nodeRef } from '../api/node.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { logger, type Logger } from '../lib/log.js';
-import { eventTime } from './event-correlator.js';
-import { eventLogFields, makeEvent, podReference, type ObjectEventRecorder } from './event-recorder.js';
+import { EventCorrelator, eventTime, type EventCorrelatorOptions } from './event-correlator.js';
+import {
+  EVENT_LOG_VERBOSITY,
+  eventLogFields,
+  makeEvent,
+  podReference,
+  type ObjectEventRecorder,
+} from './event-recorder.js';
 import type { CoreEvent } from './event-types.js';
 
 export const DEFAULT_EVENT_STORE_CAPACITY = 500;
@@ -30,9 +37,8 @@ export type EventListener = (event: CoreEvent) => void;
 
 export class EventStore {
   /**
-   * By fold key, oldest first (a Map keeps insertion order); a fold deletes and re-inserts, which
-   * moves the event to the end. Keyed so that a new event finds its earlier copy without building the
-   * key of every stored one.
+   * By namespace and name, oldest first (a Map keeps insertion order); a replacement deletes and
+   * re-inserts, which moves the event to the end.
    */
   private readonly events = new Map<string, CoreEvent>();
   private readonly listeners = new Set<EventListener>();
@@ -43,22 +49,14 @@ export class EventStore {
     this.capacity = Math.max(1, capacity);
   }
 
-  /** Stores event (or folds it into its earlier copy) and tells every subscriber. */
+  /**
+   * Stores event, in place of the one of the same name (the correlator gives a repeat the name of
+   * the event it repeats, with the count raised), and tells every subscriber.
+   */
   add(event: CoreEvent): CoreEvent {
-    const key = foldKey(event);
-    const earlier = this.events.get(key);
-    let stored: CoreEvent;
-    if (earlier) {
-      this.events.delete(key);
-      stored = {
-        ...earlier,
-        count: earlier.count + Math.max(1, event.count),
-        lastTimestamp: event.lastTimestamp,
-        metadata: { ...earlier.metadata, resourceVersion: String(++this.serial) },
-      };
-    } else {
-      stored = { ...event, metadata: { ...event.metadata, resourceVersion: String(++this.serial) } };
-    }
+    const key = `${event.metadata.namespace ?? ''}/${event.metadata.name}`;
+    const stored = { ...event, metadata: { ...event.metadata, resourceVersion: String(++this.serial) } };
+    this.events.delete(key);
     this.events.set(key, stored);
     for (const oldest of this.events.keys()) {
       if (this.events.size <= this.capacity) break;
@@ -105,23 +103,6 @@ function matches(ref: ObjectReference, f: EventFilter): boolean {
   );
 }
 
-/** What makes two events the same one (the correlator's key, less what cannot differ here). */
-function foldKey(e: CoreEvent): string {
-  const r = e.involvedObject;
-  return [
-    r.kind,
-    r.namespace,
-    r.name,
-    r.uid,
-    r.fieldPath,
-    e.type,
-    e.reason,
-    e.message,
-    e.source.component,
-    e.source.host,
-  ].join('\u0000');
-}
-
 export interface StoreEventRecorderOptions {
   store: EventStore;
   /** source.host and reportingInstance. */
@@ -129,24 +110,32 @@ export interface StoreEventRecorderOptions {
   component?: string;
   clock?: Clock;
   /**
-   * Log each event at this verbosity (upstream's StartStructuredLogging line, "Event occurred"); no
-   * line when undefined. Standalone logs at 0: without an API server the log is where events live on.
+   * Log the events (standalone mode; in cluster mode the API recorder logs them): each one at --v=3
+   * as upstream's broadcaster (StartStructuredLogging(3)), and below --v=3 each new one once, as
+   * the correlator first passes it, since without an API server the terminal is where a person
+   * watches the node. A repeat only raises the count in the store.
    */
-  logVerbosity?: number;
+  logEvents?: boolean;
   log?: Logger;
+  correlator?: Omit<EventCorrelatorOptions, 'clock'>;
 }
 
-/** Records events into the store (and the log): the recorder of standalone mode. */
+/**
+ * Records events into the store through an EventCorrelator of its own: the recorder of standalone
+ * mode, and the node's copy beside the API server's in cluster mode. Unlike the API server's copy,
+ * the store takes the events the spam filter holds back too, so its counts are whole.
+ */
 export class StoreEventRecorder implements ObjectEventRecorder {
   private readonly clock: Clock;
   private readonly log: Logger;
   private readonly component: string;
-  private nameSerial = 0;
+  private readonly correlator: EventCorrelator;
 
   constructor(private readonly opts: StoreEventRecorderOptions) {
     this.clock = opts.clock ?? realClock;
     this.log = opts.log ?? logger('events');
     this.component = opts.component ?? 'kubelet';
+    this.correlator = new EventCorrelator({ clock: this.clock, ...opts.correlator });
   }
 
   event(pod: Pod, fieldPath: string, type: EventType, reason: string, message: string): void {
@@ -158,21 +147,21 @@ export class StoreEventRecorder implements ObjectEventRecorder {
   }
 
   eventFor(ref: ObjectReference, type: EventType, reason: string, message: string): void {
-    const nowMs = this.clock.now();
-    const now = eventTime(nowMs);
     const event = makeEvent(ref, type, reason, message, {
-      // Upstream's name shape: <object>.<hex time>; a serial keeps two in one instant apart.
-      name: `${ref.name ?? ''}.${(nowMs * 1000 + (this.nameSerial++ % 1000)).toString(16)}`,
-      time: now,
+      name: this.correlator.eventName(ref.name ?? ''),
+      time: eventTime(this.clock.now()),
       component: this.component,
       host: this.opts.nodeName,
     });
-    this.opts.store.add(event);
-    const level = this.opts.logVerbosity;
-    if (level === undefined) return;
-    const kv = eventLogFields(ref, type, reason, message);
-    if (level <= 0) this.log.info('Event occurred', kv);
-    else this.log.v(level, 'Event occurred', kv);
+    const result = this.correlator.correlate(event);
+    this.opts.store.add(result.event);
+    if (!this.opts.logEvents) return;
+    if (this.log.enabled(EVENT_LOG_VERBOSITY)) {
+      this.log.v(EVENT_LOG_VERBOSITY, 'Event occurred', eventLogFields(ref, type, reason, message));
+    } else if (!result.dropped && result.event.count === 1) {
+      const e = result.event;
+      this.log.info('Event occurred', eventLogFields(e.involvedObject, e.type, e.reason, e.message));
+    }
   }
 }
 

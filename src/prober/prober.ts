@@ -108,14 +108,14 @@ export interface ProberOptions {
   /** The Kubernetes version this kubelet implements (`v1.30.0`), for the probes' User-Agent. */
   kubernetesVersion: string;
   clock?: Clock;
-  /** Where Unhealthy and ProbeWarning events go; without one they are logged at --v=1. */
+  /** Where Unhealthy and ProbeWarning events go; without one they are logged at --v=3. */
   recorder?: EventRecorder;
 }
 
-/** Logs events as upstream's event broadcaster does when it has nowhere else to send them. */
+/** Logs events as upstream's event broadcaster does (StartStructuredLogging(3)) when it has nowhere else to send them. */
 const loggingRecorder: EventRecorder = {
   event(pod, fieldPath, type, reason, message) {
-    log.v(1, 'Event occurred', {
+    log.v(3, 'Event occurred', {
       object: podRef(pod),
       fieldPath,
       kind: 'Pod',

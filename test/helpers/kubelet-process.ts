@@ -177,26 +177,25 @@ export class KubeletProcess {
   async dispose(): Promise<void> {
     await this.stop('SIGKILL');
     this.logStream?.end();
-    await this.unmountLeftovers();
+    await unmountUnder(this.dir);
     await rm(this.dir, { recursive: true, force: true }).catch(() => undefined);
   }
+}
 
-  /**
-   * A killed kubelet leaves its pods' mounts behind (the tmpfs of secrets and tokens, subPath binds):
-   * unmount everything under its folder, deepest first, lazily so a mount still busy does not stay.
-   */
-  private async unmountLeftovers(): Promise<void> {
-    const table = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
-    const prefix = `${await realpath(this.dir).catch(() => this.dir)}/`;
-    const points = table
-      .split('\n')
-      .map((line) => line.split(' ')[4] ?? '')
-      .filter((p) => p.startsWith(prefix))
-      .sort((a, b) => b.length - a.length);
-    for (const p of points) {
-      await new Promise<void>((resolve) =>
-        execFile('umount', ['-l', p], { timeout: 10_000 }, () => resolve()),
-      );
-    }
+/**
+ * A kubelet leaves mounts behind under its folder (its root dir, bind-mounted on itself; when killed,
+ * the tmpfs of secrets and tokens and subPath binds): unmount everything under dir, deepest first,
+ * lazily so a mount still busy does not stay.
+ */
+export async function unmountUnder(dir: string): Promise<void> {
+  const table = await readFile('/proc/self/mountinfo', 'utf8').catch(() => '');
+  const prefix = `${await realpath(dir).catch(() => dir)}/`;
+  const points = table
+    .split('\n')
+    .map((line) => line.split(' ')[4] ?? '')
+    .filter((p) => p.startsWith(prefix))
+    .sort((a, b) => b.length - a.length);
+  for (const p of points) {
+    await new Promise<void>((resolve) => execFile('umount', ['-l', p], { timeout: 10_000 }, () => resolve()));
   }
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import type { Pod } from '../../../src/api/core-v1.js';
-import { ApiEventRecorder, noopEventRecorder } from '../../../src/events/event-recorder.js';
+import { ApiEventRecorder } from '../../../src/events/event-recorder.js';
 import { nodeRef } from '../../../src/api/node.js';
 import type { CoreEvent } from '../../../src/events/event-types.js';
 import { RestClient } from '../../../src/k8s/rest-client.js';
@@ -187,10 +187,5 @@ describe('ApiEventRecorder against the test API server', () => {
     const shown = printed(log);
     assert.equal(shown.filter((l) => /too many queued events/.test(l.msg)).length, 1);
     assert.equal(shown.filter((l) => l.level === 'warn').length, 1);
-  });
-
-  it('has a no-op recorder for standalone mode', () => {
-    noopEventRecorder.event(pod, '', 'Normal', 'Started', 'x');
-    noopEventRecorder.eventFor(nodeRef(NODE), 'Normal', 'Starting', 'x');
   });
 });

@@ -4,6 +4,8 @@ import type { Pod } from '../../../src/api/core-v1.js';
 import { nodeRef } from '../../../src/api/node.js';
 import { EventStore, fanOutRecorder, StoreEventRecorder } from '../../../src/events/event-store.js';
 import type { CoreEvent } from '../../../src/events/event-types.js';
+import { makeKubeletEventRecorder } from '../../../src/events/kubelet-event-recorder.js';
+import type { ObjectEventRecorder } from '../../../src/events/event-recorder.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { captureLog, printed } from '../k8s/capture-log.js';
 
@@ -110,29 +112,103 @@ describe('EventStore', () => {
   });
 });
 
-describe('StoreEventRecorder logging and fan-out', () => {
-  it('standalone: one "Event occurred" line per event at --v=0', () => {
-    const log = captureLog();
+describe('StoreEventRecorder: the correlator, the log and fan-out', () => {
+  const backOff = 'Back-off restarting failed container app in pod web_default(uid-web)';
+
+  it('standalone at --v=0: a new event is printed once, its repeats only raise the count', () => {
+    const log = captureLog(0);
+    const clock = new FakeClock(Date.parse('2026-01-02T03:04:05Z'));
+    const store = new EventStore();
+    const rec = new StoreEventRecorder({ store, nodeName: 'n1', clock, logEvents: true, log });
+    for (let i = 0; i < 60; i++) {
+      rec.eventFor(nodeRef('n1'), 'Warning', 'MissingClusterDNS', 'no cluster DNS');
+      rec.event(pod('web'), 'spec.containers{app}', 'Warning', 'BackOff', backOff);
+      clock.advance(1000);
+    }
+    const lines = printed(log);
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.kv?.object, l.kv?.reason, l.kv?.message]),
+      [
+        ['Event occurred', 'n1', 'MissingClusterDNS', 'no cluster DNS'],
+        ['Event occurred', 'default/web', 'BackOff', backOff],
+      ],
+    );
+    assert.equal(log.lines.length, 2, 'nothing at higher verbosities either');
+    assert.deepEqual(
+      store.list().map((e) => [e.reason, e.count]),
+      [
+        ['BackOff', 60],
+        ['MissingClusterDNS', 60],
+      ],
+    );
+    const dns = store.list({ kind: 'Node' })[0];
+    assert.equal(dns?.firstTimestamp, '2026-01-02T03:04:05Z');
+    assert.equal(dns?.lastTimestamp, '2026-01-02T03:05:04Z');
+  });
+
+  it("at --v=3 every event is logged, as upstream's broadcaster logs it, and nothing at --v=0", () => {
+    const log = captureLog(3);
+    const rec = new StoreEventRecorder({
+      store: new EventStore(),
+      nodeName: 'n1',
+      clock: new FakeClock(),
+      logEvents: true,
+      log,
+    });
+    for (let i = 0; i < 3; i++) rec.event(pod('web'), 'spec.containers{app}', 'Warning', 'BackOff', backOff);
+    assert.equal(printed(log).length, 0);
+    assert.deepEqual(
+      log.lines.map((l) => [l.verbosity, l.msg, l.kv?.fieldPath, l.kv?.reason]),
+      Array(3).fill([3, 'Event occurred', 'spec.containers{app}', 'BackOff']),
+    );
+  });
+
+  it('the spam filter keeps a source to 25 new events per object from the terminal, not from the store', () => {
+    const log = captureLog(0);
     const store = new EventStore();
     const rec = new StoreEventRecorder({
       store,
       nodeName: 'n1',
       clock: new FakeClock(),
-      logVerbosity: 0,
+      logEvents: true,
       log,
     });
-    rec.event(pod('web'), 'spec.containers{app}', 'Warning', 'BackOff', 'Back-off restarting');
-    const lines = printed(log);
-    assert.equal(lines.length, 1);
-    assert.equal(lines[0]?.msg, 'Event occurred');
-    assert.deepEqual(
-      { object: lines[0]?.kv?.object, type: lines[0]?.kv?.type, reason: lines[0]?.kv?.reason },
-      { object: 'default/web', type: 'Warning', reason: 'BackOff' },
-    );
-    assert.equal(lines[0]?.kv?.message, 'Back-off restarting');
+    for (let i = 0; i < 30; i++) rec.event(pod('web'), '', 'Normal', `Reason${i}`, 'm');
+    assert.equal(printed(log).length, 25);
+    assert.equal(store.size, 30);
   });
 
-  it('without a verbosity it logs nothing (the API recorder logs in cluster mode)', () => {
+  it('keeps the count of repeats the spam filter holds back', () => {
+    const clock = new FakeClock();
+    const store = new EventStore();
+    const rec = new StoreEventRecorder({ store, nodeName: 'n1', clock });
+    for (let i = 0; i < 40; i++) {
+      rec.event(pod('web'), 'spec.containers{app}', 'Warning', 'BackOff', backOff);
+      clock.advance(100);
+    }
+    assert.equal(store.size, 1);
+    assert.equal(store.list()[0]?.count, 40);
+  });
+
+  it('aggregates the 10th and later similar events into one "(combined from similar events)" event', () => {
+    const log = captureLog(0);
+    const store = new EventStore();
+    const rec = new StoreEventRecorder({
+      store,
+      nodeName: 'n1',
+      clock: new FakeClock(),
+      logEvents: true,
+      log,
+    });
+    for (let i = 1; i <= 12; i++) rec.event(pod('web'), '', 'Warning', 'Unhealthy', `probe failed ${i}`);
+    const events = store.list();
+    assert.equal(events.length, 10);
+    assert.equal(events[0]?.message, '(combined from similar events): probe failed 12');
+    assert.equal(events[0]?.count, 3);
+    assert.equal(printed(log).length, 10, 'nine single events and the combined one, once');
+  });
+
+  it('without logEvents it logs nothing (the API recorder logs in cluster mode)', () => {
     const log = captureLog();
     const rec = new StoreEventRecorder({ store: new EventStore(), nodeName: 'n1', log });
     rec.event(pod('web'), '', 'Normal', 'Started', 'x');
@@ -150,5 +226,35 @@ describe('StoreEventRecorder logging and fan-out', () => {
     rec.eventFor(nodeRef('n1'), 'Normal', 'NodeReady', 'y');
     assert.equal(a.size, 2);
     assert.equal(b.size, 2);
+  });
+});
+
+describe('makeKubeletEventRecorder', () => {
+  it('standalone: the store and the log, and says no events go to an API server', () => {
+    const log = captureLog(0);
+    const store = new EventStore();
+    const rec = makeKubeletEventRecorder({ store, nodeName: 'n1', clock: new FakeClock(), log });
+    rec.event(pod('web'), '', 'Normal', 'Started', 'x');
+    assert.deepEqual(
+      printed(log).map((l) => l.msg),
+      ['No api server defined - no events will be sent to API server', 'Event occurred'],
+    );
+    assert.equal(store.size, 1);
+  });
+
+  it('cluster: the API recorder and the store, which then logs nothing itself', () => {
+    const log = captureLog(0);
+    const store = new EventStore();
+    const sent: string[] = [];
+    const api: ObjectEventRecorder = {
+      event: (_pod, _fieldPath, _type, reason) => sent.push(reason),
+      eventFor: (_ref, _type, reason) => sent.push(reason),
+    };
+    const rec = makeKubeletEventRecorder({ store, nodeName: 'n1', clock: new FakeClock(), api, log });
+    rec.event(pod('web'), '', 'Normal', 'Started', 'x');
+    rec.eventFor(nodeRef('n1'), 'Normal', 'Starting', 'Starting kubelet.');
+    assert.deepEqual(sent, ['Started', 'Starting']);
+    assert.equal(store.size, 2);
+    assert.equal(printed(log).length, 0);
   });
 });

@@ -8,7 +8,8 @@ export interface CapturedLine {
   kv: Record<string, unknown> | undefined;
 }
 
-export function captureLog(): Logger & { lines: CapturedLine[] } {
+/** verbosity is what enabled() answers for (every level unless given), as --v would set it. */
+export function captureLog(verbosity = Infinity): Logger & { lines: CapturedLine[] } {
   const lines: CapturedLine[] = [];
   return {
     lines,
@@ -16,7 +17,7 @@ export function captureLog(): Logger & { lines: CapturedLine[] } {
     warn: (msg, kv) => lines.push({ level: 'warn', verbosity: 0, msg, kv }),
     error: (msg, kv) => lines.push({ level: 'error', verbosity: 0, msg, kv }),
     v: (level, msg, kv) => lines.push({ level: 'v', verbosity: level, msg, kv }),
-    enabled: () => true,
+    enabled: (level) => level <= verbosity,
   };
 }
 

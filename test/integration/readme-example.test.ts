@@ -1,0 +1,168 @@
+/**
+ * The README's first command as a new user meets it: scripts/run-example.sh's tskubelet, with the
+ * example config (scripts/example-kubelet-config.yaml) and pods (examples/), at the default
+ * verbosity, through the private containerd. Only the ports, folders and node name differ, so the
+ * run neither meets another kubelet's ports nor leaves files outside its own folder.
+ *
+ * For a minute after start-up it must print fewer than 40 lines (before issue 35, the crash-looping
+ * example and MissingClusterDNS printed three event lines a second), while `tskubelet events` still
+ * lists every event with its count.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Pod, PodList } from '../../src/api/core-v1.js';
+import { CriInspector } from '../helpers/cri-inspect.js';
+import { runtimeEndpoint, unmountUnder } from '../helpers/kubelet-process.js';
+import { freePort } from '../helpers/ports.js';
+import { sleep, waitFor } from '../helpers/wait.js';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const bin = path.join(repoRoot, 'bin/tskubelet');
+const WATCH_MS = 60_000;
+const MAX_LINES = 40;
+/** A developer's second stack shares the machine's cgroups with the first (see kubelet-process.ts). */
+const privateStack = (process.env.TSKUBELET_STACK_BRIDGE ?? 'tskube0') !== 'tskube0';
+
+interface Line {
+  atMs: number;
+  text: string;
+}
+
+describe("the README's example at the default verbosity", () => {
+  const nodeName = `readme-${process.pid}`;
+  const lines: Line[] = [];
+  let dir: string;
+  let kubelet: ChildProcess | undefined;
+  let healthzPort: number;
+  let readOnlyPort: number;
+  let cri: CriInspector;
+
+  before(async () => {
+    cri = await CriInspector.connect();
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tskubelet-readme-'));
+    healthzPort = await freePort();
+    readOnlyPort = await freePort();
+    const args = [
+      bin,
+      // What run-example.sh passes...
+      `--config=${path.join(repoRoot, 'scripts/example-kubelet-config.yaml')}`,
+      `--container-runtime-endpoint=${runtimeEndpoint}`,
+      `--root-dir=${path.join(dir, 'root')}`,
+      // ...and what keeps this run to itself.
+      `--port=${await freePort()}`,
+      `--read-only-port=${readOnlyPort}`,
+      `--healthz-port=${healthzPort}`,
+      `--cert-dir=${path.join(dir, 'pki')}`,
+      `--hostname-override=${nodeName}`,
+      ...(privateStack ? ['--cgroups-per-qos=false', '--enforce-node-allocatable='] : []),
+    ];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    kubelet = child;
+    for (const stream of [child.stdout, child.stderr]) {
+      let rest = '';
+      stream.setEncoding('utf8');
+      stream.on('data', (chunk: string) => {
+        const parts = (rest + chunk).split('\n');
+        rest = parts.pop() ?? '';
+        for (const text of parts) lines.push({ atMs: Date.now(), text });
+      });
+    }
+  });
+
+  after(async () => {
+    const child = kubelet;
+    if (child && child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    }
+    // The example's pods are in "default": remove only this node's.
+    for (const sb of await cri.sandboxes('default')) {
+      if (!sb.metadata.name.endsWith(`-${nodeName}`)) continue;
+      await cri.conn.runtime.stopPodSandbox(sb.id).catch(() => undefined);
+      await cri.conn.runtime.removePodSandbox(sb.id).catch(() => undefined);
+    }
+    cri.close();
+    await unmountUnder(dir);
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  async function pods(): Promise<Pod[]> {
+    const res = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`, { signal: AbortSignal.timeout(2000) });
+    return ((await res.json()) as PodList).items;
+  }
+
+  test('prints start-up, the pod starts and the first back-off, then stays quiet', async (t) => {
+    const started = await waitFor(
+      'the kubelet to start',
+      () => {
+        if (kubelet?.exitCode !== null) throw new Error(`kubelet exited: ${text(lines)}`);
+        return lines.findIndex((l) => l.text.includes('"Kubelet started"')) + 1 || undefined;
+      },
+      30_000,
+    );
+    const startedAtMs = lines[started - 1]!.atMs;
+    await sleep(startedAtMs + WATCH_MS - Date.now());
+    const after = lines.slice(started).filter((l) => l.atMs <= startedAtMs + WATCH_MS);
+
+    // The example did run: two pods up, one crash-looping.
+    const byName = new Map((await pods()).map((p) => [p.metadata.name, p]));
+    for (const name of ['counter', 'web'])
+      assert.equal(byName.get(`${name}-${nodeName}`)?.status?.phase, 'Running', `${name}: ${text(after)}`);
+    const crashloop = byName.get(`crashloop-${nodeName}`)?.status?.containerStatuses?.[0];
+    assert.ok((crashloop?.restartCount ?? 0) >= 2, `crashloop restarted: ${JSON.stringify(crashloop)}`);
+
+    t.diagnostic(
+      `${after.length} lines in the ${WATCH_MS / 1000} s after "Kubelet started":\n${text(after)}`,
+    );
+    assert.ok(after.length < MAX_LINES, `${after.length} lines in ${WATCH_MS} ms:\n${text(after)}`);
+    // What was printed was worth printing: each event once.
+    const events = after.filter((l) => l.text.includes('"Event occurred"'));
+    assert.equal(events.filter((l) => l.text.includes('reason="BackOff"')).length, 1, text(events));
+    assert.equal(
+      events.filter((l) => l.text.includes('reason="MissingClusterDNS"') && l.text.includes('kind="Node"'))
+        .length,
+      1,
+      text(events),
+    );
+    for (const name of ['counter', 'web', 'crashloop'])
+      assert.equal(
+        events.filter((l) => l.text.includes(`reason="Started"`) && l.text.includes(`${name}-${nodeName}`))
+          .length,
+        1,
+        `${name} started, once: ${text(events)}`,
+      );
+  });
+
+  test('`tskubelet events` lists the BackOff events with their counts', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [bin, 'events', `--server=http://127.0.0.1:${healthzPort}`],
+      { timeout: 20_000 },
+    );
+    const rows = stdout.split('\n');
+    assert.match(rows[0] ?? '', /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
+    const backOff = rows.filter((r) => /\sBackOff\s/.test(r) && r.includes(`pod/crashloop-${nodeName}`));
+    assert.equal(backOff.length, 1, stdout);
+    const count = Number(/\(x(\d+) over \S+\)/.exec(backOff[0]!)?.[1]);
+    assert.ok(count >= 10, `a BackOff each sync for about a minute, counted: ${backOff[0]}`);
+    assert.match(backOff[0]!, /Back-off restarting failed container fail in pod crashloop-/);
+    const dns = rows.filter(
+      (r) => /\sMissingClusterDNS\s/.test(r) && r.includes(`pod/crashloop-${nodeName}`),
+    );
+    assert.match(dns[0] ?? '', /\(x\d+ over /, stdout);
+  });
+});
+
+function text(lines: Line[]): string {
+  return lines.map((l) => l.text).join('\n');
+}
