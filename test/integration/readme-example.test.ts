@@ -1,7 +1,7 @@
 /**
  * The README's first command as a new user meets it: scripts/run-example.sh's tskubelet, with the
  * example config (scripts/example-kubelet-config.yaml) and pods (examples/), at the default
- * verbosity, through the private containerd. Only the ports, folders and node name differ, so the
+ * verbosity, through the private containerd. Only the healthz port, folders and node name differ, so the
  * run neither meets another kubelet's ports nor leaves files outside its own folder.
  *
  * For a minute after start-up it must print fewer than 40 lines (before issue 35, the crash-looping
@@ -17,7 +17,6 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Pod, PodList } from '../../src/api/core-v1.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { runtimeEndpoint, unmountUnder } from '../helpers/kubelet-process.js';
 import { freePort } from '../helpers/ports.js';
@@ -41,14 +40,12 @@ describe("the README's example at the default verbosity", () => {
   let dir: string;
   let kubelet: ChildProcess | undefined;
   let healthzPort: number;
-  let readOnlyPort: number;
   let cri: CriInspector;
 
   before(async () => {
     cri = await CriInspector.connect();
     dir = await mkdtemp(path.join(os.tmpdir(), 'tskubelet-readme-'));
     healthzPort = await freePort();
-    readOnlyPort = await freePort();
     const args = [
       bin,
       // What run-example.sh passes...
@@ -56,8 +53,6 @@ describe("the README's example at the default verbosity", () => {
       `--container-runtime-endpoint=${runtimeEndpoint}`,
       `--root-dir=${path.join(dir, 'root')}`,
       // ...and what keeps this run to itself.
-      `--port=${await freePort()}`,
-      `--read-only-port=${readOnlyPort}`,
       `--healthz-port=${healthzPort}`,
       `--cert-dir=${path.join(dir, 'pki')}`,
       `--hostname-override=${nodeName}`,
@@ -96,9 +91,14 @@ describe("the README's example at the default verbosity", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  async function pods(): Promise<Pod[]> {
-    const res = await fetch(`http://127.0.0.1:${readOnlyPort}/pods`, { signal: AbortSignal.timeout(2000) });
-    return ((await res.json()) as PodList).items;
+  /** The CLI as root runs it on the node (src/cli), against this kubelet. */
+  async function cli(...args: string[]): Promise<string> {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [bin, ...args, `--server=http://127.0.0.1:${healthzPort}`],
+      { timeout: 20_000 },
+    );
+    return stdout;
   }
 
   test('prints start-up, the pod starts and the first back-off, then stays quiet', async (t) => {
@@ -114,12 +114,13 @@ describe("the README's example at the default verbosity", () => {
     await sleep(startedAtMs + WATCH_MS - Date.now());
     const after = lines.slice(started).filter((l) => l.atMs <= startedAtMs + WATCH_MS);
 
-    // The example did run: two pods up, one crash-looping.
-    const byName = new Map((await pods()).map((p) => [p.metadata.name, p]));
-    for (const name of ['counter', 'web'])
-      assert.equal(byName.get(`${name}-${nodeName}`)?.status?.phase, 'Running', `${name}: ${text(after)}`);
-    const crashloop = byName.get(`crashloop-${nodeName}`)?.status?.containerStatuses?.[0];
-    assert.ok((crashloop?.restartCount ?? 0) >= 2, `crashloop restarted: ${JSON.stringify(crashloop)}`);
+    // The example did run: two pods up, one crash-looping (NAME READY STATUS RESTARTS AGE).
+    const table = await cli('get', 'pods');
+    const row = (name: string) =>
+      table.split('\n').find((r) => r.startsWith(`${name}-${nodeName} `)) ?? `${name}: not listed`;
+    for (const name of ['counter', 'web']) assert.match(row(name), /\s1\/1\s+Running\s+0\s/, table);
+    const restarts = Number(/^\S+\s+\S+\s+\S+\s+(\d+)/.exec(row('crashloop'))?.[1]);
+    assert.ok(restarts >= 2, `crashloop restarted: ${table}`);
 
     t.diagnostic(
       `${after.length} lines in the ${WATCH_MS / 1000} s after "Kubelet started":\n${text(after)}`,
@@ -144,11 +145,7 @@ describe("the README's example at the default verbosity", () => {
   });
 
   test('`tskubelet events` lists the BackOff events with their counts', async () => {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [bin, 'events', `--server=http://127.0.0.1:${healthzPort}`],
-      { timeout: 20_000 },
-    );
+    const stdout = await cli('events');
     const rows = stdout.split('\n');
     assert.match(rows[0] ?? '', /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
     const backOff = rows.filter((r) => /\sBackOff\s/.test(r) && r.includes(`pod/crashloop-${nodeName}`));
