@@ -36,6 +36,10 @@ export interface KubeletFlags {
   exitOnLockContention: boolean;
   /** --max-parallel-pod-starts (tskubelet only): undefined for the default, 4 per CPU; 0 for no bound. */
   maxParallelPodStarts: number | undefined;
+  /** --max-connections-per-listener (tskubelet only): undefined for the default; 0 for no bound. */
+  maxConnectionsPerListener: number | undefined;
+  /** --max-streaming-sessions (tskubelet only): undefined for the default; 0 for no bound. */
+  maxStreamingSessions: number | undefined;
   help: boolean;
   /** --version: false, true, or 'raw'. */
   version: boolean | 'raw';
@@ -63,6 +67,8 @@ export function defaultKubeletFlags(): KubeletFlags {
     lockFilePath: '',
     exitOnLockContention: false,
     maxParallelPodStarts: undefined,
+    maxConnectionsPerListener: undefined,
+    maxStreamingSessions: undefined,
     help: false,
     version: false,
   };
@@ -579,6 +585,24 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     defaultText: '4h0m0s',
     usage:
       'Maximum time a streaming connection can be idle before the connection is automatically closed. 0 indicates no timeout.',
+  }),
+  f({
+    name: 'max-connections-per-listener',
+    kind: 'int32',
+    group: 'Kubelet server',
+    flagsKey: 'maxConnectionsPerListener',
+    defaultText: '4096',
+    usage:
+      'tskubelet only: open connections each kubelet API listener (the port and the read-only port) serves at once; one more is answered 503 with the reason, then closed. 0 for no bound, as the upstream kubelet.',
+  }),
+  f({
+    name: 'max-streaming-sessions',
+    kind: 'int32',
+    group: 'Kubelet server',
+    flagsKey: 'maxStreamingSessions',
+    defaultText: '1024',
+    usage:
+      'tskubelet only: concurrent exec, attach and port-forward sessions the kubelet API serves; one more is answered 429 with the reason. 0 for no bound, as the upstream kubelet.',
   }),
 
   // Authentication and authorization

@@ -186,12 +186,18 @@ function sourceAndServerComponents(
 ): MaybeComponent[] {
   const { podConfig, apiSource, fileSource, httpSource } = pods;
   const { apiHost, apiPoster, nodePageFeed } = servers;
+  // tskubelet's own bounds (--max-connections-per-listener, --max-streaming-sessions); unset: the defaults.
+  const limits = {
+    maxConnectionsPerListener: flags.maxConnectionsPerListener,
+    maxStreamingSessions: flags.maxStreamingSessions,
+  };
   const serverOptions = {
     config,
     nodeName,
     certDirectory: flags.certDirectory,
     apiPoster,
     nodeLogsSymlinkRoots: [config.podLogsDir],
+    limits,
   };
   return [
     asComponent('podconfig', { stop: () => podConfig.stop() }),
@@ -223,7 +229,12 @@ function sourceAndServerComponents(
       ),
     config.readOnlyPort > 0 &&
       serverComponent('readonlyserver', () =>
-        startKubeletReadOnlyServer(apiHost, { address: config.address, port: config.readOnlyPort, nodeName }),
+        startKubeletReadOnlyServer(apiHost, {
+          address: config.address,
+          port: config.readOnlyPort,
+          nodeName,
+          limits,
+        }),
       ),
   ];
 }

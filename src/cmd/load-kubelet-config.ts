@@ -105,6 +105,7 @@ export async function loadKubeletConfig(
   validateNodeLabels(parsed.flags.nodeLabels);
   validateCloudProvider(parsed.flags.cloudProvider);
   validateMaxParallelPodStarts(parsed.flags.maxParallelPodStarts);
+  validateServerLimits(parsed.flags);
   const resolved = resolveKubeletConfiguration(config, flagForField);
   validateLogging(resolved.logging);
   options.applyLogging?.(resolved.logging);
@@ -130,6 +131,16 @@ function validateMaxParallelPodStarts(value: number | undefined): void {
     'INVALID_CONFIG',
     `--max-parallel-pod-starts must be 0 (no bound) or more, got ${value}`,
   );
+}
+
+function validateServerLimits(flags: KubeletFlags): void {
+  for (const [name, value] of [
+    ['--max-connections-per-listener', flags.maxConnectionsPerListener],
+    ['--max-streaming-sessions', flags.maxStreamingSessions],
+  ] as const) {
+    if (value !== undefined && value < 0)
+      throw new KubeletError('INVALID_CONFIG', `${name} must be 0 (no bound) or more, got ${value}`);
+  }
 }
 
 /** Upstream 1.30 has no in-tree cloud providers: only '' and 'external' remain. */

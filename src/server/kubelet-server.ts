@@ -49,6 +49,12 @@ import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 import { summaryJson } from '../stats/summary-types.js';
 import { servingTls } from './serving-tls.js';
 import { StreamRegistry } from './stream-proxy.js';
+import {
+  ConnectionLimiter,
+  DEFAULT_SERVER_LIMITS,
+  StreamingSessions,
+  type ServerLimitOptions,
+} from './connection-limits.js';
 import { serveAttach, serveExec, servePortForward, serveRun } from './streaming-handlers.js';
 
 const log = logger('server');
@@ -124,6 +130,8 @@ export interface KubeletServerOptions {
   servingCertificate?: { certPem: string; keyPem: string };
   /** How often tlsCertFile/tlsPrivateKeyFile are checked for changes (default 60 s, as upstream's dynamic certificates). */
   certReloadIntervalMs?: number;
+  /** Connections and streaming sessions (tskubelet's own bounds; defaults in connection-limits.ts). */
+  limits?: ServerLimitOptions;
 }
 
 export interface KubeletServer {
@@ -140,6 +148,7 @@ export interface ReadOnlyServerOptions {
   port: number;
   nodeName: string;
   clock?: Clock;
+  limits?: ServerLimitOptions;
 }
 
 /** Requests other than streams must arrive whole within this (upstream: ReadTimeout bounds them). */
@@ -171,6 +180,8 @@ export interface ServerState {
   runtimeRequestTimeoutMs: number;
   clock: Clock;
   streams: StreamRegistry;
+  sessions: StreamingSessions;
+  connections: ConnectionLimiter;
   /** What /metrics exposes: the host's registry, with the server's HTTP metrics added. */
   metrics: MetricsRegistry;
   authenticator?: RequestAuthenticator;
@@ -279,6 +290,7 @@ export async function startKubeletServer(
     runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
     clock,
     streams: new StreamRegistry(),
+    ...limitsFor(opts.limits, 'secure'),
     metrics: registry,
     authenticator: new RequestAuthenticator({
       x509,
@@ -389,11 +401,26 @@ export function startKubeletReadOnlyServer(
     runtimeRequestTimeoutMs: 120_000,
     clock: opts.clock ?? realClock,
     streams: new StreamRegistry(),
+    ...limitsFor(opts.limits, 'read-only'),
     metrics: registry,
     fineGrainedAuthz: false,
     httpMetrics: httpMetrics(registry),
   };
   return listen(http.createServer(), state, opts.address, opts.port, 'readonly');
+}
+
+function limitsFor(
+  limits: ServerLimitOptions | undefined,
+  listener: string,
+): Pick<ServerState, 'sessions' | 'connections'> {
+  const d = DEFAULT_SERVER_LIMITS;
+  return {
+    sessions: new StreamingSessions(limits?.maxStreamingSessions ?? d.maxStreamingSessions),
+    connections: new ConnectionLimiter(
+      limits?.maxConnectionsPerListener ?? d.maxConnectionsPerListener,
+      listener,
+    ),
+  };
 }
 
 function listen(
@@ -409,7 +436,9 @@ function listen(
   const closing = new AbortController();
   // Upgraded sockets leave the HTTP server's bookkeeping, so closeAllConnections() cannot end them.
   const upgraded = new Set<Duplex>();
+  state.connections.attach(server);
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (state.connections.refuse(req, res)) return;
     void dispatch(state, serverType, req, res, undefined, closing.signal);
   });
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -424,6 +453,7 @@ function listen(
       socket.end();
     });
     socket.on('error', () => socket.destroy());
+    if (state.connections.refuse(req, res)) return;
     void dispatch(state, serverType, req, res, { socket, head }, closing.signal);
   });
   server.on('clientError', (err: Error, socket: Duplex) => {

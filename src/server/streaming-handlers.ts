@@ -131,6 +131,7 @@ async function serveRemoteCommand(
   const found = findPodWithUid(state, target.namespace, target.pod, target.uid);
   if ('status' in found) return sendText(ctx.res, found.status, found.message);
   const { pod } = found;
+  if (!state.sessions.hold(ctx.signal)) return state.sessions.refuse(ctx.res);
   let url: string;
   try {
     const id = await findRunningContainer(state, ctx, pod, target.uid, target.container);
@@ -178,6 +179,7 @@ export async function servePortForward(state: ServerState, ctx: RequestContext):
   const found = findPodWithUid(state, namespace, podName, uid);
   if ('status' in found) return sendText(ctx.res, found.status, found.message);
   const { pod } = found;
+  if (!state.sessions.hold(ctx.signal)) return state.sessions.refuse(ctx.res);
   let url: string;
   try {
     const sandboxes = await state.host.runtime.listPodSandbox(

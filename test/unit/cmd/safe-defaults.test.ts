@@ -207,4 +207,21 @@ describe('safe defaults', () => {
       '--max-parallel-pod-starts must be 0 (no bound) or more, got -1',
     );
   });
+
+  test('--max-connections-per-listener and --max-streaming-sessions: unset means the default, 0 no bound, negative refused', async () => {
+    const unset = (await run([])).flags;
+    assert.equal(unset.maxConnectionsPerListener, undefined);
+    assert.equal(unset.maxStreamingSessions, undefined);
+    const set = (await run(['--max-connections-per-listener=0', '--max-streaming-sessions', '16'])).flags;
+    assert.equal(set.maxConnectionsPerListener, 0);
+    assert.equal(set.maxStreamingSessions, 16);
+    assert.equal(
+      await failure(['--max-connections-per-listener=-1']),
+      '--max-connections-per-listener must be 0 (no bound) or more, got -1',
+    );
+    assert.equal(
+      await failure(['--max-streaming-sessions=-5']),
+      '--max-streaming-sessions must be 0 (no bound) or more, got -5',
+    );
+  });
 });
