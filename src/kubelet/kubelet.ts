@@ -35,6 +35,7 @@ import type { WorkQueue } from '../podworkers/work-queue.js';
 import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
+import { needToReconcilePodReadiness } from '../status/pod-conditions.js';
 import { getPodQOS } from '../api/qos.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
@@ -526,8 +527,14 @@ export class Kubelet implements ServerHost {
       });
   }
 
+  /** The API changed only a pod's status (upstream HandlePodReconcile). */
   private handlePodReconcile(pods: Pod[]): void {
-    for (const pod of pods) this.forPod(pod, 'reconcile', () => this.podManager.updatePod(pod));
+    for (const pod of pods)
+      this.forPod(pod, 'reconcile', () => {
+        this.podManager.updatePod(pod);
+        // A readiness gate's condition changed: Ready is worked out again now, not at the next resync.
+        if (needToReconcilePodReadiness(pod)) this.dispatchWork(pod, 'sync');
+      });
   }
 
   /** A mirror pod came, changed or went: its static pod syncs, which puts the mirror pod right. */

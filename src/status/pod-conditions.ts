@@ -140,6 +140,27 @@ export function generatePodReadyCondition(
   return { type: POD_READY, status: 'True' };
 }
 
+/**
+ * Whether the Ready the API shows disagrees, in status or message, with the one the pod's own
+ * status gives now that its readiness gates' conditions may have changed (upstream
+ * NeedToReconcilePodReadiness): a controller's pods/status patch of a gate then calls for a sync.
+ */
+export function needToReconcilePodReadiness(pod: Pod): boolean {
+  const gates = (pod.spec as { readinessGates?: ReadinessGate[] }).readinessGates ?? [];
+  if (gates.length === 0) return false;
+  const status = pod.status ?? {};
+  const current = status.conditions?.find((c) => c.type === POD_READY);
+  // Only a Ready that exists is reconciled: the first sync makes it.
+  if (!current) return false;
+  const wanted = generatePodReadyCondition(
+    pod,
+    status.conditions ?? [],
+    status.containerStatuses ?? [],
+    status.phase ?? 'Pending',
+  );
+  return current.status !== wanted.status || (current.message ?? '') !== (wanted.message ?? '');
+}
+
 export function generatePodInitializedCondition(
   pod: Pod,
   statuses: readonly ContainerStatus[],
