@@ -27,14 +27,27 @@ const managers = [
   'runtimeclass',
   'pluginmanager',
 ];
-const allFolders = ['lib', 'api', 'cri', 'k8s', 'kuberuntime', ...managers, 'kubelet', 'cli', 'cmd'];
+const allFolders = [
+  'lib',
+  'api',
+  'cri',
+  'k8s',
+  'credentialprovider',
+  'kuberuntime',
+  ...managers,
+  'kubelet',
+  'cli',
+  'cmd',
+];
 // What each folder of src/ may import from, besides itself.
 const mayImport = {
   lib: [],
   api: ['lib'],
   cri: ['lib'],
   k8s: ['lib', 'api'],
-  kuberuntime: ['lib', 'api', 'cri'],
+  // Registry credentials from the node's exec plugins (upstream pkg/credentialprovider), for pulls.
+  credentialprovider: ['lib'],
+  kuberuntime: ['lib', 'api', 'cri', 'credentialprovider'],
   ...Object.fromEntries(managers.map((m) => [m, ['lib', 'api', 'cri', 'k8s', 'kuberuntime']])),
   kubelet: allFolders.filter((f) => f !== 'cmd' && f !== 'cli'),
   // The command line reads the running kubelet over HTTP: the API's types and its own printers.

@@ -45,6 +45,8 @@ export interface BuildContext {
   readonly recorder: ObjectEventRecorder;
   /** The node's IPs (nodeIPs below). */
   readonly ips: string[];
+  /** The validated credential provider plugins (--image-credential-provider-config), if any. */
+  readonly credentialProviders?: RunConfig['credentialProviders'];
   readonly opts: BuildOptions;
 }
 

@@ -70,6 +70,7 @@ export async function buildKubelet(
     cluster: boot.cluster,
     recorder: boot.recorder,
     ips: nodeIPs(cfg.flags.nodeIP),
+    credentialProviders: cfg.credentialProviders,
     opts,
   };
   const clients = buildRuntimeClients(boot.runtime(), ctx.clock);

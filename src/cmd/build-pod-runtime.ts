@@ -5,6 +5,7 @@
 import os from 'node:os';
 import { ContentStatusClient } from '../cri/containerd-content/list-ingest-statuses.js';
 import { K8S_NAMESPACE, subscribeTaskEvents } from '../cri/containerd-events/subscribe-task-events.js';
+import { createPluginProviders, pluginMetrics } from '../credentialprovider/register-plugins.js';
 import { PullProgressTracker } from '../images/pull-progress.js';
 import { defaultMaxParallelPodStarts, PodStartSlots } from '../kuberuntime/pod-start-slots.js';
 import { KubeGenericRuntimeManager } from '../kuberuntime/runtime-manager.js';
@@ -70,7 +71,7 @@ export function buildPodRuntime(ctx: BuildContext, clients: RuntimeClients, node
 }
 
 function runtimeManager(
-  { config, flags, nodeName, clock, cluster, recorder, ips }: BuildContext,
+  { config, flags, nodeName, clock, cluster, recorder, ips, credentialProviders }: BuildContext,
   clients: RuntimeClients,
   node: NodeManagers,
   prober: ProberManager,
@@ -109,6 +110,9 @@ function runtimeManager(
     registryBurst: config.registryBurst,
     envSources: apiSources,
     pullSecrets: apiSources,
+    credentialProviders:
+      credentialProviders &&
+      createPluginProviders(credentialProviders, { clock, observer: pluginMetrics(clients.metrics) }),
     podStartSlots: maxParallelPodStarts > 0 ? new PodStartSlots(maxParallelPodStarts, clock) : undefined,
     metrics: clients.metrics,
     nodeAllocatable: node.nodeAllocatableForPods,

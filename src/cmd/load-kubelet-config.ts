@@ -27,6 +27,10 @@ import {
 } from './kubelet-configuration.js';
 import { applyStandaloneDefaults, openAccessWarning, unservedApiNotice } from './standalone-defaults.js';
 import { unusedSettingsInEffect } from './unused-settings.js';
+import {
+  loadCredentialProviderPlugins,
+  type CredentialProviderPlugins,
+} from '../credentialprovider/register-plugins.js';
 import { rawVersionText, versionText } from './version.js';
 
 export interface LoadKubeletConfigOptions {
@@ -54,6 +58,8 @@ export type LoadedKubeletConfig =
       configFile: string;
       /** Warnings already logged, for a caller that wants to show them again. */
       warnings: string[];
+      /** The validated credential provider plugins, when --image-credential-provider-config is set. */
+      credentialProviders?: CredentialProviderPlugins;
     }
   | { action: 'help' | 'version'; text: string };
 
@@ -111,6 +117,12 @@ export async function loadKubeletConfig(
   options.applyLogging?.(resolved.logging);
   const nodeName = resolveNodeName(parsed.flags.hostnameOverride, options.hostname ?? os.hostname);
 
+  const credentialProviders = await loadCredentialProviders(parsed.flags, options);
+  if (credentialProviders && credentialProviders.unknownFields.length > 0)
+    warnings.push(
+      `Unknown fields in ${parsed.flags.imageCredentialProviderConfig}, not read: ${credentialProviders.unknownFields.join(', ')}`,
+    );
+
   for (const notice of [
     openAccessWarning(resolved),
     unservedApiNotice(resolved, standalone && configFile === ''),
@@ -122,7 +134,36 @@ export async function loadKubeletConfig(
       `These settings are parsed but not acted on by tskubelet (see docs/flags.md): ${unused.join(', ')}`,
     );
   for (const w of warnings) log.warn(w);
-  return { action: 'run', config: resolved, flags: parsed.flags, nodeName, configFile, warnings };
+  return {
+    action: 'run',
+    config: resolved,
+    flags: parsed.flags,
+    nodeName,
+    configFile,
+    warnings,
+    ...(credentialProviders ? { credentialProviders } : {}),
+  };
+}
+
+/**
+ * Upstream registers the plugins when either flag is set and does not start when that fails
+ * ("Failed to register CRI auth plugins"): a bad file stops the kubelet here, before anything runs.
+ */
+async function loadCredentialProviders(
+  flags: KubeletFlags,
+  options: LoadKubeletConfigOptions,
+): Promise<CredentialProviderPlugins | undefined> {
+  const { imageCredentialProviderConfig: file, imageCredentialProviderBinDir: binDir } = flags;
+  if (file === '' && binDir === '') return undefined;
+  const cwd = options.cwd ?? process.cwd();
+  const absolute = (p: string) => (p === '' ? '' : path.resolve(cwd, p));
+  try {
+    return await loadCredentialProviderPlugins(absolute(file), absolute(binDir), options.signal);
+  } catch (err) {
+    throw new KubeletError('INVALID_CONFIG', `Failed to register CRI auth plugins: ${errorMessage(err)}`, {
+      cause: err,
+    });
+  }
 }
 
 function validateMaxParallelPodStarts(value: number | undefined): void {

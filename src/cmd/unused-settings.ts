@@ -54,8 +54,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('topologyManagerScope', 'topologyManagerScope'),
   field('volumePluginDir', 'volumePluginDir'),
   flag('--exit-on-lock-contention', 'exitOnLockContention'),
-  flag('--image-credential-provider-bin-dir', 'imageCredentialProviderBinDir'),
-  flag('--image-credential-provider-config', 'imageCredentialProviderConfig'),
   flag('--lock-file', 'lockFilePath'),
 ];
 

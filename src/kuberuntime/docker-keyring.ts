@@ -4,6 +4,8 @@
  * credentialprovider/secrets.MakeDockerKeyring): `kubernetes.io/dockerconfigjson` secrets carry a
  * `.dockerconfigjson` with `auths`, legacy `kubernetes.io/dockercfg` ones a `.dockercfg` map.
  */
+import type { DockerConfigProvider } from '../credentialprovider/plugin-provider.js';
+import { parseSchemelessUrl, urlsMatch } from '../credentialprovider/url-match.js';
 import type { AuthConfig } from '../cri/types.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -38,16 +40,17 @@ export class DockerKeyring {
     for (const [location, entry] of Object.entries(config)) {
       const auth = authFromEntry(entry);
       if (!auth) continue;
-      const withScheme = /^https?:\/\//.test(location) ? location : `https://${location}`;
-      let parsed: URL;
+      // Go's url.Parse, as upstream: a scheme is dropped, an entry that does not parse is skipped.
+      const schemeless = location.replace(/^https?:\/\//, '');
+      let parsed: { host: string; path: string };
       try {
-        parsed = new URL(withScheme);
+        parsed = parseSchemelessUrl(schemeless);
       } catch (err) {
         log.error(`Entry ${JSON.stringify(location)} in dockercfg invalid (${errorMessage(err)}), ignoring`);
         continue;
       }
       // Docker treats /v1/ and /v2/ as the registry itself.
-      let effectivePath = decodeURIComponent(parsed.pathname);
+      let effectivePath = parsed.path;
       if (effectivePath.startsWith('/v2/') || effectivePath.startsWith('/v1/'))
         effectivePath = effectivePath.slice(3);
       const key = effectivePath !== '' && effectivePath !== '/' ? parsed.host + effectivePath : parsed.host;
@@ -147,6 +150,22 @@ function authFieldProblem(field: string): string | undefined {
   return undefined;
 }
 
+/**
+ * What the node's own providers (the credential provider plugins) have for an image, as upstream's
+ * providersDockerKeyring looks it up: each provider's answer added to one keyring, in the
+ * providers' order, and that keyring asked. A provider that fails answers nothing.
+ */
+export async function lookupProviders(
+  providers: readonly DockerConfigProvider[],
+  repository: string,
+): Promise<AuthConfig[]> {
+  if (providers.length === 0) return [];
+  const configs = await Promise.all(providers.map((p) => p.provide(repository)));
+  const keyring = new DockerKeyring();
+  for (const config of configs) keyring.add(config);
+  return keyring.lookup(repository);
+}
+
 /** `auth` (base64 of user:password) wins over username and password, as in docker's config. */
 function authFromEntry(entry: DockerConfigEntry): AuthConfig | undefined {
   if (typeof entry !== 'object' || entry === null) return undefined;
@@ -160,43 +179,6 @@ function authFromEntry(entry: DockerConfigEntry): AuthConfig | undefined {
     password = decoded.slice(colon + 1).replace(/\0+$/, '');
   }
   return { username, password };
-}
-
-function splitHost(host: string): { parts: string[]; port: string } {
-  const m = /^(.*?)(?::(\d*))?$/.exec(host);
-  return { parts: (m?.[1] ?? host).split('.'), port: m?.[2] ?? '' };
-}
-
-function parseSchemeless(url: string): { host: string; path: string } | undefined {
-  try {
-    const u = new URL(`https://${url}`);
-    return { host: u.host, path: decodeURIComponent(u.pathname) };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Host parts match as globs, the port exactly, and the key's path is a prefix of the image's. */
-function urlsMatch(glob: string, target: string): boolean {
-  const g = parseSchemeless(glob);
-  const t = parseSchemeless(target);
-  if (!g || !t) return false;
-  const gh = splitHost(g.host);
-  const th = splitHost(t.host);
-  if (gh.port !== th.port || gh.parts.length !== th.parts.length) return false;
-  // A bare host parses with path '/', which must match every image path.
-  const globPath = g.path === '/' ? '' : g.path;
-  if (!t.path.startsWith(globPath)) return false;
-  return gh.parts.every((part, i) => globMatch(part, th.parts[i] ?? ''));
-}
-
-/** filepath.Match for one host label: `*` any run, `?` one character. */
-function globMatch(pattern: string, value: string): boolean {
-  const re = pattern
-    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
-    .replace(/\*/g, '.*')
-    .replace(/\?/g, '.');
-  return new RegExp(`^${re}$`).test(value);
 }
 
 /** Whether the image is pulled from Docker Hub, judging from its name (docker's own rule). */

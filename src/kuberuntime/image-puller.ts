@@ -11,7 +11,8 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { containerFieldPath, EventReason, type EventRecorder } from './event-recorder.js';
 import type { EventType } from '../api/core-v1.js';
-import { makeDockerKeyring, repositoryToPull, type PullSecret } from './docker-keyring.js';
+import type { DockerConfigProvider } from '../credentialprovider/plugin-provider.js';
+import { lookupProviders, makeDockerKeyring, repositoryToPull, type PullSecret } from './docker-keyring.js';
 import { formatGoDuration } from '../lib/go-duration.js';
 import { TokenBucketRateLimiter } from '../lib/token-bucket.js';
 import { Slots } from '../lib/slots.js';
@@ -164,6 +165,11 @@ export interface ImagePullerOptions {
   /** registryPullQPS (upstream default 5; 0 no limit) and registryBurst (default 10): a pull over the rate fails at once. */
   registryPullQPS?: number;
   registryBurst?: number;
+  /**
+   * The node's credential providers (--image-credential-provider-config), asked for every pull
+   * after the pod's pull secrets, as upstream's node keyring is.
+   */
+  credentialProviders?: readonly DockerConfigProvider[];
 }
 
 export class ImagePuller {
@@ -305,7 +311,9 @@ export class ImagePuller {
 
   /**
    * Without matching credentials one anonymous pull; with them, each in turn until one works, and
-   * every error when none does (upstream kubeGenericRuntimeManager.PullImage).
+   * every error when none does (upstream kubeGenericRuntimeManager.PullImage). The pod's pull
+   * secrets come first, then the node's providers (upstream's UnionDockerKeyring of the secrets'
+   * keyring and the node's).
    */
   private async pullWithCredentials(
     spec: ImageSpec,
@@ -313,7 +321,11 @@ export class ImagePuller {
     sandboxConfig: PodSandboxConfig | undefined,
     signal: AbortSignal | undefined,
   ): Promise<string> {
-    const creds = secrets.length > 0 ? makeDockerKeyring(secrets).lookup(repositoryToPull(spec.image)) : [];
+    const repository = repositoryToPull(spec.image);
+    const creds = [
+      ...(secrets.length > 0 ? makeDockerKeyring(secrets).lookup(repository) : []),
+      ...(await lookupProviders(this.opts.credentialProviders ?? [], repository)),
+    ];
     if (creds.length === 0) return this.throttledPull(spec, undefined, sandboxConfig, signal);
     const errors: unknown[] = [];
     for (const auth of creds) {

@@ -41,7 +41,12 @@ import {
 import { containerFieldPath, discardEvents, EventReason, type EventRecorder } from './event-recorder.js';
 import { formatPod } from './format.js';
 import type { PullSecret } from './docker-keyring.js';
-import { ImagePuller, type PodPullingTimeRecorder, type PullObserver } from './image-puller.js';
+import {
+  ImagePuller,
+  type ImagePullerOptions,
+  type PodPullingTimeRecorder,
+  type PullObserver,
+} from './image-puller.js';
 import {
   getContainerInfoFromAnnotations,
   getContainerInfoFromLabels,
@@ -127,6 +132,8 @@ export interface KubeGenericRuntimeManagerOptions {
   envSources?: EnvSources;
   /** The pod's image pull secrets (cluster mode); without it pulls go without credentials. */
   pullSecrets?: PullSecretSource;
+  /** The node's credential provider plugins, asked after the pod's pull secrets. */
+  credentialProviders?: ImagePullerOptions['credentialProviders'];
   /** Bounds how many new sandboxes are being started at once (pod-start-slots.ts); none: no bound, as upstream. */
   podStartSlots?: PodStartSlots;
   /** Where upstream's pod-start metrics go (start-metrics.ts); absent, they are not kept. */
@@ -246,6 +253,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       maxParallelImagePulls: opts.maxParallelImagePulls,
       registryPullQPS: opts.registryPullQPS,
       registryBurst: opts.registryBurst,
+      credentialProviders: opts.credentialProviders,
     });
     this.handlerRunner =
       opts.handlerRunner ??

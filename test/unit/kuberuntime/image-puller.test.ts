@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import type { Container, Pod } from '../../../src/api/core-v1.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import type { AuthConfig, ImageService } from '../../../src/cri/types.js';
+import type { DockerConfig } from '../../../src/credentialprovider/plugin-api.js';
 import { makeDockerKeyring, repositoryToPull } from '../../../src/kuberuntime/docker-keyring.js';
 import {
   applyDefaultImageTag,
@@ -445,4 +446,56 @@ test('a registry key that does not parse is skipped with a log line, the others 
   } finally {
     setLogSink((l) => process.stderr.write(l + '\n'));
   }
+});
+
+test("the node's credential providers: asked with the repository, tried after the pod's pull secrets; one that fails leaves the pull anonymous", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  const tried: (AuthConfig | undefined)[] = [];
+  const service: ImageService = {
+    ...fake,
+    imageStatus: (spec, verbose, opts) => fake.imageStatus(spec, verbose, opts),
+    listImages: (filter, opts) => fake.listImages(filter, opts),
+    removeImage: (spec, opts) => fake.removeImage(spec, opts),
+    imageFsInfo: (opts) => fake.imageFsInfo(opts),
+    pullImage: async (spec, auth) => {
+      tried.push(auth);
+      if (spec.image.startsWith('reg.io:5000/') && auth?.password !== 'right')
+        throw new Error('failed to authorize: 401 Unauthorized');
+      return fake.addImage(spec.image).id;
+    },
+  };
+  const asked: string[] = [];
+  const puller = new ImagePuller({
+    imageService: service,
+    backoff: new Backoff(clock, 10_000, 300_000),
+    clock,
+    credentialProviders: [
+      {
+        name: 'node-plugin',
+        provide: async (image): Promise<DockerConfig> => {
+          asked.push(image);
+          if (image.startsWith('broken.io/')) return {}; // what a failed plugin gives
+          return { 'reg.io:5000': { username: 'node', password: 'right' } };
+        },
+      },
+    ],
+  });
+  const stale = JSON.stringify({ auths: { 'reg.io:5000': { username: 'pod', password: 'stale' } } });
+  const secrets = async () => [
+    { name: 'regcred', type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': stale } },
+  ];
+  const c: Container = { name: 'a', image: 'reg.io:5000/team/app:v1' };
+  const result = await puller.ensureImageExists(pod(c), c, undefined, undefined, secrets);
+  assert.ok(result.ok);
+  assert.deepEqual(asked, ['reg.io:5000/team/app']);
+  assert.deepEqual(
+    tried.map((a) => a?.username),
+    ['pod', 'node'],
+  );
+
+  tried.length = 0;
+  const b: Container = { name: 'b', image: 'broken.io/app:v1' };
+  assert.ok((await puller.ensureImageExists(pod(b), b, undefined)).ok);
+  assert.deepEqual(tried, [undefined]);
 });
