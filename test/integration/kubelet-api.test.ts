@@ -28,7 +28,11 @@ import { connectRuntime, type RuntimeConnection } from '../../src/cri/connect-ru
 import type { ContainerConfig, PodSandboxConfig } from '../../src/cri/types.js';
 import { pingCheck } from '../../src/server/healthz.js';
 import type { ApiPoster } from '../../src/server/delegated-auth.js';
-import { startKubeletServer, type KubeletServer } from '../../src/server/kubelet-server.js';
+import {
+  startKubeletServer,
+  type KubeletServer,
+  type KubeletServerOptions,
+} from '../../src/server/kubelet-server.js';
 import { realClock } from '../../src/lib/clock.js';
 import { FsResourceAnalyzer } from '../../src/stats/fs-resource-analyzer.js';
 import { StatsProvider } from '../../src/stats/stats-provider.js';
@@ -66,7 +70,7 @@ interface Harness {
   adminToken: string;
   tlsClient: ClientTls;
   /** How the server was started, for tests that start another with a setting changed. */
-  start: (idleMs: number) => Promise<KubeletServer>;
+  start: (idleMs: number, limits?: KubeletServerOptions['limits']) => Promise<KubeletServer>;
 }
 
 const h = {} as Harness;
@@ -181,6 +185,30 @@ function rawRequest(
       res.on('end', () =>
         resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString(), headers: res.headers }),
       );
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`request ${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A request to another server started by the harness. */
+function rawRequestTo(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request({
+      host: '127.0.0.1',
+      port,
+      path,
+      headers: adminHeaders(),
+      agent: false,
+      timeout: CALL_TIMEOUT_MS,
+      ...h.tlsClient,
+    });
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }));
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`request ${path} timed out`)));
@@ -309,7 +337,7 @@ before(async () => {
   symlinkSync('/etc', join(nodeLogs, 'escape'));
   symlinkSync(h.logDir, join(nodeLogs, 'pods'));
 
-  h.start = (idleMs) =>
+  h.start = (idleMs, limits) =>
     startKubeletServer(
       {
         getPods: () => [h.pod],
@@ -340,6 +368,7 @@ before(async () => {
         apiPoster: apiPoster(h.api, h.adminToken),
         nodeLogsDir: nodeLogs,
         nodeLogsSymlinkRoots: [h.logDir],
+        ...(limits ? { limits } : {}),
         config: {
           address: '127.0.0.1',
           port: 0,
@@ -516,6 +545,59 @@ describe('exec and attach', () => {
       }
     } finally {
       await quick.close();
+    }
+  });
+
+  test('session and connection limits hold under a flood that stops by itself; then exec works as before', async () => {
+    const limited = await h.start(4 * 3600_000, { maxStreamingSessions: 2, maxConnectionsPerListener: 12 });
+    const url = (cmd: string) =>
+      `https://127.0.0.1:${limited.port}/exec/${NS}/${h.pod.metadata.name}/shell?${cmd}&output=1`;
+    const exec = (cmd: string) =>
+      wsExec(url(cmd), ['v4.channel.k8s.io'], { headers: adminHeaders(), tls: h.tlsClient }).catch(
+        (err: Error & { statusCode?: number }) => err,
+      );
+    try {
+      // Two sessions that end by themselves after 3 s hold both slots; a flood of 10 more meanwhile.
+      const holders = [exec('command=sleep&command=3'), exec('command=sleep&command=3')];
+      await sleep(500);
+      const flood = await Promise.all(Array.from({ length: 10 }, () => exec('command=true')));
+      for (const r of flood) {
+        assert.ok(r instanceof Error, 'no session over the limit');
+        assert.equal(r.statusCode, 429, r.message);
+        assert.match(
+          r.message,
+          /too many concurrent exec, attach and port-forward sessions on this kubelet \(limit 2\)/,
+        );
+      }
+      // The holders were served to their end.
+      for (const r of await Promise.all(holders)) {
+        if (r instanceof Error) throw r;
+        assert.equal(exitCodeOf(r), 0);
+      }
+      // A flood of plain requests over the connection limit: each answered, 200 or 503.
+      const answers = await Promise.all(
+        Array.from({ length: 40 }, () =>
+          rawRequestTo(limited.port, '/pods').then(
+            (a) => a.status,
+            (err: Error) => err.message,
+          ),
+        ),
+      );
+      assert.ok(
+        answers.every((a) => a === 200 || a === 503),
+        JSON.stringify(answers),
+      );
+      // Afterwards, as before.
+      await waitFor(
+        'the listener to serve again',
+        async () => (await rawRequestTo(limited.port, '/pods')).status === 200,
+        10_000,
+      );
+      const ok = await exec('command=echo&command=served');
+      if (ok instanceof Error) throw ok;
+      assert.equal(ok.stdout, 'served\n');
+    } finally {
+      await limited.close();
     }
   });
 
