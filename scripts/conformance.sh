@@ -195,8 +195,9 @@ start_control_plane() {
 
 STACK_WAS_UP=false
 
+# runtime_up: in the mount namespace NS when one is set (the peer's, see scripts/conformance/node.sh).
 runtime_up() {
-  bash scripts/runtime-stack.sh up >/dev/null
+  "${NS[@]}" bash "$REPO_ROOT/scripts/runtime-stack.sh" up >/dev/null
   set -a
   eval "$(bash scripts/runtime-stack.sh env)"
   set +a
@@ -212,11 +213,10 @@ runtime_up() {
   done
 }
 
-# Removes every pod of the private stack (CRI StopPodSandbox/RemovePodSandbox, then the rest), so
-# the next node starts on an empty runtime.
-runtime_reset() {
-  bash scripts/runtime-stack.sh down
-  runtime_up
+# Removes every pod of the private stack (CRI StopPodSandbox/RemovePodSandbox, then the rest) and
+# stops its containerd, in the mount namespace it runs in.
+runtime_down() {
+  "${NS[@]}" bash "$REPO_ROOT/scripts/runtime-stack.sh" down
 }
 
 # ---------------------------------------------------------------------------------------------------
@@ -237,10 +237,12 @@ cleanup() {
   stop kube-apiserver
   stop etcd
   if [[ -n ${WORK:-} ]]; then
-    if $STACK_WAS_UP; then runtime_reset >/dev/null 2>&1; else bash scripts/runtime-stack.sh down >/dev/null 2>&1; fi
+    runtime_down >/dev/null 2>&1
+    peer_ns_remove
+    # Leave the stack as we found it: a developer's running containerd stays up.
+    if $STACK_WAS_UP; then runtime_up >/dev/null 2>&1; fi
     node_unmount_all "$WORK"
     node --import tsx scripts/conformance/cgroup-root.ts destroy "$CGROUP_ROOT" || log "could not remove the cgroup root $CGROUP_ROOT"
-    node_remove_var_log
     if ((rc == 0)) || [[ -z ${CONFORMANCE_KEEP_WORK:-} ]]; then rm -rf --one-file-system "$WORK"; else log "kept $WORK"; fi
   fi
   exit "$rc"
@@ -262,12 +264,15 @@ main() {
   start_control_plane
   runtime_up
   node --import tsx scripts/conformance/cgroup-root.ts create "$CGROUP_ROOT"
-  node_remember_var_log
 
   run_side tskubelet
   if [[ -n ${PEER_KUBELET:-} ]]; then
-    runtime_reset
+    runtime_down
+    peer_ns_make
+    runtime_up
     run_side upstream
+    runtime_down
+    peer_ns_remove
     node --import tsx scripts/conformance/junit-summary.ts diff \
       tskubelet "$OUT/tskubelet/junit.xml" upstream "$OUT/upstream/junit.xml" | tee "$OUT/diff.txt"
   fi

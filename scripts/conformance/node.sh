@@ -49,7 +49,8 @@ no_pods_left() {
 
 # run_side SIDE: SIDE is tskubelet or upstream (PEER_KUBELET).
 run_side() {
-  local side=$1 node_name=conformance-$side dir=$WORK/$1 out=$OUT/$1 port healthz
+  local side=$1
+  local node_name=conformance-$side dir=$WORK/$side out=$OUT/$side port healthz
   mkdir -p "$dir" "$out"
   rm -f "$out/junit.xml"
   pki_node "$PKI" "$node_name" "$API_URL"
@@ -63,10 +64,9 @@ run_side() {
     echo "podLogsDir: $dir/pod-logs" >>"$dir/config.yaml"
     start kubelet "$out/kubelet.log" node bin/tskubelet "${common[@]}"
   else
-    # A v1.28 kubelet has no podLogsDir (it writes /var/log/pods) and would otherwise add its own
-    # iptables chains to the host's.
+    # It would otherwise add its own iptables chains to the host's.
     echo "makeIPTablesUtilChains: false" >>"$dir/config.yaml"
-    start kubelet "$out/kubelet.log" "$PEER_KUBELET" "${common[@]}"
+    start kubelet "$out/kubelet.log" "${NS[@]}" "$PEER_KUBELET" "${common[@]}"
   fi
   wait_until "node $node_name to be Ready" "$NODE_READY_TIMEOUT_S" kubelet node_ready "$node_name"
 
@@ -101,18 +101,40 @@ node_unmount_all() {
   local prefix m
   prefix=$(realpath "$1")/
   awk '{print $5}' /proc/self/mountinfo | while read -r m; do printf '%b\n' "$m"; done |
-    grep -F "$prefix" | awk '{print length, $0}' | sort -rn | cut -d' ' -f2- |
+    { grep -F "$prefix" || true; } | awk '{print length, $0}' | sort -rn | cut -d' ' -f2- |
     while read -r m; do umount -l "$m" 2>/dev/null || log "could not unmount $m"; done
 }
 
-# An upstream v1.28 kubelet writes its pods' logs under /var/log/pods and links them from
-# /var/log/containers: the folders it made are removed after the run, those that were there stay.
+# An upstream v1.28 kubelet has no podLogsDir: it writes its pods' logs under /var/log/pods, links
+# them from /var/log/containers, and its garbage collector removes every folder and link there that
+# belongs to no pod of its own, other kubelets' too. So the peer and the containerd it drives run in
+# a mount namespace of their own, where both folders are the run's (NS is the command prefix that
+# enters it); the host's folders are left as they were.
+NS=()
 VAR_LOG_MADE=()
-node_remember_var_log() {
-  local d
-  for d in /var/log/pods /var/log/containers; do [[ -e $d ]] || VAR_LOG_MADE+=("$d"); done
+peer_ns_make() {
+  local d ns=$WORK/mntns
+  for d in /var/log/pods /var/log/containers; do
+    [[ -e $d ]] || VAR_LOG_MADE+=("$d")
+    mkdir -p "$d" "$WORK/upstream/var-log/${d##*/}"
+  done
+  # The file that holds the namespace must sit on a private mount.
+  mkdir -p "$ns"
+  mount --bind "$ns" "$ns"
+  mount --make-private "$ns"
+  touch "$ns/mnt"
+  unshare --mount="$ns/mnt" --propagation private true
+  NS=(nsenter --mount="$ns/mnt" --)
+  for d in pods containers; do "${NS[@]}" mount --bind "$WORK/upstream/var-log/$d" "/var/log/$d"; done
 }
-node_remove_var_log() {
-  local d
-  for d in "${VAR_LOG_MADE[@]}"; do rm -rf --one-file-system "$d"; done
+
+# Ends the namespace (what is mounted in it goes with it) once nothing runs in it any more.
+peer_ns_remove() {
+  local d ns=$WORK/mntns
+  ((${#NS[@]})) || return 0
+  NS=()
+  umount "$ns/mnt" 2>/dev/null || umount -l "$ns/mnt" 2>/dev/null || log "could not unmount $ns/mnt"
+  umount "$ns" 2>/dev/null || umount -l "$ns" 2>/dev/null || true
+  # Only empty folders this run made: another kubelet may have started using them since.
+  for d in "${VAR_LOG_MADE[@]}"; do rmdir "$d" 2>/dev/null || true; done
 }
