@@ -20,7 +20,11 @@ export interface SpecResult {
   state: SpecState;
   /** The first non-empty line of the failure message (failed specs only). */
   firstLine?: string;
+  /** One of ginkgo's own suite nodes (`[SynchronizedBeforeSuite]`, …), not a spec. */
+  suiteNode?: true;
 }
+
+const SUITE_NODE = /^\[(?:Synchronized)?(?:Report)?(?:Before|After)Suite\]|^\[DeferCleanup \(Suite\)\]/;
 
 const ENTITIES: Record<string, string> = { lt: '<', gt: '>', amp: '&', quot: '"', apos: "'" };
 
@@ -72,6 +76,7 @@ export function parseJUnit(xml: string): SpecResult[] {
     else if (status === 'skipped' || /<skipped\b/.test(body)) state = 'skipped';
     else state = 'passed';
     const result: SpecResult = { name, state };
+    if (SUITE_NODE.test(name)) result.suiteNode = true;
     if (state === 'failed') {
       const message = attribute(failure?.[2] ?? '', 'message') ?? unescapeXml(failure?.[3] ?? '');
       result.firstLine = firstLine(message) || `(${status ?? 'failed'}, no message)`;
@@ -82,14 +87,16 @@ export function parseJUnit(xml: string): SpecResult[] {
 }
 
 function count(results: SpecResult[], state: SpecState): number {
-  return results.filter((r) => r.state === state).length;
+  return results.filter((r) => r.state === state && !r.suiteNode).length;
 }
 
+/** Counts specs only; a failed suite node is listed with the failed specs, since it fails them all. */
 export function formatSummary(label: string, results: SpecResult[]): string {
   const failed = results.filter((r) => r.state === 'failed');
+  const ran = count(results, 'passed') + count(results, 'failed');
   const lines = [
-    `${label}: ${count(results, 'passed')} passed, ${failed.length} failed, ${count(results, 'skipped')} skipped` +
-      ` (${results.length} in the report)`,
+    `${label}: ${count(results, 'passed')} passed, ${count(results, 'failed')} failed of ${ran} specs run` +
+      ` (${count(results, 'skipped')} skipped)`,
   ];
   for (const f of failed) lines.push(`  FAIL ${f.name}`, `       ${f.firstLine ?? ''}`);
   return `${lines.join('\n')}\n`;
@@ -131,7 +138,10 @@ async function main(argv: string[]): Promise<void> {
   const [verb, ...rest] = argv;
   if (verb === 'summary' && rest.length === 2) {
     const [label, file] = rest as [string, string];
-    process.stdout.write(formatSummary(label, parseJUnit(await readFile(file, 'utf8'))));
+    const results = parseJUnit(await readFile(file, 'utf8'));
+    // ginkgo writes an empty report when the suite's own could not be written (a bad path).
+    if (results.length === 0) throw new Error(`${file} holds no spec: see ginkgo's output beside it`);
+    process.stdout.write(formatSummary(label, results));
     return;
   }
   if (verb === 'diff' && rest.length === 4) {

@@ -73,8 +73,9 @@ run_side() {
   log "$side: running ginkgo ($PROCS processes; output in $out/ginkgo.log)"
   local began=$SECONDS rc=0
   # ginkgo stops itself at --timeout; timeout(1) bounds the rest (a hung process, the report).
+  # The report's name is relative to --output-dir: without one, ginkgo puts it beside the binary.
   timeout --kill-after=30 $((TIMEOUT_MIN * 60 + 300)) "$UPSTREAM_BIN/ginkgo" run --procs="$PROCS" \
-    --timeout="${TIMEOUT_MIN}m" --no-color --focus="$FOCUS" --skip="$SKIP" --junit-report="$out/junit.xml" \
+    --timeout="${TIMEOUT_MIN}m" --no-color --focus="$FOCUS" --skip="$SKIP" --output-dir="$out" --junit-report=junit.xml \
     "$UPSTREAM_BIN/e2e.test" -- --kubeconfig="$PKI/admin.kubeconfig" --provider=skeleton \
     </dev/null >"$out/ginkgo.log" 2>&1 || rc=$?
   log "$side: ginkgo exited $rc after $(((SECONDS - began) / 60)) min $(((SECONDS - began) % 60)) s"
