@@ -547,8 +547,27 @@ describe('PodWorkers housekeeping', () => {
   });
 
   it('stop also releases a lane waiting on the cache', async () => {
-    const { workers, update } = setup();
+    const { syncer, workers, relist, update, cache } = setup();
+    const waits: AbortSignal[] = [];
+    const getNewerThan = cache.getNewerThan.bind(cache);
+    cache.getNewerThan = (uid, minTimeMs, signal) => {
+      if (signal) waits.push(signal);
+      return getNewerThan(uid, minTimeMs, signal);
+    };
+    // No relist yet: the lane waits for state newer than its (never) last sync.
     await update({ updateType: 'create', pod: makePod('a') });
-    await workers.stop();
+    assert.equal(waits.length, 1, 'the lane waits on the cache');
+    assert.equal(waits[0]?.aborted, false);
+    let timer: NodeJS.Timeout | undefined;
+    const stopped = await Promise.race([
+      workers.stop().then(() => 'stopped'),
+      new Promise((resolve) => (timer = setTimeout(() => resolve('still waiting after 2 s'), 2000))),
+    ]);
+    clearTimeout(timer);
+    assert.equal(stopped, 'stopped');
+    assert.equal(waits[0]?.aborted, true, 'the wait was cut short');
+    // The state the lane waited for arrives after the stop: nothing syncs on it.
+    await relist();
+    assert.deepEqual(syncer.kinds(), []);
   });
 });
