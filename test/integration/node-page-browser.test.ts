@@ -160,7 +160,27 @@ describe('the node page in Chromium, and the CLI, with pods through containerd',
     assert.equal(await cell('web', 'ready'), '1/1');
     assert.equal(await cell('web', 'source'), 'file');
     assert.match((await cell('web', 'ip')) ?? '', /^\d+\.\d+\.\d+\.\d+$/);
+    // Static pods have no creationTimestamp: their age runs from the status's startTime.
+    for (const name of ['web', 'done']) assert.match((await cell(name, 'age')) ?? '', /^\d+s$/, name);
     console.log(`screenshot: ${await shot('pods')}`);
+  });
+
+  test("shows the node's allocatable memory and ephemeral storage in the unit of its capacity", async () => {
+    const rows = await page.evaluate(() =>
+      [...document.querySelectorAll<HTMLTableRowElement>('#resources tbody tr')].map((r) =>
+        [...r.cells].slice(0, 3).map((c) => c.textContent ?? ''),
+      ),
+    );
+    for (const resource of ['memory', 'ephemeral-storage']) {
+      const [, capacity, allocatable] = rows.find(([name]) => name === resource) ?? [];
+      const unit = /^\d+([A-Za-z]*)$/.exec(capacity ?? '')?.[1];
+      assert.ok(unit !== undefined, `${resource} capacity: ${JSON.stringify(rows)}`);
+      assert.match(allocatable ?? '', new RegExp(`^\\d+${unit}$`), `${resource}: ${JSON.stringify(rows)}`);
+      assert.ok(
+        parseInt(allocatable!, 10) <= parseInt(capacity!, 10),
+        `${resource}: ${JSON.stringify(rows)}`,
+      );
+    }
   });
 
   test('a crash-looping pod shows its restarts and back-off', async () => {

@@ -111,14 +111,14 @@ function drawNode() {
     [
       'memory',
       n.capacity.memory,
-      n.allocatable.memory,
+      inUnitOf(n.allocatable.memory, n.capacity.memory),
       bytes(u.memoryWorkingSetBytes),
       u.memoryWorkingSetBytes !== undefined && memCap ? u.memoryWorkingSetBytes / memCap : undefined,
     ],
     [
       'ephemeral-storage',
       n.capacity['ephemeral-storage'],
-      n.allocatable['ephemeral-storage'],
+      inUnitOf(n.allocatable['ephemeral-storage'], n.capacity['ephemeral-storage']),
       u.fsUsedBytes !== undefined ? `${bytes(u.fsUsedBytes)} of ${bytes(u.fsCapacityBytes)}` : '',
       u.fsUsedBytes !== undefined && u.fsCapacityBytes ? u.fsUsedBytes / u.fsCapacityBytes : undefined,
     ],
@@ -163,6 +163,17 @@ function parseQuantity(q) {
     Ti: 1024 ** 4,
   }[m[2]];
   return mult === undefined ? undefined : Number(m[1]) * mult;
+}
+
+// The Node object, as upstream's, carries capacity from cAdvisor in Ki and allocatable ephemeral
+// storage as a plain byte count (capacity less the reservations): shown in capacity's unit, rounded
+// down, so the two compare at a glance.
+function inUnitOf(q, ref) {
+  const suffix = /^[0-9.]+([a-zA-Z]*)$/.exec(ref || '')?.[1];
+  const value = parseQuantity(q);
+  const unit = suffix === undefined ? undefined : parseQuantity(`1${suffix}`);
+  if (value === undefined || unit === undefined || /^[0-9.]+([a-zA-Z]*)$/.exec(q)[1] === suffix) return q;
+  return `${Math.floor(value / unit)}${suffix}`;
 }
 
 // ---- pods -------------------------------------------------------------------------------------
