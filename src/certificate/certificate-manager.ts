@@ -4,14 +4,24 @@
  * lifetime × (1 + 0.2 × random), as wait.Jitter(0.7 × lifetime, 0.2)), stores what is issued and
  * hands it to onRotate without a restart. A failed or stuck renewal keeps the old pair in use and is
  * retried with back-off (2 s doubling to 128 s) until one succeeds.
+ *
+ * Two things upstream leaves to a restart are done in place here:
+ * - A pair that has expired cannot ask for its own successor (the API server refuses it). With
+ *   bootstrap credentials (--bootstrap-kubeconfig) the next request is sent with those, as upstream's
+ *   clientsetFn falls back to them when Current() is nil; a renewal still pending when the pair
+ *   expires is given up for that. Upstream instead exits after five minutes without a valid
+ *   certificate (pkg/kubelet/certificate/transport.go) so that its restart bootstraps again.
+ * - A CSR the cluster refused (Denied or Failed) gets a Warning event on the Node and a longer
+ *   back-off (5 min doubling to 1 h) rather than the 2 s schedule: an approver that said no once will
+ *   say it again. Upstream records no event and retries every 32 s at most.
  */
 import { X509Certificate } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
-import { errorMessage } from '../lib/errors.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import type { CertificateStore, StoredPair } from './certificate-store.js';
-import { requestCertificate, waitForCertificate, type KeyUsage } from './csr.js';
+import { CertificateRequestRefused, requestCertificate, waitForCertificate, type KeyUsage } from './csr.js';
 import { generateKeyPair, makeCsrPem, type CertificateSubject } from './x509.js';
 
 const log = logger('certificate');
@@ -20,11 +30,17 @@ const log = logger('certificate');
 export const CERTIFICATE_WAIT_TIMEOUT_MS = 15 * 60_000;
 const INITIAL_BACKOFF_MS = 2_000;
 const MAX_BACKOFF_MS = 128_000;
+/** After a refused CSR (tskubelet's own schedule; see the file comment). */
+export const REFUSED_BACKOFF = { initialMs: 5 * 60_000, maxMs: 60 * 60_000 };
 /** Node's setTimeout ceiling (2^31-1 ms); longer waits are taken in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/** Event reasons for a refused CSR (upstream records none; these are tskubelet's). */
+export const CSR_DENIED_EVENT_REASON = 'CertificateSigningRequestDenied';
+export const CSR_FAILED_EVENT_REASON = 'CertificateSigningRequestFailed';
+
 export interface CertificateManagerOptions {
-  /** For logs: `client` or `server`. */
+  /** For logs and events: `client` or `server`. */
   name: string;
   store: CertificateStore;
   /** The subject asked for; read at each renewal (a serving certificate follows the node's addresses). */
@@ -39,6 +55,20 @@ export interface CertificateManagerOptions {
   random?: () => number;
   onRotate?: (pair: StoredPair) => void;
   waitTimeoutMs?: number;
+  /**
+   * Once the pair in use has expired: a client with the bootstrap credentials, which sends the next
+   * CSR instead of csrClient. Made for each attempt (so a replaced bootstrap kubeconfig is read) and
+   * closed after it.
+   */
+  bootstrapClient?: () => Promise<RestClient>;
+  /** After a pair was issued through bootstrapClient, before onRotate. */
+  onBootstrapped?: (pair: StoredPair) => Promise<void>;
+  /** False: the pair is replaced only once it has expired, and then only through bootstrapClient. */
+  rotate?: boolean;
+  /** A Warning on the Node when a CSR is refused. */
+  recordEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** The back-off after a refused CSR; REFUSED_BACKOFF by default (tests shorten it). */
+  refusedBackoff?: { initialMs: number; maxMs: number };
 }
 
 export class CertificateManager {
@@ -46,8 +76,11 @@ export class CertificateManager {
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
   private readonly random: () => number;
+  private expiryLogged = false;
   /** Rotations that succeeded, for /metrics-like status and tests. */
   rotations = 0;
+  /** Of which through the bootstrap credentials, after the pair had expired. */
+  bootstraps = 0;
   lastError: string | undefined;
 
   constructor(private readonly opts: CertificateManagerOptions) {
@@ -67,11 +100,19 @@ export class CertificateManager {
       const leaf = new X509Certificate(certPem);
       this.pair = { certPem, keyPem, leaf, certFile: '' };
     }
-    if (this.pair)
+    if (this.pair && this.rotates())
       log.info('Certificate rotation is enabled', {
         name: this.opts.name,
         expiration: this.pair.leaf.validTo,
       });
+    else if (this.pair)
+      log.info(
+        'Certificate rotation is off: the certificate is requested again with the bootstrap credentials once it expires',
+        {
+          name: this.opts.name,
+          expiration: this.pair.leaf.validTo,
+        },
+      );
     this.loop = this.run();
   }
 
@@ -88,22 +129,39 @@ export class CertificateManager {
     return notBefore + total * 0.7 * (1 + 0.2 * this.random());
   }
 
+  private rotates(): boolean {
+    return this.opts.rotate ?? true;
+  }
+
+  private expiresAtMs(): number | undefined {
+    return this.pair ? Date.parse(this.pair.leaf.validTo) : undefined;
+  }
+
+  private hasExpired(): boolean {
+    const notAfter = this.expiresAtMs();
+    return notAfter !== undefined && this.opts.clock.now() >= notAfter;
+  }
+
   private async run(): Promise<void> {
     const { clock } = this.opts;
     const signal = this.stopping.signal;
+    const refused = this.opts.refusedBackoff ?? REFUSED_BACKOFF;
     let backoffMs = INITIAL_BACKOFF_MS;
+    let refusedBackoffMs = refused.initialMs;
     while (!signal.aborted) {
-      const deadline = this.pair ? this.nextRotationDeadline(this.pair) : clock.now();
-      if (this.pair)
+      let deadline = clock.now();
+      if (this.pair) {
+        deadline = this.rotates() ? this.nextRotationDeadline(this.pair) : (this.expiresAtMs() ?? deadline);
         log.info('Waiting for the next certificate rotation', {
           name: this.opts.name,
           deadline: new Date(deadline).toISOString(),
         });
+      }
       try {
-        while (clock.now() < deadline)
-          await clock.sleep(Math.min(deadline - clock.now(), MAX_TIMER_MS), signal);
+        await this.sleepUntil(deadline, signal);
         await this.rotate(signal);
         backoffMs = INITIAL_BACKOFF_MS;
+        refusedBackoffMs = refused.initialMs;
       } catch (err) {
         if (signal.aborted) return;
         this.lastError = errorMessage(err);
@@ -112,23 +170,106 @@ export class CertificateManager {
           err: this.lastError,
           expiration: this.pair?.leaf.validTo,
         });
-        await clock.sleep(backoffMs * (1 + 0.1 * this.random()), signal).catch(() => undefined);
-        backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+        let waitMs: number;
+        if (err instanceof CertificateRequestRefused) {
+          waitMs = refusedBackoffMs;
+          refusedBackoffMs = Math.min(refusedBackoffMs * 2, refused.maxMs);
+          this.recordRefusal(err, waitMs);
+        } else {
+          waitMs = backoffMs * (1 + 0.1 * this.random());
+          backoffMs = Math.min(backoffMs * 2, MAX_BACKOFF_MS);
+        }
+        // A pair that expires meanwhile is replaced through the bootstrap credentials at once.
+        let until = clock.now() + waitMs;
+        const notAfter = this.expiresAtMs();
+        if (this.opts.bootstrapClient && notAfter !== undefined && !this.hasExpired())
+          until = Math.min(until, notAfter);
+        await this.sleepUntil(until, signal).catch(() => undefined);
       }
     }
   }
 
-  /** One renewal: new key, CSR, wait, store, swap. */
-  private async rotate(signal: AbortSignal): Promise<void> {
+  private async sleepUntil(deadline: number, signal: AbortSignal): Promise<void> {
+    const { clock } = this.opts;
+    while (clock.now() < deadline) await clock.sleep(Math.min(deadline - clock.now(), MAX_TIMER_MS), signal);
+  }
+
+  private recordRefusal(err: CertificateRequestRefused, nextInMs: number): void {
+    const verb = err.condition === 'Denied' ? 'was denied' : 'failed';
+    this.opts.recordEvent?.(
+      'Warning',
+      err.condition === 'Denied' ? CSR_DENIED_EVENT_REASON : CSR_FAILED_EVENT_REASON,
+      `The ${this.opts.name} certificate signing request ${err.csrName} ${verb} ` +
+        `(reason: ${err.conditionReason || 'none'}, message: ${err.conditionMessage || 'none'}); ` +
+        `a new one will be sent in ${Math.round(nextInMs / 1000)}s`,
+    );
+  }
+
+  /** The client to send this attempt's CSR with; a bootstrap one once the pair has expired. */
+  private async clientForAttempt(): Promise<{ client: RestClient; bootstrap: boolean }> {
+    if (!this.hasExpired()) return { client: this.opts.csrClient, bootstrap: false };
+    if (!this.opts.bootstrapClient) {
+      if (!this.expiryLogged)
+        log.error(
+          'The certificate has expired and there are no bootstrap credentials (--bootstrap-kubeconfig) to request another with: the API server will refuse the node until it is given new credentials',
+          { name: this.opts.name, expiration: this.pair?.leaf.validTo },
+        );
+      this.expiryLogged = true;
+      return { client: this.opts.csrClient, bootstrap: false };
+    }
+    log.info('The certificate has expired: requesting a new one with the bootstrap credentials', {
+      name: this.opts.name,
+      expiration: this.pair?.leaf.validTo,
+    });
+    return { client: await this.opts.bootstrapClient(), bootstrap: true };
+  }
+
+  /** One renewal; returns early, without error, when the pair expires while it waits. */
+  private async rotate(stopping: AbortSignal): Promise<void> {
     log.info('Rotating certificates', { name: this.opts.name });
+    const { client, bootstrap } = await this.clientForAttempt();
+    // A renewal sent with the current pair is given up when that pair expires, so that the next
+    // attempt goes out with the bootstrap credentials.
+    const done = new AbortController();
+    const expired = new AbortController();
+    const notAfter = this.expiresAtMs();
+    if (!bootstrap && this.opts.bootstrapClient && notAfter !== undefined)
+      void this.sleepUntil(notAfter, AbortSignal.any([done.signal, stopping])).then(
+        () =>
+          expired.abort(
+            new KubeletError(
+              'CERTIFICATE_REQUEST_FAILED',
+              'the certificate expired while its renewal was pending',
+            ),
+          ),
+        () => undefined,
+      );
+    const signal = AbortSignal.any([stopping, expired.signal]);
+    try {
+      await this.requestAndSwap(client, bootstrap, signal);
+    } catch (err) {
+      if (!expired.signal.aborted || stopping.aborted) throw err;
+      // Not a failure: the next attempt, at once, goes out with the bootstrap credentials.
+      log.info('The certificate expired while its renewal was pending', {
+        name: this.opts.name,
+        expiration: this.pair?.leaf.validTo,
+      });
+    } finally {
+      done.abort();
+      if (bootstrap) client.close();
+    }
+  }
+
+  /** New key, CSR, wait, store, swap. */
+  private async requestAndSwap(client: RestClient, bootstrap: boolean, signal: AbortSignal): Promise<void> {
     const keys = await generateKeyPair();
     const csrPem = await makeCsrPem(this.opts.subject(), keys);
     const csr = await requestCertificate(
-      this.opts.csrClient,
+      client,
       { name: '', csrPem, signerName: this.opts.signerName, usages: this.opts.usages },
       signal,
     );
-    const certPem = await waitForCertificate(this.opts.csrClient, csr, {
+    const certPem = await waitForCertificate(client, csr, {
       timeoutMs: this.opts.waitTimeoutMs ?? CERTIFICATE_WAIT_TIMEOUT_MS,
       clock: this.opts.clock,
       signal,
@@ -137,7 +278,12 @@ export class CertificateManager {
     this.pair = pair;
     this.rotations++;
     this.lastError = undefined;
-    log.info('Certificate rotated', {
+    this.expiryLogged = false;
+    if (bootstrap) {
+      this.bootstraps++;
+      await this.opts.onBootstrapped?.(pair);
+    }
+    log.info(bootstrap ? 'Certificate issued to the bootstrap credentials' : 'Certificate rotated', {
       name: this.opts.name,
       expiration: pair.leaf.validTo,
       file: pair.certFile,

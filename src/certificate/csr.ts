@@ -95,18 +95,39 @@ function ensureCompatible(existing: CertificateSigningRequest, req: CertificateR
     );
 }
 
+/**
+ * A CSR the cluster refused: an approver denied it (condition Denied) or its signer could not issue
+ * it (Failed). Asking again at once would be refused again, so the caller backs off longer.
+ */
+export class CertificateRequestRefused extends KubeletError {
+  constructor(
+    readonly csrName: string,
+    readonly condition: 'Denied' | 'Failed',
+    readonly conditionReason: string,
+    readonly conditionMessage: string,
+  ) {
+    super(
+      'CERTIFICATE_REQUEST_FAILED',
+      condition === 'Denied'
+        ? `certificate signing request is denied, reason: ${conditionReason}, message: ${conditionMessage}`
+        : `certificate signing request failed, reason: ${conditionReason}, message: ${conditionMessage}`,
+    );
+  }
+}
+
 /** What one look at a CSR says: the certificate, a refusal, or keep waiting. */
 export function csrOutcome(
   csr: CertificateSigningRequest,
-): { certificatePem: string } | { error: string } | undefined {
+): { certificatePem: string } | { refused: CertificateRequestRefused } | undefined {
   for (const c of csr.status?.conditions ?? []) {
-    if (c.type === 'Denied')
+    if (c.type === 'Denied' || c.type === 'Failed')
       return {
-        error: `certificate signing request is denied, reason: ${c.reason ?? ''}, message: ${c.message ?? ''}`,
-      };
-    if (c.type === 'Failed')
-      return {
-        error: `certificate signing request failed, reason: ${c.reason ?? ''}, message: ${c.message ?? ''}`,
+        refused: new CertificateRequestRefused(
+          csr.metadata?.name ?? '',
+          c.type,
+          c.reason ?? '',
+          c.message ?? '',
+        ),
       };
   }
   const approved = (csr.status?.conditions ?? []).some((c) => c.type === 'Approved');
@@ -135,7 +156,7 @@ export async function waitForCertificate(
     if (csr.uid && obj.metadata?.uid && obj.metadata.uid !== csr.uid)
       throw new KubeletError('CERTIFICATE_REQUEST_FAILED', `csr ${csr.name} was replaced (another UID)`);
     const outcome = csrOutcome(obj);
-    if (outcome && 'error' in outcome) throw new KubeletError('CERTIFICATE_REQUEST_FAILED', outcome.error);
+    if (outcome && 'refused' in outcome) throw outcome.refused;
     if (outcome) {
       log.info('certificate signing request is issued', { name: csr.name });
       return outcome.certificatePem;

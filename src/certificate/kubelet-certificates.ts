@@ -9,9 +9,10 @@
 import { X509Certificate } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import { logger } from '../lib/log.js';
-import type { RestClient } from '../k8s/rest-client.js';
-import { CLIENT_USAGES } from './bootstrap.js';
-import { CertificateManager } from './certificate-manager.js';
+import { loadKubeconfig } from '../k8s/kubeconfig.js';
+import { RestClient } from '../k8s/rest-client.js';
+import { CLIENT_USAGES, writeKubeconfigFromBootstrapping } from './bootstrap.js';
+import { CertificateManager, type CertificateManagerOptions } from './certificate-manager.js';
 import { CertificateStore, type StoredPair } from './certificate-store.js';
 import { KUBE_APISERVER_CLIENT_KUBELET_SIGNER, KUBELET_SERVING_SIGNER, type KeyUsage } from './csr.js';
 
@@ -27,6 +28,40 @@ export interface ClientCertificateOptions {
   clock: Clock;
   /** Called with each new pair (after the first load too, when the store holds a newer one). */
   onRotate: (pair: StoredPair) => void;
+  /**
+   * --bootstrap-kubeconfig and --kubeconfig: once the client certificate has expired, the next one
+   * is requested with the bootstrap credentials, and --kubeconfig is written again to name the store.
+   */
+  bootstrap?: { bootstrapKubeconfigPath: string; kubeconfigPath: string; userAgent?: string };
+  /** rotateCertificates; when false (with bootstrap) the certificate is replaced only once expired. */
+  rotate?: boolean;
+  /** Warning events on the Node (a refused CSR). */
+  recordEvent?: CertificateManagerOptions['recordEvent'];
+  refusedBackoff?: CertificateManagerOptions['refusedBackoff'];
+}
+
+/** Upstream's clientsetFn fallback: a client with the bootstrap credentials, read afresh each time. */
+function bootstrapHooks(
+  opts: ClientCertificateOptions,
+  store: CertificateStore,
+): Pick<CertificateManagerOptions, 'bootstrapClient' | 'onBootstrapped'> {
+  const b = opts.bootstrap;
+  if (!b) return {};
+  return {
+    bootstrapClient: async () =>
+      new RestClient({
+        config: await loadKubeconfig(b.bootstrapKubeconfigPath),
+        clock: opts.clock,
+        ...(b.userAgent ? { userAgent: b.userAgent } : {}),
+      }),
+    // As bootstrap at start does: a restart then finds a kubeconfig that names a valid pair.
+    onBootstrapped: async () =>
+      writeKubeconfigFromBootstrapping(
+        await loadKubeconfig(b.bootstrapKubeconfigPath),
+        b.kubeconfigPath,
+        store.currentPath(),
+      ),
+  };
 }
 
 /** Starts client certificate rotation (upstream NewKubeletClientCertificateManager). */
@@ -34,15 +69,20 @@ export async function startClientCertificateManager(
   opts: ClientCertificateOptions,
 ): Promise<CertificateManager> {
   const config = opts.client.config;
+  const store = new CertificateStore('kubelet-client', opts.certDirectory);
   const manager = new CertificateManager({
     name: 'client',
-    store: new CertificateStore('kubelet-client', opts.certDirectory),
+    store,
     subject: () => ({ commonName: `system:node:${opts.nodeName}`, organization: ['system:nodes'] }),
     signerName: KUBE_APISERVER_CLIENT_KUBELET_SIGNER,
     usages: CLIENT_USAGES,
     csrClient: opts.client,
     clock: opts.clock,
     onRotate: opts.onRotate,
+    ...bootstrapHooks(opts, store),
+    ...(opts.rotate !== undefined ? { rotate: opts.rotate } : {}),
+    ...(opts.recordEvent ? { recordEvent: opts.recordEvent } : {}),
+    ...(opts.refusedBackoff ? { refusedBackoff: opts.refusedBackoff } : {}),
     ...(config.clientCertPem && config.clientKeyPem
       ? { initial: { certPem: config.clientCertPem, keyPem: config.clientKeyPem } }
       : {}),
@@ -71,6 +111,7 @@ export interface ServingCertificateOptions {
   client: RestClient;
   clock: Clock;
   onRotate: (pair: StoredPair) => void;
+  recordEvent?: CertificateManagerOptions['recordEvent'];
 }
 
 /** Starts serving certificate requests and rotation (upstream NewKubeletServerCertificateManager). */
@@ -91,6 +132,7 @@ export async function startServingCertificateManager(
     csrClient: opts.client,
     clock: opts.clock,
     onRotate: opts.onRotate,
+    ...(opts.recordEvent ? { recordEvent: opts.recordEvent } : {}),
   });
   await manager.start();
   const current = manager.current();

@@ -3,6 +3,7 @@
  * recorder, the certificate managers, /healthz and the runtime connection. The rest of the graph
  * (build-kubelet.ts) needs the runtime's answer (its name, the node it makes).
  */
+import { nodeRef } from '../api/node.js';
 import { connectRuntime } from '../cri/connect-runtime.js';
 import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { EventStore } from '../events/event-store.js';
@@ -21,6 +22,7 @@ import { nodeIPs } from './build-context.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
 import {
   bootstrapClientCertificate,
+  needsCertificateManagers,
   startKubeletCertificates,
   type KubeletCertificates,
 } from './kubelet-certificates.js';
@@ -30,7 +32,7 @@ import { serverComponent } from './server-components.js';
 export interface KubeletBootstrap {
   readonly components: Component[];
   readonly cluster: ClusterClients | undefined;
-  /** Client and serving certificate managers (rotateCertificates, serverTLSBootstrap). */
+  /** Client and serving certificate managers (rotateCertificates, --bootstrap-kubeconfig, serverTLSBootstrap). */
   readonly certificates: KubeletCertificates | undefined;
   /** The node's last events, in every mode (the node page and `tskubelet events` read it). */
   readonly eventStore: EventStore;
@@ -81,7 +83,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
   const eventStore = new EventStore();
   const recorder = makeKubeletEventRecorder({ store: eventStore, nodeName, clock, api: cluster?.recorder });
   const certificates =
-    cluster && (config.rotateCertificates || config.serverTLSBootstrap)
+    cluster && needsCertificateManagers(config, flags)
       ? await startKubeletCertificates({
           config,
           flags,
@@ -89,6 +91,8 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
           clock,
           cluster,
           nodeIPs: nodeIPs(flags.nodeIP),
+          recordNodeEvent: (type, reason, message) =>
+            recorder.eventFor(nodeRef(nodeName), type, reason, message),
         })
       : undefined;
   const runtime = runtimeConnection(cfg, clock, opts);

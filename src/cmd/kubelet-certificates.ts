@@ -2,6 +2,9 @@
  * Wiring of the kubelet's certificates (upstream cmd/kubelet/app/server.go: buildKubeletClientConfig,
  * bootstrap.LoadClientCert, the client and serving certificate managers): TLS bootstrap before the API
  * clients exist, client rotation feeding the clients, serving certificates feeding the kubelet server.
+ * With --bootstrap-kubeconfig the client certificate manager runs even without rotateCertificates:
+ * an expired certificate is then replaced in place through the bootstrap credentials (upstream
+ * exits for its restart to bootstrap again).
  */
 import type { CertificateManager } from '../certificate/certificate-manager.js';
 import type { StoredPair } from '../certificate/certificate-store.js';
@@ -54,6 +57,11 @@ export interface KubeletCertificates {
   stop(): Promise<void>;
 }
 
+/** Whether any certificate manager runs (cluster mode only). */
+export function needsCertificateManagers(config: ResolvedKubeletConfig, flags: KubeletFlags): boolean {
+  return config.rotateCertificates || config.serverTLSBootstrap || flags.bootstrapKubeconfig !== '';
+}
+
 export async function startKubeletCertificates(p: {
   config: ResolvedKubeletConfig;
   flags: KubeletFlags;
@@ -61,16 +69,30 @@ export async function startKubeletCertificates(p: {
   clock: Clock;
   cluster: ClusterClients;
   nodeIPs: string[];
+  /** Warning events on the Node (a refused CSR). */
+  recordNodeEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
 }): Promise<KubeletCertificates> {
   let clientCertificates: CertificateManager | undefined;
   let servingCertificates: CertificateManager | undefined;
-  if (p.config.rotateCertificates) {
+  const recordEvent = p.recordNodeEvent ? { recordEvent: p.recordNodeEvent } : {};
+  if (p.config.rotateCertificates || p.flags.bootstrapKubeconfig !== '') {
     clientCertificates = await startClientCertificateManager({
       certDirectory: p.flags.certDirectory,
       nodeName: p.nodeName,
       client: p.cluster.kubeClient,
       clock: p.clock,
       onRotate: (pair) => p.cluster.setClientCertificate(pair.certPem, pair.keyPem),
+      rotate: p.config.rotateCertificates,
+      ...(p.flags.bootstrapKubeconfig !== ''
+        ? {
+            bootstrap: {
+              bootstrapKubeconfigPath: p.flags.bootstrapKubeconfig,
+              kubeconfigPath: p.flags.kubeConfig,
+              userAgent: defaultUserAgent(KUBERNETES_VERSION),
+            },
+          }
+        : {}),
+      ...recordEvent,
     });
   }
 
@@ -104,6 +126,7 @@ export async function startKubeletCertificates(p: {
       client: p.cluster.kubeClient,
       clock: p.clock,
       onRotate: (pair) => void apply(pair),
+      ...recordEvent,
     });
   }
   return {

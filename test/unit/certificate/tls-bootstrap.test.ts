@@ -30,7 +30,7 @@ import {
 import { parseCsrPem } from '../../../src/certificate/x509.js';
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { RestClient } from '../../../src/k8s/rest-client.js';
-import { realClock } from '../../../src/lib/clock.js';
+import { FakeClock, realClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { pingCheck } from '../../../src/server/healthz.js';
 import { startKubeletServer } from '../../../src/server/kubelet-server.js';
@@ -42,6 +42,10 @@ setLogSink((l) => {
 });
 
 const NODE = 'node-1';
+const DAY_MS = 24 * 3600_000;
+
+/** Lets the manager's pending I/O (CSR create, watch) run before the fake clock moves. */
+const settle = () => new Promise((r) => setTimeout(r, 300));
 const BOOTSTRAP_USER = 'system:bootstrap:abcdef';
 
 async function waitFor<T>(what: string, fn: () => T | undefined, timeoutMs = 10_000): Promise<T> {
@@ -222,38 +226,118 @@ describe('TLS bootstrap and certificate rotation', () => {
     }
   });
 
-  test('a denied renewal keeps the old certificate in use, and a later one replaces it', async () => {
-    const { certDir, kubeconfig } = await bootstrap('denied', 6_000);
+  test('a denied renewal keeps the old certificate, records a Warning on the Node and backs off 5 min, then 10 min', async () => {
+    const { certDir, kubeconfig } = await bootstrap('denied', DAY_MS);
     const client = await RestClient.fromKubeconfig(kubeconfig);
     clients.push(client);
     const firstCert = client.config.clientCertPem;
     const seen = new Set(signer.list().map((c) => c.metadata.name));
+    const newCsr = () => signer.list().find((c) => !seen.has(c.metadata.name));
+    const clock = new FakeClock(Date.now());
+    const events: { type: string; reason: string; message: string }[] = [];
     const manager = await startClientCertificateManager({
       certDirectory: certDir,
       nodeName: NODE,
       client,
-      clock: realClock,
+      clock,
       onRotate: (pair) => client.setClientCertificate(pair.certPem, pair.keyPem),
+      recordEvent: (type, reason, message) => events.push({ type, reason, message }),
     });
     managers.push(manager);
-    const denied = await waitFor('the renewal CSR', () =>
-      signer.pending().find((c) => !seen.has(c.metadata.name)),
-    );
+    clock.advance(0.85 * DAY_MS); // past the rotation deadline (70–84 % of the lifetime)
+    const denied = await waitFor('the renewal CSR', newCsr);
     seen.add(denied.metadata.name);
     signer.deny(denied.metadata.name!);
     await waitFor('the failure', () => manager.lastError);
     assert.match(manager.lastError!, /certificate signing request is denied, reason: TestDenied/);
+    await waitFor('the event', () => events.length === 1);
+    assert.deepEqual(events, [
+      {
+        type: 'Warning',
+        reason: 'CertificateSigningRequestDenied',
+        message: `The client certificate signing request ${denied.metadata.name} was denied (reason: TestDenied, message: denied by the test); a new one will be sent in 300s`,
+      },
+    ]);
     assert.equal(client.config.clientCertPem, firstCert);
     assert.equal((await client.list({ resource: 'pods' })).ok, true);
-    // Retried after back-off: this one is approved.
-    const retried = await waitFor('the retried CSR', () =>
-      signer.pending().find((c) => !seen.has(c.metadata.name)),
-    );
-    signer.approve(retried.metadata.name!);
-    await signer.sign(retried.metadata.name!, 3600_000);
+
+    // Not a fresh key every few seconds: nothing until the 5 minutes have passed.
+    await settle();
+    clock.advance(299_000);
+    await settle();
+    assert.equal(newCsr(), undefined, 'a new CSR before the back-off ended');
+    clock.advance(1_000);
+    const second = await waitFor('the second CSR', newCsr);
+    seen.add(second.metadata.name);
+    signer.deny(second.metadata.name!);
+    await waitFor('the second event', () => events.length === 2);
+    assert.match(events[1]!.message, /a new one will be sent in 600s$/);
+    await settle();
+    clock.advance(599_000);
+    await settle();
+    assert.equal(newCsr(), undefined, 'the back-off doubles');
+    clock.advance(1_000);
+
+    const third = await waitFor('the third CSR', newCsr);
+    signer.approve(third.metadata.name!);
+    await signer.sign(third.metadata.name!, DAY_MS);
     await waitFor('the rotation', () => manager.rotations === 1);
     assert.notEqual(client.config.clientCertPem, firstCert);
     assert.equal((await client.list({ resource: 'pods' })).ok, true);
+    assert.equal(events.length, 2);
+  });
+
+  test('an expired client certificate is replaced through the bootstrap credentials, in place', async () => {
+    const { certDir, kubeconfig } = await bootstrap('expired', DAY_MS);
+    const bootstrapKubeconfig = join(dir, 'expired', 'bootstrap-kubelet.conf');
+    // An admin's kubeconfig with the certificate embedded: recovery writes one that names the store.
+    await server.writeKubeconfig(kubeconfig, `system:node:${NODE}`, {
+      credential: 'certificate',
+      groups: ['system:nodes'],
+    });
+    const client = await RestClient.fromKubeconfig(kubeconfig);
+    clients.push(client);
+    const seen = new Set(signer.list().map((c) => c.metadata.name));
+    const newCsr = () => signer.list().find((c) => !seen.has(c.metadata.name));
+    const clock = new FakeClock(Date.now());
+    const manager = await startClientCertificateManager({
+      certDirectory: certDir,
+      nodeName: NODE,
+      client,
+      clock,
+      onRotate: (pair) => client.setClientCertificate(pair.certPem, pair.keyPem),
+      bootstrap: { bootstrapKubeconfigPath: bootstrapKubeconfig, kubeconfigPath: kubeconfig },
+    });
+    managers.push(manager);
+    // The stored pair (from bootstrap) is newer than the kubeconfig's: it is the one in use.
+    const inUse = manager.current()!;
+    clock.advance(Date.parse(inUse.leaf.validTo) - clock.now() - 60_000);
+    // The renewal goes out with the node's own certificate, and nobody approves it.
+    const renewal = await waitFor('the renewal CSR', newCsr);
+    seen.add(renewal.metadata.name);
+    assert.equal(renewal.spec.username, `system:node:${NODE}`);
+    await settle();
+    clock.advance(61_000); // the certificate expires with the renewal still pending
+    const recovery = await waitFor('the CSR sent with the bootstrap credentials', newCsr);
+    assert.equal(recovery.spec.username, BOOTSTRAP_USER);
+    assert.equal(recovery.spec.signerName, 'kubernetes.io/kube-apiserver-client-kubelet');
+    assert.equal(
+      parseCsrPem(Buffer.from(recovery.spec.request, 'base64').toString('utf8')).commonName,
+      `system:node:${NODE}`,
+    );
+    signer.approve(recovery.metadata.name!);
+    // Valid for two days: the fake clock is a day ahead of the signer's.
+    await signer.sign(recovery.metadata.name!, 2 * DAY_MS);
+    await waitFor('the recovery', () => manager.bootstraps === 1);
+    assert.equal(manager.rotations, 1);
+    assert.ok(Date.parse(manager.current()!.leaf.validTo) > clock.now());
+    assert.equal(client.config.clientCertPem, manager.current()!.certPem);
+    // --kubeconfig now names the store, so a restart loads the new pair without bootstrapping.
+    const doc = parse(readFileSync(kubeconfig, 'utf8')) as { users: { user: Record<string, string> }[] };
+    assert.equal(doc.users[0]!.user['client-certificate'], join(certDir, 'kubelet-client-current.pem'));
+    const r = await client.list({ resource: 'pods' });
+    assert.equal(r.ok, true);
+    assert.equal(server.requests.at(-1)?.user, `system:node:${NODE}`);
   });
 
   test('serverTLSBootstrap: a kubelet-serving CSR with the node names and addresses, served and rotated', async () => {
