@@ -111,7 +111,16 @@ export default tseslint.config(
     files: ['src/nodepage/assets/**/*.js'],
     languageOptions: {
       sourceType: 'script',
-      globals: { document: 'readonly', fetch: 'readonly', EventSource: 'readonly', setInterval: 'readonly' },
+      globals: {
+        document: 'readonly',
+        fetch: 'readonly',
+        setInterval: 'readonly',
+        setTimeout: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        localStorage: 'readonly',
+        TextDecoderStream: 'readonly',
+      },
     },
   },
   // Durations come from monotonicMs (src/lib/clock.ts): the first touch of the `performance` global

@@ -1,24 +1,30 @@
 /**
  * `tskubelet get pods | describe pod NAME | logs POD | events`: the local kubelet, read as kubectl
- * would show it, for a node without kubectl (standalone). It reads the node page's JSON on the
- * loopback /healthz listener (docs/kubelet-api.md, "The node page").
+ * would show it, for a node without kubectl (standalone). It reads the node page's JSON over the
+ * kubelet's root-only socket (find-kubelet.ts; docs/kubelet-api.md, "The node page");
+ * `tskubelet node-page-url` prints the page's address with its token for a browser.
  */
 import { parseArgs } from 'node:util';
 import type { Pod } from '../api/core-v1.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
-import { DEFAULT_SERVER, NodeClient } from './node-client.js';
+import { DEFAULT_ROOT_DIR, findKubelet, readNodePageUrl } from './find-kubelet.js';
+import { NodeClient } from './node-client.js';
 import { describePod, printEvents, printPods } from './printers.js';
 import { compareStrings } from '../lib/compare.js';
 
-export const CLI_COMMANDS = ['get', 'describe', 'logs', 'events'] as const;
+export const CLI_COMMANDS = ['get', 'describe', 'logs', 'events', 'node-page-url'] as const;
 
 export const CLI_USAGE = `Read the local kubelet as kubectl would show it:
   tskubelet get pods [-n NAMESPACE | -A]
   tskubelet describe pod NAME [-n NAMESPACE]
   tskubelet logs POD [-c CONTAINER] [-f] [--tail N] [-p] [--timestamps] [-n NAMESPACE]
   tskubelet events [-n NAMESPACE | -A]
-Options:
-  --server URL   the kubelet's /healthz listener (default ${DEFAULT_SERVER}, or $TSKUBELET_SERVER)
+  tskubelet node-page-url        the node page's address for a browser on this machine (with its token)
+As root (or a member of the kubelet's --node-page-group). Options:
+  --root-dir DIR   the kubelet's --root-dir (default ${DEFAULT_ROOT_DIR}; without it, the kubelet on
+                   127.0.0.1:10248 is asked where its socket is)
+  --server URL     unix:PATH of the kubelet's socket, or its /healthz listener (http://HOST:PORT, with
+                   the token from DIR/node-page/url); also $TSKUBELET_SERVER
 `;
 
 export interface CliIo {
@@ -58,6 +64,7 @@ export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: Abo
         tail: { type: 'string' },
         timestamps: { type: 'boolean' },
         server: { type: 'string' },
+        'root-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -69,9 +76,14 @@ export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: Abo
     io.stdout.write(CLI_USAGE);
     return 0;
   }
-  const client = new NodeClient(
-    (values.server as string | undefined) ?? io.env.TSKUBELET_SERVER ?? DEFAULT_SERVER,
-  );
+  const where = {
+    ...(typeof values['root-dir'] === 'string' ? { rootDir: values['root-dir'] } : {}),
+    ...(typeof values.server === 'string' || io.env.TSKUBELET_SERVER
+      ? { server: (values.server as string | undefined) ?? io.env.TSKUBELET_SERVER! }
+      : {}),
+  };
+  let client: NodeClient | undefined;
+  const kubelet = async () => (client ??= new NodeClient(await findKubelet(where)));
   const all = values['all-namespaces'] === true;
   const namespace = (values.namespace as string | undefined) ?? 'default';
   const inNamespace = (ns: string | undefined) => all || (ns ?? '') === namespace;
@@ -81,7 +93,7 @@ export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: Abo
       case 'get': {
         if (rest[0] !== 'pods' && rest[0] !== 'pod' && rest[0] !== 'po')
           throw new UsageError(`the server doesn't have a resource type "${rest[0] ?? ''}" (only pods)`);
-        const pods = (await client.pods()).items
+        const pods = (await (await kubelet()).pods()).items
           .filter((p) => inNamespace(p.metadata.namespace))
           .filter((p) => rest.length < 2 || rest.slice(1).includes(p.metadata.name ?? ''))
           .sort(byNamespaceAndName);
@@ -97,12 +109,12 @@ export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: Abo
           throw new UsageError('only pods can be described: tskubelet describe pod NAME');
         const name = rest[1];
         if (!name) throw new UsageError('a pod name is required: tskubelet describe pod NAME');
-        const { pod, events } = await client.pod(namespace, name);
+        const { pod, events } = await (await kubelet()).pod(namespace, name);
         io.stdout.write(describePod(pod, events, io.now()));
         return 0;
       }
       case 'events': {
-        const { items } = await client.events(all ? undefined : namespace);
+        const { items } = await (await kubelet()).events(all ? undefined : namespace);
         if (items.length === 0) {
           io.stderr.write(all ? 'No events found.\n' : `No events found in ${namespace} namespace.\n`);
           return 0;
@@ -115,7 +127,7 @@ export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: Abo
         if (!podName) throw new UsageError('a pod name is required: tskubelet logs POD [-c CONTAINER]');
         let container = values.container as string | undefined;
         if (!container) {
-          const { pod } = await client.pod(namespace, podName);
+          const { pod } = await (await kubelet()).pod(namespace, podName);
           container = defaultContainer(pod, io);
         }
         const query = new URLSearchParams();
@@ -123,9 +135,12 @@ export async function runCli(argv: string[], io: CliIo = defaultIo, signal?: Abo
         if (values.previous) query.set('previous', 'true');
         if (values.timestamps) query.set('timestamps', 'true');
         if (values.tail !== undefined && values.tail !== '-1') query.set('tailLines', values.tail as string);
-        await client.logs(namespace, podName, container, query, io.stdout, signal);
+        await (await kubelet()).logs(namespace, podName, container, query, io.stdout, signal);
         return 0;
       }
+      case 'node-page-url':
+        io.stdout.write(`${await readNodePageUrl(where)}\n`);
+        return 0;
       default:
         throw new UsageError(`unknown command "${command ?? ''}"`);
     }

@@ -1,6 +1,7 @@
 /**
- * The CLI's way to the local kubelet: the node page's JSON under /node/api/ on the loopback
- * /healthz listener (http://127.0.0.1:10248 by default; --server or TSKUBELET_SERVER to change).
+ * The CLI's way to the local kubelet: the node page's JSON under /node/api/, over the kubelet's
+ * root-only unix socket (`<root-dir>/node-page/kubelet.sock`), or over its loopback /healthz
+ * listener with the page's token (--server).
  */
 import http from 'node:http';
 import type { Pod, PodList } from '../api/core-v1.js';
@@ -9,6 +10,9 @@ import { KubeletError } from '../lib/errors.js';
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:10248';
 const REQUEST_TIMEOUT_MS = 10_000;
+
+/** Where the kubelet answers: its socket, or an HTTP address with the page's token. */
+export type NodeTarget = { socketPath: string } | { server: string; token?: string };
 
 export class NodeClientError extends KubeletError {
   constructor(
@@ -20,17 +24,29 @@ export class NodeClientError extends KubeletError {
 }
 
 export class NodeClient {
-  constructor(private readonly server: string) {}
+  constructor(private readonly target: NodeTarget) {}
 
-  private url(path: string): URL {
-    return new URL(`/node/api/${path}`, this.server);
+  private describe(): string {
+    return 'socketPath' in this.target ? this.target.socketPath : new URL(this.target.server).origin;
+  }
+
+  private request(path: string): { url: URL; options: http.RequestOptions } {
+    const headers: Record<string, string> = { Accept: 'application/json' };
+    if ('socketPath' in this.target)
+      return {
+        url: new URL(`/node/api/${path}`, 'http://localhost'),
+        options: { socketPath: this.target.socketPath, headers },
+      };
+    if (this.target.token) headers.Authorization = `Bearer ${this.target.token}`;
+    return { url: new URL(`/node/api/${path}`, this.target.server), options: { headers } };
   }
 
   /** Opens a GET and hands back the response once its status is 200. */
   private open(path: string, signal?: AbortSignal): Promise<http.IncomingMessage> {
-    const url = this.url(path);
+    const { url, options } = this.request(path);
+    const where = this.describe();
     return new Promise((resolve, reject) => {
-      const req = http.get(url, { signal, headers: { Accept: 'application/json' } }, (res) => {
+      const req = http.get(url, { ...options, signal }, (res) => {
         if (res.statusCode === 200) return resolve(res);
         let body = '';
         res.setEncoding('utf8');
@@ -41,13 +57,19 @@ export class NodeClient {
         res.on('error', reject);
       });
       req.setTimeout(REQUEST_TIMEOUT_MS, () =>
-        req.destroy(new NodeClientError(`no answer from ${url.origin} within ${REQUEST_TIMEOUT_MS / 1000}s`)),
+        req.destroy(new NodeClientError(`no answer from ${where} within ${REQUEST_TIMEOUT_MS / 1000}s`)),
       );
       req.on('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'ECONNREFUSED')
+        if (err.code === 'ECONNREFUSED' || err.code === 'ENOENT')
           reject(
             new NodeClientError(
-              `the connection to the kubelet at ${url.origin} was refused - is tskubelet running (healthzPort)?`,
+              `the connection to the kubelet at ${where} was refused - is tskubelet running?`,
+            ),
+          );
+        else if (err.code === 'EACCES')
+          reject(
+            new NodeClientError(
+              `permission denied on ${where}: only root (or the kubelet's --node-page-group) may read the node`,
             ),
           );
         else reject(err);

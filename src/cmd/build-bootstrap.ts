@@ -16,7 +16,8 @@ import { asComponent, type Component } from '../lib/component.js';
 import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 import type { PodWorkersImpl } from '../podworkers/pod-workers.js';
 import type { HealthChecker } from '../server/healthz.js';
-import { startLocalServer, type ServerHost } from '../server/local-server.js';
+import { localListenerComponents } from '../server/local-listeners.js';
+import type { ServerHost } from '../server/local-server.js';
 import type { BuildOptions, ConnectedRuntime, RunConfig } from './build-context.js';
 import { nodeIPs } from './build-context.js';
 import { createClusterClients, type ClusterClients } from './cluster-clients.js';
@@ -26,7 +27,6 @@ import {
   startKubeletCertificates,
   type KubeletCertificates,
 } from './kubelet-certificates.js';
-import { serverComponent } from './server-components.js';
 
 /** What is handed on from the bootstrap to the rest of the graph. */
 export interface KubeletBootstrap {
@@ -102,14 +102,13 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
     cluster && asComponent('apiclients', { stop: () => cluster.close() }),
     cluster && asComponent('events', { stop: () => cluster.recorder.stop() }),
     certificates && asComponent('certificates', { stop: () => certificates.stop() }),
-    config.healthzPort > 0 &&
-      serverComponent('healthz', () =>
-        startLocalServer(host, {
-          address: config.healthzBindAddress,
-          port: config.healthzPort,
-          readOnly: false,
-        }),
-      ),
+    ...localListenerComponents(host, {
+      rootDir: flags.rootDirectory,
+      nodePageGroup: flags.nodePageGroup,
+      ...(config.healthzPort > 0
+        ? { healthz: { address: config.healthzBindAddress, port: config.healthzPort } }
+        : {}),
+    }),
     runtime.component,
   ];
   return {

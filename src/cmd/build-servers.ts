@@ -66,6 +66,8 @@ export async function buildServers(ctx: BuildContext, parts: ServerInputs): Prom
   const nodePage = nodePageHandler({
     source: nodePageSource,
     feed: nodePageFeed,
+    maxSubscribers: flags.nodePageMaxSubscribers,
+    maxLogFollows: flags.nodePageMaxLogFollows,
     logs: podLogReader({
       runtime: parts.clients.runtime,
       getPod: (ns, name) =>

@@ -40,12 +40,22 @@ export interface KubeletFlags {
   maxConnectionsPerListener: number | undefined;
   /** --max-streaming-sessions (tskubelet only): undefined for the default; 0 for no bound. */
   maxStreamingSessions: number | undefined;
+  /** --node-page-group (tskubelet only): a group whose members may read the node page besides root; '' for none. */
+  nodePageGroup: string;
+  /** --node-page-max-subscribers (tskubelet only): live feeds of the node page open at once. */
+  nodePageMaxSubscribers: number;
+  /** --node-page-max-log-follows (tskubelet only): container logs followed through the node page at once. */
+  nodePageMaxLogFollows: number;
   help: boolean;
   /** --version: false, true, or 'raw'. */
   version: boolean | 'raw';
 }
 
 export const DEFAULT_ROOT_DIRECTORY = '/var/lib/kubelet';
+/** Each live feed may hold up to 4 MiB unread before it is cut off: 16 bound that to 64 MiB. */
+export const DEFAULT_NODE_PAGE_MAX_SUBSCRIBERS = 16;
+/** Each follow holds a file watcher and asks the runtime about its container every second. */
+export const DEFAULT_NODE_PAGE_MAX_LOG_FOLLOWS = 16;
 /** The pause image a 1.30 kubelet names by default; containerd's own sandbox_image decides what runs. */
 export const DEFAULT_POD_INFRA_CONTAINER_IMAGE = 'registry.k8s.io/pause:3.9';
 
@@ -69,6 +79,9 @@ export function defaultKubeletFlags(): KubeletFlags {
     maxParallelPodStarts: undefined,
     maxConnectionsPerListener: undefined,
     maxStreamingSessions: undefined,
+    nodePageGroup: '',
+    nodePageMaxSubscribers: DEFAULT_NODE_PAGE_MAX_SUBSCRIBERS,
+    nodePageMaxLogFollows: DEFAULT_NODE_PAGE_MAX_LOG_FOLLOWS,
     help: false,
     version: false,
   };
@@ -525,6 +538,32 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     defaultText: '127.0.0.1',
     usage:
       "The IP address for the healthz server to serve on (set to '0.0.0.0' or '::' for listening on all interfaces).",
+  }),
+  f({
+    name: 'node-page-group',
+    kind: 'string',
+    group: 'Kubelet server',
+    flagsKey: 'nodePageGroup',
+    usage:
+      "tskubelet only: a group (name or number) whose members may read the node page and use tskubelet get/describe/logs/events, besides root: the socket and the page's address under <root-dir>/node-page/ become theirs to read.",
+  }),
+  f({
+    name: 'node-page-max-subscribers',
+    kind: 'int32',
+    group: 'Kubelet server',
+    flagsKey: 'nodePageMaxSubscribers',
+    defaultText: String(DEFAULT_NODE_PAGE_MAX_SUBSCRIBERS),
+    usage:
+      'tskubelet only: how many live feeds of the node page (/node/api/stream) may be open at once; one more gets 429.',
+  }),
+  f({
+    name: 'node-page-max-log-follows',
+    kind: 'int32',
+    group: 'Kubelet server',
+    flagsKey: 'nodePageMaxLogFollows',
+    defaultText: String(DEFAULT_NODE_PAGE_MAX_LOG_FOLLOWS),
+    usage:
+      'tskubelet only: how many container logs may be followed through the node page (tskubelet logs -f) at once; one more gets 429.',
   }),
   c({
     name: 'tls-cert-file',

@@ -112,6 +112,8 @@ export async function loadKubeletConfig(
   validateCloudProvider(parsed.flags.cloudProvider);
   validateMaxParallelPodStarts(parsed.flags.maxParallelPodStarts);
   validateServerLimits(parsed.flags);
+  validateAtLeastOne('--node-page-max-subscribers', parsed.flags.nodePageMaxSubscribers);
+  validateAtLeastOne('--node-page-max-log-follows', parsed.flags.nodePageMaxLogFollows);
   const resolved = resolveKubeletConfiguration(config, flagForField);
   validateLogging(resolved.logging);
   options.applyLogging?.(resolved.logging);
@@ -182,6 +184,11 @@ function validateServerLimits(flags: KubeletFlags): void {
     if (value !== undefined && value < 0)
       throw new KubeletError('INVALID_CONFIG', `${name} must be 0 (no bound) or more, got ${value}`);
   }
+}
+
+function validateAtLeastOne(flag: string, value: number): void {
+  if (value >= 1) return;
+  throw new KubeletError('INVALID_CONFIG', `${flag} must be 1 or more, got ${value}`);
 }
 
 /** Upstream 1.30 has no in-tree cloud providers: only '' and 'external' remain. */

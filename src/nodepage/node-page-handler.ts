@@ -46,6 +46,10 @@ export interface NodePageHandlerOptions {
   source: NodePageSource;
   feed: NodePageFeed;
   logs?: PodLogReader;
+  /** Live feeds open at once, over every listener; one more is a 429 (--node-page-max-subscribers). */
+  maxSubscribers: number;
+  /** Container logs followed at once, over every listener; one more is a 429 (--node-page-max-log-follows). */
+  maxLogFollows: number;
 }
 
 export interface NodePageRequest {
@@ -56,6 +60,11 @@ export interface NodePageRequest {
   query: URLSearchParams;
   /** Aborted when the client goes or the server closes. */
   signal: AbortSignal;
+  /**
+   * The listener has not found that this client may read the node's data (the loopback listener
+   * without the page's token): only the page's own files are served, the rest is a 401.
+   */
+  locked?: boolean;
 }
 
 /** Serves one request under /node; the caller has decided the client may ask. */
@@ -84,9 +93,30 @@ function sendError(res: ServerResponse, status: number, message: string): void {
   send(res, status, 'text/plain; charset=utf-8', `${message}\n`);
 }
 
+/** The realm a browser without the page's token is told about. */
+export const NODE_PAGE_REALM = 'tskubelet node page';
+
+function sendLocked(res: ServerResponse): void {
+  res.writeHead(401, {
+    ...baseHeaders('text/plain; charset=utf-8'),
+    'WWW-Authenticate': `Bearer realm="${NODE_PAGE_REALM}"`,
+  });
+  res.end(
+    "Unauthorized: the node page's data needs its token; as root, `tskubelet node-page-url` prints the page's address with it\n",
+  );
+}
+
+function sendTooMany(res: ServerResponse, message: string): void {
+  res.writeHead(429, { ...baseHeaders('text/plain; charset=utf-8'), 'Retry-After': '5' });
+  res.end(`Too many requests: ${message}\n`);
+}
+
 export function nodePageHandler(opts: NodePageHandlerOptions): NodePageHandler {
   const { source, feed } = opts;
-  return async ({ req, res, path, query, signal }) => {
+  let follows = 0;
+  return async ({ req, res, path, query, signal, locked }) => {
+    // The page's own files are the same for everyone, with no data in them.
+    if (locked && path !== NODE_PAGE_PREFIX && !Object.hasOwn(ASSETS, path)) return sendLocked(res);
     const method = req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') return sendError(res, 405, 'method not allowed');
     const head = method === 'HEAD';
@@ -103,6 +133,13 @@ export function nodePageHandler(opts: NodePageHandlerOptions): NodePageHandler {
       case 'snapshot':
         return sendJson(res, feed.snapshot(), head);
       case 'stream':
+        if (feed.subscribers >= opts.maxSubscribers) {
+          log.v(2, 'Node page live feed refused: too many open', { open: feed.subscribers });
+          return sendTooMany(
+            res,
+            `${feed.subscribers} live feeds of the node page are open, the most --node-page-max-subscribers allows`,
+          );
+        }
         return serveStream(feed, res, signal);
       case 'events':
         return sendJson(
@@ -140,7 +177,21 @@ export function nodePageHandler(opts: NodePageHandlerOptions): NodePageHandler {
         if (parts.length !== 4 || !namespace || !name || !container)
           return sendError(res, 404, '404 page not found');
         if (!opts.logs) return sendError(res, 404, 'container logs are not served here');
-        return serveLogs(opts.logs, res, namespace, name, container, query, signal);
+        if (!opts.logs.follows(query))
+          return serveLogs(opts.logs, res, namespace, name, container, query, signal);
+        if (follows >= opts.maxLogFollows) {
+          log.v(2, 'Node page log follow refused: too many open', { open: follows });
+          return sendTooMany(
+            res,
+            `${follows} container logs are followed through the node page, the most --node-page-max-log-follows allows`,
+          );
+        }
+        follows++;
+        try {
+          return await serveLogs(opts.logs, res, namespace, name, container, query, signal);
+        } finally {
+          follows--;
+        }
       }
       default:
         return sendError(res, 404, '404 page not found');

@@ -10,6 +10,7 @@ import { logger } from '../lib/log.js';
 import { loopbackRefusal } from '../lib/loopback.js';
 import type { ComponentStatus } from '../lib/component.js';
 import type { NodePageHandler } from '../nodepage/node-page-handler.js';
+import { hasNodePageToken } from './node-page-access.js';
 import { serveHealthz, type HealthChecker } from './healthz.js';
 import { PodListBody } from './pod-list-body.js';
 import { sendJson, sendJsonBody } from './request-context.js';
@@ -27,7 +28,8 @@ export interface ServerHost {
   componentStatuses?(): readonly ComponentStatus[];
   /**
    * The node page and its JSON under /node/ (src/nodepage). Served on the /healthz listener to
-   * clients on this machine only, whatever address it binds: it has no authentication.
+   * clients on this machine only, whatever address it binds, and its data only to those that carry
+   * the page's token (node-page-access.ts).
    */
   nodePage?: NodePageHandler;
 }
@@ -37,6 +39,13 @@ export interface LocalServerOptions {
   port: number;
   /** Serve /pods and /runningpods/ (the read-only port) besides /healthz. */
   readOnly: boolean;
+  /** The token the node page's data asks for; without one, no data is served here. */
+  nodePageToken?: string;
+  /**
+   * Where root's command line finds the node page (its socket and the file with the page's
+   * address), told at /node/access: paths, not data.
+   */
+  nodePageAccess?: { socket: string; urlFile: string };
 }
 
 export interface LocalServer {
@@ -76,9 +85,20 @@ async function handle(
         `Forbidden: ${refused}; from elsewhere, use the kubelet API (authenticated)\n`,
       );
     }
+    if (url.pathname === '/node/access' && opts.nodePageAccess)
+      return sendJson(res, 200, opts.nodePageAccess);
     const closed = new AbortController();
     res.once('close', () => closed.abort(new Error('client went away')));
-    return host.nodePage({ req, res, path: url.pathname, query: url.searchParams, signal: closed.signal });
+    const locked = !(opts.nodePageToken && hasNodePageToken(req, opts.nodePageToken));
+    if (locked) log.v(4, 'Node page request without its token', { path: url.pathname });
+    return host.nodePage({
+      req,
+      res,
+      path: url.pathname,
+      query: url.searchParams,
+      signal: closed.signal,
+      locked,
+    });
   }
   if (!opts.readOnly) return sendText(res, 404, '404 page not found\n');
   if (req.method !== 'GET' && req.method !== 'HEAD') return sendText(res, 405, 'method not allowed\n');

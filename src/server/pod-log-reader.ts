@@ -34,6 +34,8 @@ export interface PodLogReader {
     write: (chunk: Buffer) => Promise<void>,
     signal: AbortSignal,
   ): Promise<LogRefusal | undefined>;
+  /** Whether the query asks to follow the log (as /containerLogs reads `follow`). */
+  follows(query: URLSearchParams): boolean;
 }
 
 export interface PodLogReaderOptions {
@@ -49,6 +51,7 @@ function inSpec(pod: Pod, name: string): boolean {
 
 export function podLogReader(opts: PodLogReaderOptions): PodLogReader {
   return {
+    follows: (query) => decodePodLogOptions(query)?.follow === true,
     async read(namespace, podName, containerName, query, start, write, signal) {
       const options = decodePodLogOptions(query);
       if (!options) return { status: 400, message: 'Unable to decode query.' };

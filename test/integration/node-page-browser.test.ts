@@ -125,7 +125,11 @@ describe('the node page in Chromium, and the CLI, with pods through containerd',
     page.on('console', (m) => {
       if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
     });
-    await page.goto(`${base()}/node/`, { waitUntil: 'domcontentloaded', timeout: 15_000 });
+    // The address root gets from `tskubelet node-page-url`, with the page's token.
+    const url = await cli(['node-page-url', `--root-dir=${kubelet.rootDir}`]);
+    assert.equal(url.code, 0, url.stderr);
+    assert.match(url.stdout, new RegExp(`^${base()}/node/#token=`));
+    await page.goto(url.stdout.trim(), { waitUntil: 'domcontentloaded', timeout: 15_000 });
     // A marker that a reload would wipe.
     await page.evaluate(() => Object.assign(window, { __sameDocument: true }));
   });
@@ -259,7 +263,7 @@ describe('the node page in Chromium, and the CLI, with pods through containerd',
   });
 
   test('tskubelet get pods / describe / events / logs print what kubectl would', async () => {
-    const server = `--server=${base()}`;
+    const server = `--root-dir=${kubelet.rootDir}`;
     const get = await cli(['get', 'pods', '-n', ns, server]);
     assert.equal(get.code, 0, get.stderr);
     const lines = get.stdout.trimEnd().split('\n');

@@ -95,7 +95,7 @@ describe("the README's example at the default verbosity", () => {
   async function cli(...args: string[]): Promise<string> {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      [bin, ...args, `--server=http://127.0.0.1:${healthzPort}`],
+      [bin, ...args, `--root-dir=${path.join(dir, 'root')}`],
       { timeout: 20_000 },
     );
     return stdout;

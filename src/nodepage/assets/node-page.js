@@ -13,6 +13,26 @@ const state = {
 };
 const API = 'api';
 const MAX_EVENTS = 200;
+const RETRY_MS = 2000;
+const TOKEN_KEY = 'tskubelet-node-page-token';
+
+// The page's token comes in the address's fragment (never sent to a server) from
+// `tskubelet node-page-url`; it is kept for this origin only and taken out of the address bar.
+// On the kubelet API (10250) there is none: the browser's own credentials answer there.
+function takeToken() {
+  const m = /(?:^#|&)token=([A-Za-z0-9_-]+)/.exec(location.hash);
+  if (m) {
+    localStorage.setItem(TOKEN_KEY, m[1]);
+    history.replaceState(null, '', location.pathname + location.search);
+  }
+  return localStorage.getItem(TOKEN_KEY) || undefined;
+}
+const token = takeToken();
+
+function apiFetch(url, init = {}) {
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  return fetch(url, { cache: 'no-store', ...init, headers });
+}
 
 function $(id) {
   return document.getElementById(id);
@@ -301,7 +321,7 @@ function drawPulls() {
 // ---- one pod ------------------------------------------------------------------------------------
 
 async function fetchText(url) {
-  const r = await fetch(url, { cache: 'no-store' });
+  const r = await apiFetch(url);
   const text = await r.text();
   return r.ok ? text : `(${r.status}) ${text}`;
 }
@@ -357,7 +377,7 @@ async function drawDetail() {
   $('detail-name').textContent = key;
   $('detail-containers').replaceChildren(...(view ? view.containers.map(containerCard) : []));
   const base = `${API}/pods/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
-  const r = await fetch(base, { cache: 'no-store' });
+  const r = await apiFetch(base);
   if (serial !== detailSerial) return;
   if (!r.ok) {
     $('detail-spec').textContent = await r.text();
@@ -449,19 +469,55 @@ function tick() {
   if (up && state.node) up.textContent = `up ${ago(state.node.startedAtMs)}`;
 }
 
-function connect() {
+function badge(text, cls) {
   const conn = $('conn');
-  const source = new EventSource(`${API}/stream`);
-  source.addEventListener('open', () => {
-    conn.textContent = 'live';
-    conn.className = 'badge ok';
-  });
-  source.addEventListener('error', () => {
-    conn.textContent = 'reconnecting';
-    conn.className = 'badge warn';
-  });
-  source.addEventListener('snapshot', (m) => applySnapshot(JSON.parse(m.data)));
-  source.addEventListener('delta', (m) => applyDelta(JSON.parse(m.data)));
+  conn.textContent = text;
+  conn.className = `badge ${cls}`;
+}
+
+// Server-sent events read through fetch (EventSource cannot send the token): blocks split by a
+// blank line, each with its `event:` and `data:` lines.
+async function readFeed(signal) {
+  const r = await apiFetch(`${API}/stream`, { signal });
+  if (r.status === 401) {
+    localStorage.removeItem(TOKEN_KEY);
+    badge('locked: as root, open the address `tskubelet node-page-url` prints', 'warn');
+    return false;
+  }
+  if (!r.ok || !r.body) throw new Error(`HTTP ${r.status}`);
+  badge('live', 'ok');
+  const reader = r.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return true;
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = 'message';
+      let data = '';
+      for (const line of block.split('\n')) {
+        if (line.startsWith('event: ')) event = line.slice(7);
+        else if (line.startsWith('data: ')) data += line.slice(6);
+      }
+      if (event === 'snapshot') applySnapshot(JSON.parse(data));
+      else if (event === 'delta') applyDelta(JSON.parse(data));
+    }
+  }
+}
+
+async function connect() {
+  for (;;) {
+    try {
+      if (!(await readFeed())) return;
+    } catch {
+      // The kubelet restarted or the connection dropped: try again shortly.
+    }
+    badge('reconnecting', 'warn');
+    await new Promise((r) => setTimeout(r, RETRY_MS));
+  }
 }
 
 document.addEventListener('DOMContentLoaded', () => {
@@ -470,6 +526,6 @@ document.addEventListener('DOMContentLoaded', () => {
     for (const r of $('pod-table').tBodies[0].rows) r.classList.remove('selected');
     void drawDetail();
   });
-  connect();
+  void connect();
   setInterval(tick, 1000);
 });

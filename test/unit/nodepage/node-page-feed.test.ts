@@ -166,17 +166,22 @@ describe('NodePageFeed', () => {
 describe('the node page on the /healthz listener', () => {
   let server: LocalServer;
   const f = fixture();
-  const get = (path: string, headers: Record<string, string> = {}) =>
-    new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>((resolve, reject) => {
-      http
-        .get({ host: '127.0.0.1', port: server.port, path, headers }, (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-        })
-        .on('error', reject);
-    });
+  const token = 'the-test-token';
+  const get = (path: string, extra: Record<string, string> = {}) => {
+    const headers = { authorization: `Bearer ${token}`, ...extra };
+    return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }>(
+      (resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port: server.port, path, headers }, (res) => {
+            let body = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (body += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+          })
+          .on('error', reject);
+      },
+    );
+  };
 
   before(async () => {
     f.recorder.event(f.state.pods[0]!, '', 'Normal', 'Started', 'started a');
@@ -186,9 +191,9 @@ describe('the node page on the /healthz listener', () => {
         getPods: () => [],
         getRunningPods: async () => [],
         healthChecks: () => [],
-        nodePage: nodePageHandler({ source: f.source, feed: f.feed }),
+        nodePage: nodePageHandler({ source: f.source, feed: f.feed, maxSubscribers: 16, maxLogFollows: 16 }),
       },
-      { address: '127.0.0.1', port: 0, readOnly: false },
+      { address: '127.0.0.1', port: 0, readOnly: false, nodePageToken: token },
     );
   });
   after(() => server.close());
@@ -240,18 +245,22 @@ describe('the node page on the /healthz listener', () => {
 
   it('streams the snapshot as server-sent events', async () => {
     const first = await new Promise<string>((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port: server.port, path: '/node/api/stream' }, (res) => {
-        assert.equal(res.headers['content-type'], 'text/event-stream');
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (c: string) => {
-          text += c;
-          if (text.includes('event: snapshot\ndata: ') && text.endsWith('\n\n')) {
-            req.destroy();
-            resolve(text);
-          }
-        });
-      });
+      const headers = { authorization: `Bearer ${token}` };
+      const req = http.get(
+        { host: '127.0.0.1', port: server.port, path: '/node/api/stream', headers },
+        (res) => {
+          assert.equal(res.headers['content-type'], 'text/event-stream');
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            text += c;
+            if (text.includes('event: snapshot\ndata: ') && text.endsWith('\n\n')) {
+              req.destroy();
+              resolve(text);
+            }
+          });
+        },
+      );
       req.on('error', (err) => (err.message.includes('aborted') ? undefined : reject(err)));
     });
     const data = first.split('event: snapshot\ndata: ')[1]!.trim();
