@@ -21,7 +21,7 @@
  * manager and the node status report each other; the kubelet and the pod workers call each other.
  *
  * Start order (written once, in kubelet-components.ts; docs/architecture.md shows it):
- *   apiclients, events, healthz, runtime,
+ *   apiclients, events, nodepagesocket, healthz, runtime,
  *   containermanager, volumemanager, devicemanager, podresources, pluginmanager, statusmanager,
  *   nodeinformer, nodestatus, nodelease, prober, podworkers, pleg, syncloop, nodeshutdownmanager,
  *   podconfig, nodepage, sources (api, file, http),

@@ -92,6 +92,7 @@ describe('buildBootstrap and buildKubelet', () => {
 
   test('standalone, with the defaults: no API clients, the manifest folder, /healthz and the kubelet API', async () => {
     assert.deepEqual(await names(await load(`--pod-manifest-path=${join(dir, 'manifests')}`)), [
+      'nodepagesocket',
       'healthz',
       'runtime',
       'containermanager',
@@ -119,6 +120,7 @@ describe('buildBootstrap and buildKubelet', () => {
   test('each optional part is there only when configured', async () => {
     const none = await names(await load('--healthz-port=0', '--enable-server=false'));
     assert.deepEqual(none, [
+      'nodepagesocket',
       'runtime',
       'containermanager',
       'volumemanager',
@@ -154,6 +156,7 @@ describe('buildBootstrap and buildKubelet', () => {
     assert.deepEqual(await names(await load(`--kubeconfig=${kubeconfig}`)), [
       'apiclients',
       'events',
+      'nodepagesocket',
       'healthz',
       'runtime',
       'containermanager',
