@@ -36,7 +36,6 @@ import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { needToReconcilePodReadiness } from '../status/pod-conditions.js';
-import { getPodQOS } from '../api/qos.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
 import type { StatusManager } from '../status/status-manager.js';
@@ -556,10 +555,11 @@ export class Kubelet implements ServerHost {
 
   /**
    * A pod that may not run here (upstream: rejectPod): a Warning event and a status of only the phase
-   * Failed, the reason and `Pod was rejected: <message>` (the qosClass kept as is, since the API
-   * server refuses a change of it). The pod never reaches the pod workers, so it gets no container
-   * statuses and no conditions of the kubelet's; the status manager's merge drops the API copy's
-   * PodScheduled, which the kubelet owns.
+   * Failed, the reason and `Pod was rejected: <message>`. No qosClass, as v1.28's rejectPod: its API
+   * server lets the patch clear the one it set at create (the side-by-side run shows none), and from
+   * v1.29 the API server backfills it, so the pod keeps it there as a v1.29+ kubelet's would. The pod
+   * never reaches the pod workers, so it gets no container statuses and no conditions of the
+   * kubelet's; the status manager's merge drops the API copy's PodScheduled, which the kubelet owns.
    */
   private rejectPod(pod: Pod, reason: string, message: string): void {
     log.warn('Pod rejected at admission', { pod: podRef(pod), reason, message });
@@ -567,7 +567,6 @@ export class Kubelet implements ServerHost {
     this.forPod(pod, 'reject: event', () => this.opts.recorder?.event(pod, '', 'Warning', reason, message));
     this.forPod(pod, 'reject: status', () =>
       this.opts.statusManager.setPodStatus(pod, {
-        qosClass: getPodQOS(pod),
         phase: 'Failed',
         reason,
         message: `Pod was rejected: ${message}`,

@@ -66,6 +66,11 @@ export interface StoreOptions {
   historyLimit: number;
   /** The CA the kube-root-ca.crt config map of each namespace publishes. */
   rootCaPem: string;
+  /**
+   * A pods/status write without qosClass keeps the stored one (v1.29 and later: the podStatusStrategy
+   * backfills what older kubelets dropped on rejection). A v1.28 server lets the write clear it.
+   */
+  backfillPodQosClass: boolean;
 }
 
 const INITIAL_NAMESPACES = ['default', 'kube-system', 'kube-public', 'kube-node-lease'];
@@ -431,7 +436,8 @@ export class ObjectStore {
         if (next.metadata.ownerReferences === undefined) delete next.metadata.ownerReferences;
         const status = next.status as Record<string, unknown> | undefined;
         const oldStatus = existing.status as Record<string, unknown> | undefined;
-        if (status && !status.qosClass && oldStatus?.qosClass) status.qosClass = oldStatus.qosClass;
+        if (this.opts.backfillPodQosClass && status && !status.qosClass && oldStatus?.qosClass)
+          status.qosClass = oldStatus.qosClass;
       }
     } else {
       next = o;

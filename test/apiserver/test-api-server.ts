@@ -253,11 +253,13 @@ export async function startTestApiServer(opts: TestApiServerOptions = {}): Promi
     const serving = ca ? await ca.issueServing('kube-apiserver', ['127.0.0.1'], ['localhost']) : undefined;
     const issuerName = opts.serviceAccountIssuer ?? DEFAULT_ISSUER;
     const issuer = new ServiceAccountTokenIssuer(clock, issuerName, opts.apiAudiences ?? [issuerName]);
+    const version = opts.version ?? { major: '1', minor: '32', gitVersion: 'v1.32.4' };
     const store = new ObjectStore({
       clock,
       bookmarkIntervalMs: opts.bookmarkIntervalMs ?? 60_000,
       historyLimit: opts.historyLimit ?? 10_000,
       rootCaPem: ca?.certPem ?? '',
+      backfillPodQosClass: Number.parseInt(version.minor, 10) >= 29,
     });
     const authenticator = new Authenticator(users, issuer, store);
     // The handler needs the server object, which needs the port the handler's server listens on.
@@ -268,7 +270,7 @@ export async function startTestApiServer(opts: TestApiServerOptions = {}): Promi
       issuer,
       policy: () => ref.impl!.currentPolicy(),
       serverAddress: () => `127.0.0.1:${ref.impl?.port ?? 0}`,
-      version: opts.version ?? { major: '1', minor: '32', gitVersion: 'v1.32.4' },
+      version,
       clock,
       minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds ?? 1800,
       record: (r) => ref.impl?.record(r),

@@ -9,7 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Container, ContainerStatus, Pod, PodCondition } from '../../src/api/core-v1.js';
 import type { CoreEvent } from '../../src/events/event-types.js';
-import { startTestApiServer, type TestApiServer } from '../apiserver/test-api-server.js';
+import {
+  startTestApiServer,
+  type TestApiServer,
+  type TestApiServerOptions,
+} from '../apiserver/test-api-server.js';
 import { CriInspector } from './cri-inspect.js';
 import { KubeletProcess } from './kubelet-process.js';
 import { waitFor } from './wait.js';
@@ -209,10 +213,15 @@ export class ClusterNode extends BaseNode {
     super();
   }
 
-  static async start(namespace: string, extraArgs: string[] = []): Promise<ClusterNode> {
+  /** serverOptions: the test API server's, e.g. an older `version` whose strategies differ. */
+  static async start(
+    namespace: string,
+    extraArgs: string[] = [],
+    serverOptions: Pick<TestApiServerOptions, 'version'> = {},
+  ): Promise<ClusterNode> {
     const nodeName = `it-conf-node-${process.pid}`;
     const cri = await CriInspector.connect();
-    const server = await startTestApiServer({ nodeName });
+    const server = await startTestApiServer({ ...serverOptions, nodeName });
     const configDir = await mkdtemp(path.join(os.tmpdir(), 'it-conformance-'));
     const kubelet = new KubeletProcess({
       nodeName,

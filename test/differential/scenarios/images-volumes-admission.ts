@@ -316,6 +316,7 @@ function rejected(
           ? `Pod was rejected: ${msg}`
           : re(new RegExp(`^Pod was rejected: ${(message as RegExp).source}$`)),
       startTime: '<time>',
+      // The kubelet's patch clears it (v1.28's bare status); the v1.32 test API server backfills it.
       qosClass: spec.containers?.[0]?.resources ? 'Burstable' : 'BestEffort',
     }),
     events: () => [

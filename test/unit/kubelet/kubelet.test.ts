@@ -325,7 +325,6 @@ test('a pod that does not fit is rejected with an event; the pods that fit run o
   assert.match(status?.startTime ?? '', /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   assert.deepEqual(status, {
     startTime: status?.startTime,
-    qosClass: 'Burstable',
     phase: 'Failed',
     reason: 'OutOfcpu',
     message: `Pod was rejected: ${message}`,

@@ -38,7 +38,13 @@ export class StoreClient implements NodeApiClient {
 
   static create(clock: FakeClock): StoreClient {
     return new StoreClient(
-      new ObjectStore({ clock, bookmarkIntervalMs: 60_000, historyLimit: 1000, rootCaPem: '' }),
+      new ObjectStore({
+        clock,
+        bookmarkIntervalMs: 60_000,
+        historyLimit: 1000,
+        rootCaPem: '',
+        backfillPodQosClass: true,
+      }),
       clock,
     );
   }
