@@ -14,21 +14,12 @@
  * reads as changed once, and is restarted, when this kubelet takes the node over.
  */
 import type { Container } from '../api/core-v1.js';
+import { fnv32a } from '../lib/fnv32a.js';
 
 export function hashContainer(container: Container): string {
   const picked = JSON.stringify({ image: container.image ?? '', name: container.name });
-  return fnv1a32(Buffer.from(picked, 'utf8')).toString(16);
+  return fnv32a(Buffer.from(picked, 'utf8')).toString(16);
 }
 
-const FNV32_OFFSET_BASIS = 0x811c9dc5;
-const FNV32_PRIME = 0x01000193;
-
-export function fnv1a32(data: Uint8Array): number {
-  let h = FNV32_OFFSET_BASIS;
-  for (const byte of data) {
-    h ^= byte;
-    // Math.imul keeps the multiplication in 32 bits, as the algorithm needs.
-    h = Math.imul(h, FNV32_PRIME) >>> 0;
-  }
-  return h >>> 0;
-}
+/** FNV-1a 32 (src/lib/fnv32a.ts), under the name this module's callers know. */
+export const fnv1a32 = fnv32a;

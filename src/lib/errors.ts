@@ -36,7 +36,11 @@ export type KubeletErrorCode =
   /** Swap is on and failSwapOn (the default) refuses to run with it. */
   | 'SWAP_ON'
   /** An image pull secret whose docker config does not parse: the pull fails rather than going without it. */
-  | 'INVALID_PULL_SECRET';
+  | 'INVALID_PULL_SECRET'
+  /** A CPU list ("0-3,8") that does not parse. */
+  | 'INVALID_CPUSET'
+  /** The CPU manager could not give a container the CPUs it asks for, or cannot start on its state. */
+  | 'CPU_ALLOCATION_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -15,6 +15,7 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeletError } from '../../lib/errors.js';
+import { fnv32a } from '../../lib/fnv32a.js';
 
 /** Upstream's kubeletDeviceManagerCheckpoint. */
 export const DEVICE_MANAGER_CHECKPOINT = 'kubelet_internal_checkpoint';
@@ -114,15 +115,7 @@ export function goSyntaxOf(data: CheckpointData): string {
   return `checkpoint.checkpointData{PodDeviceEntries:${entries}, RegisteredDevices:${registered}}`;
 }
 
-/** 32-bit FNV-1a (Go's hash/fnv New32a). */
-export function fnv32a(bytes: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (const b of bytes) {
-    h ^= b;
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h >>> 0;
-}
+export { fnv32a };
 
 export function checkpointChecksum(data: CheckpointData): number {
   return fnv32a(Buffer.from(goSyntaxOf(data), 'utf8'));

@@ -1,0 +1,193 @@
+/**
+ * The static CPU manager policy (upstream: cpumanager/policy_static.go). Containers of Guaranteed
+ * pods with an integer CPU request get CPUs of their own, taken out of the shared pool; every other
+ * container runs on the shared pool. Reserved CPUs stay in the shared pool and are never handed out
+ * exclusively. An init container's CPUs go back to its pod's next containers (they never run at once).
+ */
+import type { Container, Pod } from '../../api/core-v1.js';
+import { getPodQOS } from '../../api/qos.js';
+import { milliValueOf, parseQuantity, valueOf } from '../../api/quantity.js';
+import { KubeletError } from '../../lib/errors.js';
+import { takeByTopologyNUMAPacked } from './cpu-assignment.js';
+import { CPUSet } from './cpu-set.js';
+import type { CPUManagerState } from './cpu-state.js';
+import { parseStaticPolicyOptions, type StaticPolicyOptions } from './policy-options.js';
+import type { CPUTopology } from './topology.js';
+
+export const POLICY_STATIC = 'static';
+export const POLICY_NONE = 'none';
+
+/** Admission's failure reason for SMTAlignmentError (upstream's ErrorSMTAlignment). */
+export const SMT_ALIGNMENT_ERROR = 'SMTAlignmentError';
+
+/** full-pcpus-only cannot give the container whole physical cores. */
+export class SMTAlignmentError extends KubeletError {
+  constructor(
+    readonly requestedCPUs: number,
+    readonly cpusPerCore: number,
+    readonly availablePhysicalCPUs = 0,
+  ) {
+    super(
+      'CPU_ALLOCATION_FAILED',
+      availablePhysicalCPUs > 0
+        ? `SMT Alignment Error: not enough free physical CPUs: available physical CPUs = ${availablePhysicalCPUs}, requested CPUs = ${requestedCPUs}, CPUs per core = ${cpusPerCore}`
+        : `SMT Alignment Error: requested ${requestedCPUs} cpus not multiple cpus per core = ${cpusPerCore}`,
+    );
+    this.name = 'SMTAlignmentError';
+  }
+
+  /** The admission failure reason, as upstream's Type(). */
+  get reason(): string {
+    return SMT_ALIGNMENT_ERROR;
+  }
+}
+
+export class StaticPolicy {
+  readonly reservedCPUs: CPUSet;
+  /** Every thread of each core that holds a reserved CPU: off limits under full-pcpus-only. */
+  readonly reservedPhysicalCPUs: CPUSet;
+  readonly options: StaticPolicyOptions;
+  /** podUID → CPUs its init containers held, reusable by its next containers. */
+  private readonly cpusToReuse = new Map<string, CPUSet>();
+
+  /**
+   * reservedCPUs, when not empty, is the reservation (reservedSystemCPUs); otherwise numReservedCPUs
+   * are taken by topology, lowest cores first.
+   */
+  constructor(
+    readonly topology: CPUTopology,
+    numReservedCPUs: number,
+    reservedCPUs: CPUSet,
+    options: Readonly<Record<string, string>> = {},
+  ) {
+    this.options = parseStaticPolicyOptions(options);
+    const all = topology.details.cpus();
+    let reserved = reservedCPUs;
+    if (reserved.isEmpty()) {
+      try {
+        reserved = this.takeByTopology(all, numReservedCPUs);
+      } catch {
+        reserved = CPUSet.EMPTY;
+      }
+    }
+    if (reserved.size !== numReservedCPUs)
+      throw new KubeletError(
+        'INVALID_CONFIG',
+        `[cpumanager] unable to reserve the required amount of CPUs (size of ${reserved.toString()} did not equal ${numReservedCPUs})`,
+      );
+    this.reservedCPUs = reserved;
+    this.reservedPhysicalCPUs = topology.details.cpusInCores(
+      ...reserved.list().map((c) => topology.coreIdOf(c)),
+    );
+  }
+
+  get name(): string {
+    return POLICY_STATIC;
+  }
+
+  /** Checks state read back from the checkpoint, or starts an empty one with every CPU shared. */
+  start(s: CPUManagerState): void {
+    const assignments = s.getCPUAssignments();
+    const shared = s.getDefaultCPUSet();
+    const all = this.topology.details.cpus();
+    const fail = (why: string): never => {
+      throw new KubeletError(
+        'CPU_ALLOCATION_FAILED',
+        `static policy invalid state, please drain node and remove policy state file: ${why}`,
+      );
+    };
+    if (shared.isEmpty()) {
+      if (assignments.size !== 0) fail('default cpuset cannot be empty');
+      s.setDefaultCPUSet(all);
+      return;
+    }
+    if (!this.reservedCPUs.isSubsetOf(shared))
+      fail(
+        `not all reserved cpus: "${this.reservedCPUs.toString()}" are present in defaultCpuSet: "${shared.toString()}"`,
+      );
+    let known = shared;
+    for (const [pod, containers] of assignments) {
+      for (const [container, cpus] of containers) {
+        if (!shared.intersection(cpus).isEmpty())
+          fail(
+            `pod: ${pod}, container: ${container} cpuset: "${cpus.toString()}" overlaps with default cpuset "${shared.toString()}"`,
+          );
+        known = known.union(cpus);
+      }
+    }
+    if (!known.equals(all))
+      fail(
+        `current set of available CPUs "${all.toString()}" doesn't match with CPUs in state "${known.toString()}"`,
+      );
+  }
+
+  /** The CPUs that can ever be exclusive: all but the reserved ones. */
+  getAllocatableCPUs(): CPUSet {
+    return this.topology.details.cpus().difference(this.reservedCPUs);
+  }
+
+  getAvailableCPUs(s: CPUManagerState): CPUSet {
+    return s.getDefaultCPUSet().difference(this.reservedCPUs);
+  }
+
+  getAvailablePhysicalCPUs(s: CPUManagerState): CPUSet {
+    return s.getDefaultCPUSet().difference(this.reservedPhysicalCPUs);
+  }
+
+  /** Gives the container its exclusive CPUs when it qualifies; throws when they cannot be had. */
+  allocate(s: CPUManagerState, pod: Pod, container: Container): void {
+    const numCPUs = guaranteedCPUs(pod, container);
+    if (numCPUs === 0) return;
+    const uid = pod.metadata.uid ?? '';
+    if (this.options.fullPhysicalCPUsOnly) {
+      const perCore = this.topology.cpusPerCore();
+      if (numCPUs % perCore !== 0) throw new SMTAlignmentError(numCPUs, perCore);
+      const availablePhysical = this.getAvailablePhysicalCPUs(s).size;
+      if (numCPUs > availablePhysical) throw new SMTAlignmentError(numCPUs, perCore, availablePhysical);
+    }
+    const existing = s.getCPUSet(uid, container.name);
+    if (existing) {
+      this.updateCPUsToReuse(pod, container, existing);
+      return;
+    }
+    const allocatable = this.getAvailableCPUs(s).union(this.cpusToReuse.get(uid) ?? CPUSet.EMPTY);
+    const cpus = this.takeByTopology(allocatable, numCPUs);
+    s.setDefaultCPUSet(s.getDefaultCPUSet().difference(cpus));
+    s.setCPUSet(uid, container.name, cpus);
+    this.updateCPUsToReuse(pod, container, cpus);
+  }
+
+  /** Returns the container's CPUs to the shared pool, unless a sibling (a reusing container) holds them. */
+  removeContainer(s: CPUManagerState, podUID: string, containerName: string): void {
+    const toRelease = s.getCPUSet(podUID, containerName);
+    if (!toRelease) return;
+    let inUse = CPUSet.EMPTY;
+    for (const [name, cpus] of s.getCPUAssignments().get(podUID) ?? [])
+      if (name !== containerName) inUse = inUse.union(cpus);
+    s.delete(podUID, containerName);
+    s.setDefaultCPUSet(s.getDefaultCPUSet().union(toRelease.difference(inUse)));
+  }
+
+  private takeByTopology(available: CPUSet, numCPUs: number): CPUSet {
+    return takeByTopologyNUMAPacked(this.topology, available, numCPUs);
+  }
+
+  private updateCPUsToReuse(pod: Pod, container: Container, cpus: CPUSet): void {
+    const uid = pod.metadata.uid ?? '';
+    for (const other of [...this.cpusToReuse.keys()]) if (other !== uid) this.cpusToReuse.delete(other);
+    const reusable = this.cpusToReuse.get(uid) ?? CPUSet.EMPTY;
+    const isInit = (pod.spec.initContainers ?? []).some((c) => c.name === container.name);
+    this.cpusToReuse.set(uid, isInit ? reusable.union(cpus) : reusable.difference(cpus));
+  }
+}
+
+/** The container's exclusive CPU count: its integer CPU request in a Guaranteed pod, else 0. */
+export function guaranteedCPUs(pod: Pod, container: Container): number {
+  if (getPodQOS(pod) !== 'Guaranteed') return 0;
+  const request = container.resources?.requests?.cpu;
+  if (request === undefined) return 0;
+  const q = parseQuantity(request);
+  const value = valueOf(q);
+  if (value * 1000n !== milliValueOf(q)) return 0;
+  return Number(value);
+}

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import {
+  checkpointChecksum,
+  marshalCheckpoint,
+  readCPUManagerCheckpoint,
+  spewOf,
+  unmarshalCheckpoint,
+  writeCPUManagerCheckpoint,
+} from '../../../../src/cm/cpumanager/checkpoint.js';
+import { fnv32a } from '../../../../src/lib/fnv32a.js';
+
+test("the checksum hashes go-spew's %#v of the checkpoint, as upstream's dump.ForHash prints it", () => {
+  const cp = { policyName: 'static', defaultCpuSet: '0-1', entries: { uid1: { c1: '2-3' } } };
+  const spew =
+    '(*state.CPUManagerCheckpoint){PolicyName:(string)static DefaultCPUSet:(string)0-1 ' +
+    'Entries:(map[string]map[string]string)map[uid1:map[c1:2-3]] Checksum:(checksum.Checksum)0}';
+  assert.equal(spewOf(cp), spew);
+  assert.equal(checkpointChecksum(cp), fnv32a(Buffer.from(spew)));
+  assert.equal(
+    spewOf({ policyName: 'none', defaultCpuSet: '', entries: {} }),
+    '(*state.CPUManagerCheckpoint){PolicyName:(string)none DefaultCPUSet:(string) Entries:(map[string]map[string]string)map[] Checksum:(checksum.Checksum)0}',
+  );
+  // Keys sorted by bytes at both levels, entries separated by spaces.
+  assert.equal(
+    spewOf({ policyName: 'static', defaultCpuSet: '0', entries: { b: { y: '3', x: '2' }, a: { z: '1' } } }),
+    '(*state.CPUManagerCheckpoint){PolicyName:(string)static DefaultCPUSet:(string)0 Entries:(map[string]map[string]string)map[a:map[z:1] b:map[x:2 y:3]] Checksum:(checksum.Checksum)0}',
+  );
+});
+
+test("the file is written in upstream's JSON shape and read back byte for byte", async () => {
+  const cp = { policyName: 'static', defaultCpuSet: '0,3', entries: { 'uid-2': { b: '2', a: '1' } } };
+  const sum = checkpointChecksum(cp);
+  const text = `{"policyName":"static","defaultCpuSet":"0,3","entries":{"uid-2":{"a":"1","b":"2"}},"checksum":${sum}}`;
+  assert.equal(marshalCheckpoint(cp), text);
+  assert.deepEqual(unmarshalCheckpoint(text), { ...cp, entries: { 'uid-2': { a: '1', b: '2' } } });
+  // No entries: the key is left out (omitempty).
+  const empty = { policyName: 'none', defaultCpuSet: '', entries: {} };
+  assert.equal(
+    marshalCheckpoint(empty),
+    `{"policyName":"none","defaultCpuSet":"","checksum":${checkpointChecksum(empty)}}`,
+  );
+  const dir = await mkdtemp(path.join(tmpdir(), 'cpu-ckpt-'));
+  try {
+    assert.equal(await readCPUManagerCheckpoint(dir), undefined);
+    await writeFile(path.join(dir, 'cpu_manager_state'), text);
+    const read = await readCPUManagerCheckpoint(dir);
+    assert.ok(read);
+    await writeCPUManagerCheckpoint(dir, read);
+    assert.equal(await readFile(path.join(dir, 'cpu_manager_state'), 'utf8'), text);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a tampered file is refused; a zero checksum is accepted as upstream does', () => {
+  const cp = { policyName: 'static', defaultCpuSet: '0-1', entries: {} };
+  const text = marshalCheckpoint(cp);
+  assert.throws(() => unmarshalCheckpoint(text.replace('0-1', '0-2')), /checkpoint is corrupted/);
+  assert.throws(() => unmarshalCheckpoint('{'), /not JSON/);
+  assert.throws(() => unmarshalCheckpoint('{"entries":{"u":"1"}}'), /entries\[u\] is not an object/);
+  assert.deepEqual(unmarshalCheckpoint('{"policyName":"static","defaultCpuSet":"0-1","checksum":0}'), cp);
+});
