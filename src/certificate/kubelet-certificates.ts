@@ -9,7 +9,8 @@
 import { X509Certificate } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import { logger } from '../lib/log.js';
-import { loadKubeconfig } from '../k8s/kubeconfig.js';
+import { loadKubeconfig, type RestConfig } from '../k8s/kubeconfig.js';
+import { errorMessage, KubeletError } from '../lib/errors.js';
 import { RestClient } from '../k8s/rest-client.js';
 import { CLIENT_USAGES, writeKubeconfigFromBootstrapping } from './bootstrap.js';
 import { CertificateManager, type CertificateManagerOptions } from './certificate-manager.js';
@@ -48,12 +49,24 @@ function bootstrapHooks(
   const b = opts.bootstrap;
   if (!b) return {};
   return {
-    bootstrapClient: async () =>
-      new RestClient({
-        config: await loadKubeconfig(b.bootstrapKubeconfigPath),
+    bootstrapClient: async () => {
+      let config: RestConfig;
+      try {
+        config = await loadKubeconfig(b.bootstrapKubeconfigPath);
+      } catch (err) {
+        // kubeadm removes its bootstrap-kubelet.conf after the join: a new one is read at the next try.
+        throw new KubeletError(
+          'INVALID_CONFIG',
+          `unable to load the bootstrap kubeconfig to replace the expired client certificate: ${errorMessage(err)}`,
+          { cause: err },
+        );
+      }
+      return new RestClient({
+        config,
         clock: opts.clock,
         ...(b.userAgent ? { userAgent: b.userAgent } : {}),
-      }),
+      });
+    },
     // As bootstrap at start does: a restart then finds a kubeconfig that names a valid pair.
     onBootstrapped: async () =>
       writeKubeconfigFromBootstrapping(

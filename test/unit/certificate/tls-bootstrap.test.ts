@@ -340,6 +340,45 @@ describe('TLS bootstrap and certificate rotation', () => {
     assert.equal(server.requests.at(-1)?.user, `system:node:${NODE}`);
   });
 
+  test('a bootstrap kubeconfig removed after the join (as kubeadm does) is read again at each attempt', async () => {
+    const { certDir, kubeconfig } = await bootstrap('removed', DAY_MS);
+    const bootstrapKubeconfig = join(dir, 'removed', 'bootstrap-kubelet.conf');
+    rmSync(bootstrapKubeconfig);
+    const client = await RestClient.fromKubeconfig(kubeconfig);
+    clients.push(client);
+    const seen = new Set(signer.list().map((c) => c.metadata.name));
+    const newCsr = () => signer.list().find((c) => !seen.has(c.metadata.name));
+    const clock = new FakeClock(Date.now());
+    const manager = await startClientCertificateManager({
+      certDirectory: certDir,
+      nodeName: NODE,
+      client,
+      clock,
+      onRotate: (pair) => client.setClientCertificate(pair.certPem, pair.keyPem),
+      rotate: false,
+      bootstrap: { bootstrapKubeconfigPath: bootstrapKubeconfig, kubeconfigPath: kubeconfig },
+    });
+    managers.push(manager);
+    // rotateCertificates off: nothing is asked for before the certificate expires.
+    clock.advance(DAY_MS - 60_000);
+    await settle();
+    assert.equal(newCsr(), undefined);
+    clock.advance(61_000);
+    await waitFor('the failure', () => manager.lastError);
+    assert.match(
+      manager.lastError!,
+      /^unable to load the bootstrap kubeconfig to replace the expired client certificate: .*bootstrap-kubelet\.conf/,
+    );
+    // The admin puts a new one there: the next attempt (2 s later) uses it, without a restart.
+    await server.writeKubeconfig(bootstrapKubeconfig, BOOTSTRAP_USER);
+    clock.advance(2_500);
+    const recovery = await waitFor('the CSR sent with the new bootstrap kubeconfig', newCsr);
+    assert.equal(recovery.spec.username, BOOTSTRAP_USER);
+    signer.approve(recovery.metadata.name!);
+    await signer.sign(recovery.metadata.name!, 2 * DAY_MS);
+    await waitFor('the recovery', () => manager.bootstraps === 1);
+  });
+
   test('serverTLSBootstrap: a kubelet-serving CSR with the node names and addresses, served and rotated', async () => {
     const { kubeconfig } = await bootstrap('serving', 3600_000);
     const client = await RestClient.fromKubeconfig(kubeconfig);
