@@ -111,6 +111,8 @@ export async function loadKubeletConfig(
   validateNodeLabels(parsed.flags.nodeLabels);
   validateCloudProvider(parsed.flags.cloudProvider);
   validateMaxParallelPodStarts(parsed.flags.maxParallelPodStarts);
+  if (parsed.flags.exitOnLockContention && parsed.flags.lockFilePath === '')
+    throw new KubeletError('INVALID_CONFIG', 'cannot exit on lock file contention: no lock file specified');
   validateServerLimits(parsed.flags);
   validateAtLeastOne('--node-page-max-subscribers', parsed.flags.nodePageMaxSubscribers);
   validateAtLeastOne('--node-page-max-log-follows', parsed.flags.nodePageMaxLogFollows);

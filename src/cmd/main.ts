@@ -17,6 +17,7 @@ import type { ServerHost } from '../server/local-server.js';
 import { buildBootstrap, buildKubelet, type RunConfig } from './build-kubelet.js';
 import { applyProcessLimits } from './process-limits.js';
 import { loadKubeletConfig, type LoadedKubeletConfig } from './load-kubelet-config.js';
+import { acquireLockFile, watchForLockContention, type HeldLock } from './lock-file.js';
 import { KUBELET_VERSION } from './version.js';
 
 const log = logger('kubelet');
@@ -104,6 +105,8 @@ async function run(loaded: RunConfig): Promise<void> {
   const opts = { componentStatuses: () => runner.statuses(), signal: stopController.signal };
   let host: ServerHost;
   try {
+    // Before anything else, as upstream: a second kubelet on the node waits here.
+    if (!(await holdLockFile(loaded.flags, stopController.signal, shutdown))) return;
     const boot = await buildBootstrap(loaded, opts);
     host = boot.host;
     if (!(await runner.startAll(boot.components))) return;
@@ -117,6 +120,45 @@ async function run(loaded: RunConfig): Promise<void> {
   }
   log.info('Kubelet started', { nodeName, pods: config.staticPodPath || undefined });
   watchdog.stop = notifySystemd(host, realClock);
+}
+
+/**
+ * --lock-file: held from here until the process exits; with --exit-on-lock-contention a contender
+ * stops this kubelet as a signal would. False when a stop came while waiting for the lock.
+ */
+async function holdLockFile(
+  flags: RunConfig['flags'],
+  signal: AbortSignal,
+  shutdown: (reason: string) => void,
+): Promise<boolean> {
+  const file = flags.lockFilePath;
+  if (file === '') return true;
+  log.info('Acquiring file lock', { path: file });
+  let lock: HeldLock;
+  try {
+    lock = await acquireLockFile(file, {
+      signal,
+      onWait: () =>
+        log.error(
+          'The lock file is held by another process (another kubelet?); waiting until it is released',
+          {
+            path: file,
+          },
+        ),
+    });
+  } catch (err) {
+    if (signal.aborted) return false;
+    throw new Error(`unable to acquire file lock on ${JSON.stringify(file)}: ${errorMessage(err)}`);
+  }
+  log.info('Acquired file lock', { path: file });
+  if (flags.exitOnLockContention) {
+    log.info('Watching for lock file contention', { path: file });
+    watchForLockContention(lock, realClock, (reason) => {
+      log.info('Lock file contention: exiting', { path: file, reason });
+      shutdown('lock file contention');
+    });
+  }
+  return true;
 }
 
 /** Type=notify: READY=1 now that the kubelet serves; WATCHDOG=1 while every /healthz check passes. */

@@ -12,7 +12,7 @@ import {
 } from './kubelet-configuration.js';
 
 interface UnusedSetting {
-  /** As the user writes it: a config field (`cpuManagerPolicy`) or a flag (`--lock-file`). */
+  /** As the user writes it: a config field (`cpuManagerPolicy`) or a flag, with its dashes. */
   name: string;
   read(config: ResolvedKubeletConfig, flags: KubeletFlags): unknown;
   /** Durations are resolved to milliseconds; shown with their unit. */
@@ -23,10 +23,6 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
   name,
   read: (c) => c[key],
   milliseconds: key.endsWith('Ms'),
-});
-const flag = <K extends keyof KubeletFlags>(name: string, key: K): UnusedSetting => ({
-  name,
-  read: (_c, f) => f[key],
 });
 
 /** Parsed and validated, not acted on (yet). */
@@ -53,8 +49,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('topologyManagerPolicy', 'topologyManagerPolicy'),
   field('topologyManagerScope', 'topologyManagerScope'),
   field('volumePluginDir', 'volumePluginDir'),
-  flag('--exit-on-lock-contention', 'exitOnLockContention'),
-  flag('--lock-file', 'lockFilePath'),
 ];
 
 /** The feature gates tskubelet reads; any other gate a user sets is named as not acted on. */
