@@ -10,7 +10,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -87,6 +87,11 @@ describe("the README's example at the default verbosity", () => {
       await cri.conn.runtime.removePodSandbox(sb.id).catch(() => undefined);
     }
     cri.close();
+    // The example's config keeps pod logs in /var/log/pods (upstream's default): remove this node's.
+    for (const logs of ['/var/log/pods', '/var/log/containers']) {
+      for (const name of await readdir(logs).catch(() => [] as string[]))
+        if (name.includes(`-${nodeName}_`)) await rm(path.join(logs, name), { recursive: true, force: true });
+    }
     await unmountUnder(dir);
     await rm(dir, { recursive: true, force: true });
   });
