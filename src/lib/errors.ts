@@ -40,7 +40,9 @@ export type KubeletErrorCode =
   /** A CPU list ("0-3,8") that does not parse. */
   | 'INVALID_CPUSET'
   /** The CPU manager could not give a container the CPUs it asks for, or cannot start on its state. */
-  | 'CPU_ALLOCATION_FAILED';
+  | 'CPU_ALLOCATION_FAILED'
+  /** An httpGet probe's or lifecycle hook's request to a pod failed (worded as Go's url.Error). */
+  | 'HTTP_GET_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

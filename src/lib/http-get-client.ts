@@ -9,6 +9,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { isIP, type Socket } from 'node:net';
+import { KubeletError } from './errors.js';
 import { connErrorMessage, dialErrorMessage, joinHostPort } from './go-net-error.js';
 
 /** Go's http.Client default: it gives up on the 10th request of a redirect chain. */
@@ -27,7 +28,7 @@ export interface HttpGetRequest {
 }
 
 /** A failed request, worded as Go's url.Error: `Get "<url>": <cause>`. */
-export class HttpGetError extends Error {
+export class HttpGetError extends KubeletError {
   constructor(
     /** The URL of the request that failed (the last hop of a redirect chain). */
     readonly url: string,
@@ -38,7 +39,7 @@ export class HttpGetError extends Error {
      */
     readonly notTls = false,
   ) {
-    super(`Get "${url}": ${causeMessage}`);
+    super('HTTP_GET_FAILED', `Get "${url}": ${causeMessage}`);
     this.name = 'HttpGetError';
   }
 }
