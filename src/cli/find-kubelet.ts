@@ -25,7 +25,7 @@ export interface FindKubeletOptions {
 
 export class FindKubeletError extends KubeletError {
   constructor(message: string) {
-    super('NODE_API_ERROR', message);
+    super('KUBELET_NOT_FOUND', message);
   }
 }
 

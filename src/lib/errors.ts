@@ -27,6 +27,8 @@ export type KubeletErrorCode =
   | 'CLI_USAGE'
   /** The local kubelet's /node/api refused or could not be reached (the CLI). */
   | 'NODE_API_ERROR'
+  /** The CLI found no kubelet to ask, or a place it was told of that root did not make. */
+  | 'KUBELET_NOT_FOUND'
   /** A checkpoint file that cannot be trusted (unreadable, or its checksum does not match). */
   | 'CHECKPOINT_CORRUPT'
   /** Devices a container asks for could not be allocated (too few free, the plugin failed). */
