@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Node, NodeAllocatable } from '../api/node.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
+import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
 import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
@@ -31,6 +32,8 @@ const LEGACY_CONTAINER_LOGS_DIR = '/var/log/containers';
 export interface NodeManagers {
   readonly containerManager: ContainerManager;
   readonly deviceManager: DeviceManager;
+  /** Undefined under cpuManagerPolicy none. */
+  readonly cpuManager: CPUManager | undefined;
   readonly pluginManager: PluginManager;
   readonly volumeManager: VolumeManagerImpl;
   /** Made only with an API client: standalone pods' runtimeClassName is not looked up (upstream). */
@@ -79,6 +82,16 @@ export async function buildNodeManagers(
   });
   // A device plugin may also join through plugins_registry, as upstream's watcher allows.
   pluginManager.addHandler(PluginType.DevicePlugin, deviceManager.pluginWatcherHandler());
+  const cpuManager = await createCPUManager({
+    policyName: config.cpuManagerPolicy,
+    policyOptions: config.cpuManagerPolicyOptions,
+    reconcilePeriodMs: config.cpuManagerReconcilePeriodMs,
+    reservedSystemCPUs: config.reservedSystemCPUs,
+    reservedCPU: [config.systemReserved.cpu, config.kubeReserved.cpu],
+    rootDir: flags.rootDirectory,
+    clock,
+    runtime: clients.runtime,
+  });
 
   const initialNode = await initialNodeOrUndefined(ctx, clients, signal);
   const apiNode = cluster ? () => cluster.nodeReflector.get(undefined, nodeName) : undefined;
@@ -115,6 +128,7 @@ export async function buildNodeManagers(
   return {
     containerManager,
     deviceManager,
+    cpuManager,
     pluginManager,
     volumeManager,
     runtimeClassManager: cluster ? new RuntimeClassManager(cluster.kubeClient, clock) : undefined,

@@ -97,6 +97,7 @@ function newKubelet(
     evictionAdmit: (pod) => resources.evictionManager.admit(pod),
     ...(shutdownManager ? { shutdownAdmit: (pod: Pod) => shutdownManager.admit(pod) } : {}),
     deviceAdmission: node.deviceManager,
+    ...(node.cpuManager ? { cpuAllocator: node.cpuManager } : {}),
     nodeName,
     rootDir: flags.rootDirectory,
     getNode: node.getNode,

@@ -118,6 +118,7 @@ function runtimeManager(
     nodeAllocatable: node.nodeAllocatableForPods,
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
     deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),
+    cpusetCpus: (pod, container) => node.cpuManager?.cpusetFor(pod.metadata.uid ?? '', container.name) ?? '',
   });
 }
 

@@ -41,7 +41,8 @@ function nodeManagerComponents(
   { cluster, nodeName, clock }: BuildContext,
   { node, pods, servers, nodeStatus }: ComponentInputs,
 ): MaybeComponent[] {
-  const { containerManager, volumeManager, deviceManager, pluginManager, runtimeClassManager } = node;
+  const { containerManager, volumeManager, deviceManager, cpuManager, pluginManager, runtimeClassManager } =
+    node;
   const { kubelet } = pods;
   const { podResourcesServer } = servers;
   const { clusterNode } = nodeStatus;
@@ -61,6 +62,12 @@ function nodeManagerComponents(
         ),
       stop: () => deviceManager.stop(),
     }),
+    // Also before the sync loop: admission allocates CPUs and frees those of pods no longer active.
+    cpuManager &&
+      asComponent('cpumanager', {
+        start: () => cpuManager.start(() => kubelet.getActivePods()),
+        stop: () => cpuManager.stop(),
+      }),
     asComponent('podresources', {
       start: () => podResourcesServer.start(),
       stop: () => podResourcesServer.stop(),

@@ -97,6 +97,7 @@ export interface KubeletConfiguration {
   cgroupsPerQOS?: boolean;
   cgroupDriver?: string;
   cpuManagerPolicy?: string;
+  cpuManagerPolicyOptions?: Record<string, string>;
   cpuManagerReconcilePeriod?: string;
   memoryManagerPolicy?: string;
   topologyManagerPolicy?: string;
@@ -222,6 +223,7 @@ export interface ResolvedKubeletConfig {
   cgroupsPerQOS: boolean;
   cgroupDriver: 'cgroupfs' | 'systemd';
   cpuManagerPolicy: string;
+  cpuManagerPolicyOptions: Record<string, string>;
   cpuManagerReconcilePeriodMs: number;
   memoryManagerPolicy: string;
   topologyManagerPolicy: string;
@@ -386,6 +388,7 @@ const CONFIG_SCHEMA = {
   cgroupsPerQOS: 'bool',
   cgroupDriver: 'string',
   cpuManagerPolicy: 'string',
+  cpuManagerPolicyOptions: 'stringMap',
   cpuManagerReconcilePeriod: 'duration',
   memoryManagerPolicy: 'string',
   topologyManagerPolicy: 'string',
@@ -832,6 +835,7 @@ export function resolveKubeletConfiguration(
     cgroupsPerQOS: c.cgroupsPerQOS ?? true,
     cgroupDriver: (c.cgroupDriver ?? 'cgroupfs') as 'cgroupfs' | 'systemd',
     cpuManagerPolicy: c.cpuManagerPolicy ?? 'none',
+    cpuManagerPolicyOptions: { ...c.cpuManagerPolicyOptions },
     cpuManagerReconcilePeriodMs: duration('cpuManagerReconcilePeriod', c.cpuManagerReconcilePeriod),
     memoryManagerPolicy: c.memoryManagerPolicy ?? 'None',
     topologyManagerPolicy: c.topologyManagerPolicy ?? 'none',

@@ -28,8 +28,6 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 /** Parsed and validated, not acted on (yet). */
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('contentType', 'contentType'),
-  field('cpuManagerPolicy', 'cpuManagerPolicy'),
-  field('cpuManagerReconcilePeriod', 'cpuManagerReconcilePeriodMs'),
   field('enableContentionProfiling', 'enableContentionProfiling'),
   field('enableDebugFlagsHandler', 'enableDebugFlagsHandler'),
   field('enableProfilingHandler', 'enableProfilingHandler'),
@@ -44,7 +42,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
   field('podCIDR', 'podCIDR'),
   field('protectKernelDefaults', 'protectKernelDefaults'),
-  field('reservedSystemCPUs', 'reservedSystemCPUs'),
   field('systemCgroups', 'systemCgroups'),
   field('topologyManagerPolicy', 'topologyManagerPolicy'),
   field('topologyManagerScope', 'topologyManagerScope'),

@@ -92,6 +92,8 @@ export interface KubeletOptions {
    * that asks for a device plugin's resource.
    */
   deviceAdmission?: DeviceAdmission;
+  /** The CPU manager, asked after AppArmor and before the devices, as upstream's topology admit handler orders its providers. */
+  cpuAllocator?: CPUAllocator;
   /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** The node shutdown manager's admit handler, asked last (upstream adds it after the others). */
@@ -134,6 +136,12 @@ export interface KubeletOptions {
   podStartupLatency?: PodStartupLatencyTracker;
   /** Extra health checks for /healthz (the runtime's, for one). */
   healthChecks?: HealthChecker[];
+}
+
+/** What admission asks of the CPU manager (its static policy). */
+export interface CPUAllocator {
+  /** Exclusive CPUs for the pod's containers that qualify; throws why not (an error with a `reason` names the rejection). */
+  allocate(pod: Pod): void;
 }
 
 /** What admission asks of the device manager. */
@@ -432,7 +440,27 @@ export class Kubelet implements ServerHost {
     const sysctls = this.sysctlAllowlist.admit(pod);
     if (!sysctls.admit) return sysctls;
     const appArmor = this.appArmorValidator.admit(pod);
-    return appArmor.admit ? undefined : appArmor;
+    if (!appArmor.admit) return appArmor;
+    return this.allocateCPUs(pod);
+  }
+
+  /**
+   * upstream's admission.GetPodAdmitResult of the CPU manager's Allocate error: its own reason when it
+   * has one (SMTAlignmentError), else UnexpectedAdmissionError.
+   */
+  private allocateCPUs(pod: Pod): ReturnType<typeof canAdmitPod> | undefined {
+    try {
+      this.opts.cpuAllocator?.allocate(pod);
+      return undefined;
+    } catch (err) {
+      const reason = (err as { reason?: unknown }).reason;
+      if (typeof reason === 'string') return { admit: false, reason, message: errorMessage(err) };
+      return {
+        admit: false,
+        reason: AdmissionReason.UnexpectedAdmissionError,
+        message: `Allocate failed due to ${errorMessage(err)}, which is unexpected`,
+      };
+    }
   }
 
   /** The predicates, against a node whose allocatable covers the devices already held (upstream: UpdatePluginResources). */

@@ -38,6 +38,8 @@ export interface ContainerConfigOptions {
   volumeMounts?: Mount[];
   /** What the container's device plugins' Allocate answered (upstream: the device manager's run options). */
   devices?: DeviceRunOptions;
+  /** The CPU manager's cpuset for the container (upstream: PreCreateContainer's CpusetCpus). */
+  cpusetCpus?: string;
   /** A short random name for the termination message file; injectable for tests. */
   randomId?: () => string;
   signal?: AbortSignal;
@@ -131,7 +133,10 @@ export async function generateContainerConfig(
     stdinOnce: container.stdinOnce === true,
     tty: container.tty === true,
     linux: {
-      resources: generateLinuxContainerResources(pod, container, opts),
+      resources: {
+        ...generateLinuxContainerResources(pod, container, opts),
+        cpusetCpus: opts.cpusetCpus ?? '',
+      },
       securityContext: generateLinuxContainerSecurityContext(pod, container, {
         image: input.image,
         seccompDefault: opts.seccompDefault,

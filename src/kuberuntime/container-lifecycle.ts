@@ -246,6 +246,7 @@ export class ContainerLifecycle {
         recorder: this.recorder,
         volumeMounts: await this.containerMounts(pod, container, podIPs),
         devices: await this.opts.deviceRunContainerOptions?.(pod, container),
+        cpusetCpus: this.opts.cpusetCpus?.(pod, container),
         signal,
       },
     );

@@ -86,6 +86,8 @@ export interface KubeGenericRuntimeManagerOptions {
   probeResults?: ProbeResults;
   /** What the container's devices bring, from the device manager; throws when a plugin fails it. */
   deviceRunContainerOptions?: (pod: Pod, container: Container) => Promise<DeviceRunOptions | undefined>;
+  /** The cpuset a container is created with (the CPU manager's static policy); '' or absent: the runtime's default. */
+  cpusetCpus?: (pod: Pod, container: Container) => string;
   /** The container's volume mounts, from the volume manager (podIPs: for subPathExpr's env). */
   volumeMounts?: (pod: Pod, container: Container, podIPs: string[]) => Mount[] | Promise<Mount[]>;
   /** True once the pod is being deleted: a sandbox that then fails to start is not an error. */
