@@ -272,6 +272,8 @@ const violations: [string, Buffer[], number][] = [
     Http2ErrorCode.PROTOCOL_ERROR,
   ],
   ['a connection window past 2^31-1', [frame(8, 0, 0, u32(2 ** 31 - 1))], Http2ErrorCode.FLOW_CONTROL_ERROR],
+  // RFC 9113 §6.9: an increment of 0 is a PROTOCOL_ERROR, not a flow-control one.
+  ['a connection window update of 0', [frame(8, 0, 0, u32(0))], Http2ErrorCode.PROTOCOL_ERROR],
   [
     'PUSH_PROMISE with push disabled',
     [frame(5, 4, 3, Buffer.from([0, 0, 0, 2, 0x88]))],

@@ -499,8 +499,11 @@ export class Http2ClientConnection {
     if (payload.length !== 4) throw connectionError(Http2ErrorCode.FRAME_SIZE_ERROR, 'WINDOW_UPDATE size');
     const increment = payload.readUInt32BE(0) & 0x7fffffff;
     if (streamId === 0) {
-      if (increment === 0 || this.sendWindow + increment > MAX_WINDOW) {
-        throw connectionError(Http2ErrorCode.FLOW_CONTROL_ERROR, 'connection window update');
+      // §6.9: an increment of 0 is a PROTOCOL_ERROR; a window past 2^31-1 a FLOW_CONTROL_ERROR.
+      if (increment === 0)
+        throw connectionError(Http2ErrorCode.PROTOCOL_ERROR, 'connection window update of 0');
+      if (this.sendWindow + increment > MAX_WINDOW) {
+        throw connectionError(Http2ErrorCode.FLOW_CONTROL_ERROR, 'connection window past 2^31-1');
       }
       this.sendWindow += increment;
       this.flushAll();
