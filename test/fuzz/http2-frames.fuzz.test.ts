@@ -309,6 +309,36 @@ test('each protocol violation after a valid start gets a GOAWAY with its code an
   );
 });
 
+test('a stream WINDOW_UPDATE of 0 or past 2^31-1 resets that stream only', async () => {
+  // RFC 9113 §6.9: stream errors (RST_STREAM), PROTOCOL_ERROR and FLOW_CONTROL_ERROR; the connection goes on.
+  const cases: [number, number][] = [
+    [0, Http2ErrorCode.PROTOCOL_ERROR],
+    [2 ** 31 - 1, Http2ErrorCode.FLOW_CONTROL_ERROR],
+  ];
+  await fc.assert(
+    fc.asyncProperty(
+      fc.constantFrom(...cases),
+      fc.array(fc.nat(), { maxLength: 4 }),
+      async ([increment, code], cuts) => {
+        const r = await run(
+          3,
+          chunked(Buffer.concat([...validStart, frame(8, 0, 3, u32(increment)), okHeaders(5, true)]), cuts),
+        );
+        assertSettled(r);
+        assert.deepEqual(
+          r.outcomes.map((o) => o.events.at(-1)),
+          ['end', 'error', 'end'],
+        );
+        assert.equal(r.outcomes[1]!.errors[0]!.code, code);
+        const reset = r.clientFrames.find((f) => f.type === 3 && f.streamId === 3);
+        assert.equal(reset?.payload.readUInt32BE(0), code);
+        assert.ok(!goAwayCode(r), 'no connection error');
+      },
+    ),
+    { numRuns: Math.min(fuzzRuns(), 50) },
+  );
+});
+
 test('a GOAWAY mid-stream refuses the streams above its last ID and lets the others finish', async () => {
   await fc.assert(
     fc.asyncProperty(

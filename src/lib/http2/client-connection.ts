@@ -511,6 +511,16 @@ export class Http2ClientConnection {
     }
     const stream = this.streams.get(streamId);
     if (!stream) return;
+    if (increment === 0 || stream.sendWindow + increment > MAX_WINDOW) {
+      // §6.9: a stream error, which ends that stream only.
+      const code = increment === 0 ? Http2ErrorCode.PROTOCOL_ERROR : Http2ErrorCode.FLOW_CONTROL_ERROR;
+      this.streams.delete(streamId);
+      this.resetStream(streamId, code);
+      stream.handler.onError(http2StreamError(`stream window update of ${increment} refused`, code));
+      this.openQueued();
+      this.maybeDrained();
+      return;
+    }
     stream.sendWindow += increment;
     this.sendPending(stream);
   }
