@@ -9,6 +9,8 @@
  * Go's words.
  */
 
+import { KubeletError } from '../lib/errors.js';
+
 /** A pattern or image split as Go's url.Parse splits `https://<it>`. */
 export interface SchemelessUrl {
   /** As written, port included: `*.registry.io:8080`. */
@@ -17,16 +19,16 @@ export interface SchemelessUrl {
   path: string;
 }
 
-export class UrlParseError extends Error {
+export class UrlParseError extends KubeletError {
   constructor(raw: string, reason: string) {
-    super(`parse ${goQuote(`https://${raw}`)}: ${reason}`);
+    super('INVALID_URL', `parse ${goQuote(`https://${raw}`)}: ${reason}`);
     this.name = 'UrlParseError';
   }
 }
 
-export class BadPatternError extends Error {
+export class BadPatternError extends KubeletError {
   constructor() {
-    super('syntax error in pattern');
+    super('BAD_PATTERN', 'syntax error in pattern');
     this.name = 'BadPatternError';
   }
 }

@@ -44,7 +44,11 @@ export type KubeletErrorCode =
   /** The CPU manager could not give a container the CPUs it asks for, or cannot start on its state. */
   | 'CPU_ALLOCATION_FAILED'
   /** An httpGet probe's or lifecycle hook's request to a pod failed (worded as Go's url.Error). */
-  | 'HTTP_GET_FAILED';
+  | 'HTTP_GET_FAILED'
+  /** A registry pattern or image name that Go's url.Parse would refuse (credential providers). */
+  | 'INVALID_URL'
+  /** A glob that Go's filepath.Match calls malformed (ErrBadPattern). */
+  | 'BAD_PATTERN';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;
