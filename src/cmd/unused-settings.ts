@@ -30,7 +30,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('contentType', 'contentType'),
   field('enableContentionProfiling', 'enableContentionProfiling'),
   field('enableDebugFlagsHandler', 'enableDebugFlagsHandler'),
-  field('enableProfilingHandler', 'enableProfilingHandler'),
   field('enableSystemLogQuery', 'enableSystemLogQuery'),
   field('failCgroupV1', 'failCgroupV1'),
   field('hairpinMode', 'hairpinMode'),

@@ -47,6 +47,7 @@ import type { SummaryProvider } from '../stats/stats-provider.js';
 import type { NodePageHandler } from '../nodepage/node-page-handler.js';
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports -- the summary's wire encoding belongs with its types
 import { summaryJson } from '../stats/summary-types.js';
+import { serveDebug, type DebugHandlerSettings } from './debug-handlers.js';
 import { servingTls } from './serving-tls.js';
 import { StreamRegistry } from './stream-proxy.js';
 import {
@@ -105,6 +106,8 @@ export interface KubeletServerConfig {
   };
   enableDebuggingHandlers: boolean;
   enableSystemLogHandler: boolean;
+  /** /debug/pprof/ (upstream default true); a debugging handler, off with enableDebuggingHandlers. */
+  enableProfilingHandler?: boolean;
   streamingConnectionIdleTimeoutMs: number;
   runtimeRequestTimeoutMs: number;
   featureGates: Record<string, boolean>;
@@ -174,6 +177,7 @@ export interface ServerState {
   readOnly: boolean;
   debugging: boolean;
   systemLogs: boolean;
+  debugHandlers: DebugHandlerSettings;
   nodeLogsDir: string;
   nodeLogsSymlinkRoots: string[];
   streamIdleTimeoutMs: number;
@@ -284,6 +288,7 @@ export async function startKubeletServer(
     readOnly: false,
     debugging: config.enableDebuggingHandlers,
     systemLogs: config.enableDebuggingHandlers && config.enableSystemLogHandler,
+    debugHandlers: { profiling: config.enableProfilingHandler ?? true },
     nodeLogsDir: opts.nodeLogsDir ?? DEFAULT_NODE_LOGS_DIR,
     nodeLogsSymlinkRoots: opts.nodeLogsSymlinkRoots ?? [],
     streamIdleTimeoutMs: config.streamingConnectionIdleTimeoutMs,
@@ -395,6 +400,7 @@ export function startKubeletReadOnlyServer(
     readOnly: true,
     debugging: false,
     systemLogs: false,
+    debugHandlers: { profiling: false },
     nodeLogsDir: DEFAULT_NODE_LOGS_DIR,
     nodeLogsSymlinkRoots: [],
     streamIdleTimeoutMs: 0,
@@ -645,6 +651,9 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
       // The node page shows what /pods, /containerLogs and the events show: a debugging handler, off with them.
       if (!state.host.nodePage) return notFound(res);
       return state.host.nodePage({ req: ctx.req, res, path: ctx.path, query: ctx.query, signal: ctx.signal });
+    case 'debug':
+      if (!(await serveDebug(state.debugHandlers, ctx))) return notFound(res);
+      return;
     default:
       return notFound(res);
   }
