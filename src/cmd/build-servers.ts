@@ -50,6 +50,7 @@ export async function buildServers(ctx: BuildContext, parts: ServerInputs): Prom
       getPodByName: (namespace, name) => kubelet.podManager.getPodByFullName(`${name}_${namespace}`),
     },
     devices: parts.node.deviceManager,
+    ...(parts.node.cpuManager ? { cpus: parts.node.cpuManager } : {}),
     getEnabled: config.featureGates.KubeletPodResourcesGet ?? false,
   });
   const apiHost = await kubeletApiHost(ctx, parts);

@@ -3,8 +3,9 @@
  * (upstream: pkg/kubelet/apis/podresources, v1.30): what monitoring agents read to learn which
  * devices each container holds and which the node can still give.
  *
- * tskubelet has no CPU manager and no memory manager, so `cpu_ids` and `memory` are always empty:
- * what upstream reports with its default `none` policies. Dynamic resources (DRA) are not reported.
+ * `cpu_ids` are a container's exclusive CPUs and the node's allocatable ones under the CPU manager's
+ * static policy (empty under `none`, as upstream). tskubelet has no memory manager, so `memory` is
+ * always empty: what upstream reports with its default `None` policy. Dynamic resources (DRA) are not reported.
  * `Get` answers only with the KubeletPodResourcesGet feature gate on (alpha in v1.30, off by
  * default). Calls past upstream's rate limit (100 per second, bursts of 10) fail with
  * RESOURCE_EXHAUSTED. The deprecated v1alpha1 service is not served.
@@ -54,11 +55,21 @@ export interface DevicesProvider {
   getAllocatableDevices(): ResourceDeviceInstances;
 }
 
+/** The CPU manager (static policy), as this API reads it. */
+export interface CPUsProvider {
+  /** The container's exclusive CPUs, ascending; empty on the shared pool. */
+  getCPUs(podUid: string, containerName: string): number[];
+  /** All CPUs but the reserved ones. */
+  getAllocatableCPUs(): number[];
+}
+
 export interface PodResourcesServerOptions {
   /** `<root-dir>/pod-resources`. */
   socketDir: string;
   pods: PodsProvider;
   devices: DevicesProvider;
+  /** Absent under cpuManagerPolicy none: no CPUs are reported. */
+  cpus?: CPUsProvider;
   clock: Clock;
   /** The KubeletPodResourcesGet feature gate (default false in v1.30). */
   getEnabled?: boolean;
@@ -88,7 +99,7 @@ export class PodResourcesLister {
     return {
       name: container.name,
       devices: containerDevicesOf(this.opts.devices.getDevices(pod.metadata.uid ?? '', container.name)),
-      cpuIds: [],
+      cpuIds: this.opts.cpus?.getCPUs(pod.metadata.uid ?? '', container.name) ?? [],
       memory: [],
       dynamicResources: [],
     };
@@ -113,7 +124,7 @@ export class PodResourcesLister {
   getAllocatableResources(): AllocatableResourcesResponse {
     return AllocatableResourcesResponse.fromPartial({
       devices: containerDevicesOf(this.opts.devices.getAllocatableDevices()),
-      cpuIds: [],
+      cpuIds: this.opts.cpus?.getAllocatableCPUs() ?? [],
       memory: [],
     });
   }

@@ -150,8 +150,14 @@ export class CPUManager {
     return this.state.getCPUSet(podUID, containerName) ?? CPUSet.EMPTY;
   }
 
-  getAllocatableCPUs(): CPUSet {
-    return this.policy.getAllocatableCPUs();
+  /** For the pod resources API: the container's exclusive CPUs (upstream: GetExclusiveCPUs). */
+  getCPUs(podUID: string, containerName: string): number[] {
+    return this.exclusiveCPUs(podUID, containerName).list();
+  }
+
+  /** For the pod resources API: all CPUs but the reserved ones. */
+  getAllocatableCPUs(): number[] {
+    return this.policy.getAllocatableCPUs().list();
   }
 
   /** Frees the CPUs of pods that are no longer active, and of containers their pod no longer has. */

@@ -76,6 +76,24 @@ test('List: sidecars and containers with one entry per device and NUMA node; no 
   );
 });
 
+test("List and GetAllocatableResources report the CPU manager's exclusive and allocatable CPUs", () => {
+  const cpus = {
+    getCPUs: (uid: string, container: string): number[] =>
+      uid === 'u1' && container === 'main' ? [2, 3] : [],
+    getAllocatableCPUs: (): number[] => [1, 2, 3],
+  };
+  const lister = new PodResourcesLister({ pods: podsProvider, devices, cpus, getEnabled: false });
+  const containers = lister.list().podResources[0]?.containers;
+  assert.deepEqual(
+    containers?.map((c) => [c.name, c.cpuIds]),
+    [
+      ['sidecar', []],
+      ['main', [2, 3]],
+    ],
+  );
+  assert.deepEqual(lister.getAllocatableResources().cpuIds, [1, 2, 3]);
+});
+
 test('Get: off by default (upstream v1.30), and upstream errors when on', () => {
   const off = new PodResourcesLister({ pods: podsProvider, devices, getEnabled: false });
   assert.throws(

@@ -85,7 +85,9 @@ test('allocate, reconcile through UpdateContainerResources, checkpoint, restart,
     assert.equal(m.cpusetFor('gu', 'c'), '2,8');
     assert.equal(m.cpusetFor('be', 'c'), '0-1,3-7,9-11');
     assert.equal(m.exclusiveCPUs('be', 'c').toString(), '');
-    assert.equal(m.getAllocatableCPUs().toString(), '1-11');
+    assert.deepEqual(m.getAllocatableCPUs(), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]);
+    assert.deepEqual(m.getCPUs('gu', 'c'), [2, 8]);
+    assert.deepEqual(m.getCPUs('be', 'c'), []);
     containers.push(running('id-gu', 'gu'), running('id-be', 'be'));
     await m.reconcile();
     assert.deepEqual(updates, [
