@@ -11,7 +11,8 @@
  *   (*state.CPUManagerCheckpoint){PolicyName:(string)static DefaultCPUSet:(string)0-1
  *   Entries:(map[string]map[string]string)map[uid1:map[c1:2-3]] Checksum:(checksum.Checksum)0}
  *
- * (one line). A checksum of 0 is accepted unchecked, as upstream does for old files. The v1 format
+ * (one line), checked byte for byte against files the upstream kubelet v1.28.7 wrote (the unit
+ * test keeps two). A checksum of 0 is accepted unchecked, as upstream does for old files. The v1 format
  * (entries keyed by container ID) is not read: a file in it is reported as corrupt.
  */
 import { readFile, rename, writeFile } from 'node:fs/promises';

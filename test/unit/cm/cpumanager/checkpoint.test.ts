@@ -56,6 +56,20 @@ test("the file is written in upstream's JSON shape and read back byte for byte",
   }
 });
 
+// Written by the upstream kubelet v1.28.7 (cpuManagerPolicy static, reservedSystemCPUs "0", 2 CPUs):
+// at start, and with a Guaranteed static pod of cpu 1 running.
+const UPSTREAM_FILES = [
+  '{"policyName":"static","defaultCpuSet":"0-1","checksum":1636926438}',
+  '{"policyName":"static","defaultCpuSet":"0","entries":{"a8958713f95087a40e7afcfe6e788db6":{"main":"1"}},"checksum":2133429941}',
+];
+
+test('files the upstream kubelet wrote are read, and written again byte for byte', () => {
+  for (const text of UPSTREAM_FILES) assert.equal(marshalCheckpoint(unmarshalCheckpoint(text)), text);
+  assert.deepEqual(unmarshalCheckpoint(UPSTREAM_FILES[1] as string).entries, {
+    a8958713f95087a40e7afcfe6e788db6: { main: '1' },
+  });
+});
+
 test('a tampered file is refused; a zero checksum is accepted as upstream does', () => {
   const cp = { policyName: 'static', defaultCpuSet: '0-1', entries: {} };
   const text = marshalCheckpoint(cp);
