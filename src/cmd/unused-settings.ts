@@ -29,7 +29,6 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('contentType', 'contentType'),
   field('enableContentionProfiling', 'enableContentionProfiling'),
-  field('enableDebugFlagsHandler', 'enableDebugFlagsHandler'),
   field('enableSystemLogQuery', 'enableSystemLogQuery'),
   field('failCgroupV1', 'failCgroupV1'),
   field('hairpinMode', 'hairpinMode'),

@@ -9,11 +9,13 @@
  * - /debug/pprof/heap: a V8 heap snapshot (.heapsnapshot JSON, DevTools' Memory panel).
  * Profiles are one at a time in the whole process: V8's profilers are process-wide and a heap
  * snapshot pauses everything while it is taken, so a second request is a 429.
+ *
+ * PUT /debug/flags/v sets the log verbosity (--v) of the running kubelet, as upstream's GlogSetter.
  */
 import { Session } from 'node:inspector/promises';
 import type { ServerResponse } from 'node:http';
 import { errorMessage } from '../lib/errors.js';
-import { logger } from '../lib/log.js';
+import { logger, setVerbosity } from '../lib/log.js';
 import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
 
 const log = logger('debug');
@@ -26,7 +28,12 @@ export const MAX_PROFILE_SECONDS = 300;
 export interface DebugHandlerSettings {
   /** enableProfilingHandler (upstream default true). */
   profiling: boolean;
+  /** enableDebugFlagsHandler (upstream default true). */
+  flags: boolean;
 }
+
+/** A verbosity is a few digits; anything longer is refused before it is read whole. */
+const MAX_FLAG_BODY_BYTES = 64;
 
 /** Process-wide: V8 has one CPU profiler and one heap per isolate. */
 let profileInProgress = false;
@@ -38,7 +45,47 @@ export async function serveDebug(settings: DebugHandlerSettings, ctx: RequestCon
     await servePprof(settings, ctx);
     return true;
   }
+  if (ctx.path === '/debug/flags/v') {
+    await serveVerbosity(settings, ctx);
+    return true;
+  }
   return false;
+}
+
+/** Upstream's StringFlagPutHandler with GlogSetter: the body is the level, klog's Level.Set parses it. */
+async function serveVerbosity(settings: DebugHandlerSettings, ctx: RequestContext): Promise<void> {
+  const { res } = ctx;
+  if (!settings.flags) return sendText(res, 405, 'flags endpoint is disabled.\n');
+  if (ctx.method !== 'PUT') return sendText(res, 406, 'unsupported http method');
+  const body = await readSmallBody(ctx);
+  if (body === undefined)
+    return sendText(res, 400, `error reading request body: longer than ${MAX_FLAG_BODY_BYTES} bytes`);
+  // klog parses with ParseUint(value, 10, 32): digits only, no sign, no spaces, below 2^32.
+  const level = /^\d{1,10}$/.test(body) ? Number(body) : NaN;
+  if (!(level <= 0xffff_ffff))
+    return sendText(res, 400, `failed set klog.logging.verbosity ${body}: not an unsigned 32-bit number`);
+  setVerbosity(level);
+  log.info('Log verbosity changed through /debug/flags/v', { verbosity: level, user: ctx.user?.username });
+  sendText(res, 200, `successfully set klog.logging.verbosity to ${body}`);
+}
+
+/** The request body as text, or undefined when it is longer than MAX_FLAG_BODY_BYTES. */
+function readSmallBody(ctx: RequestContext): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    ctx.req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_FLAG_BODY_BYTES) {
+        ctx.req.pause();
+        resolve(undefined);
+        return;
+      }
+      parts.push(chunk);
+    });
+    ctx.req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    ctx.req.on('error', reject);
+  });
 }
 
 async function servePprof(settings: DebugHandlerSettings, ctx: RequestContext): Promise<void> {

@@ -108,6 +108,8 @@ export interface KubeletServerConfig {
   enableSystemLogHandler: boolean;
   /** /debug/pprof/ (upstream default true); a debugging handler, off with enableDebuggingHandlers. */
   enableProfilingHandler?: boolean;
+  /** PUT /debug/flags/v (upstream default true); a debugging handler too. */
+  enableDebugFlagsHandler?: boolean;
   streamingConnectionIdleTimeoutMs: number;
   runtimeRequestTimeoutMs: number;
   featureGates: Record<string, boolean>;
@@ -288,7 +290,10 @@ export async function startKubeletServer(
     readOnly: false,
     debugging: config.enableDebuggingHandlers,
     systemLogs: config.enableDebuggingHandlers && config.enableSystemLogHandler,
-    debugHandlers: { profiling: config.enableProfilingHandler ?? true },
+    debugHandlers: {
+      profiling: config.enableProfilingHandler ?? true,
+      flags: config.enableDebugFlagsHandler ?? true,
+    },
     nodeLogsDir: opts.nodeLogsDir ?? DEFAULT_NODE_LOGS_DIR,
     nodeLogsSymlinkRoots: opts.nodeLogsSymlinkRoots ?? [],
     streamIdleTimeoutMs: config.streamingConnectionIdleTimeoutMs,
@@ -400,7 +405,7 @@ export function startKubeletReadOnlyServer(
     readOnly: true,
     debugging: false,
     systemLogs: false,
-    debugHandlers: { profiling: false },
+    debugHandlers: { profiling: false, flags: false },
     nodeLogsDir: DEFAULT_NODE_LOGS_DIR,
     nodeLogsSymlinkRoots: [],
     streamIdleTimeoutMs: 0,

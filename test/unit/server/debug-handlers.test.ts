@@ -3,10 +3,12 @@
  * authentication and authorization (nodes/proxy), one at a time, and upstream's answer when off.
  */
 import assert from 'node:assert/strict';
+import https from 'node:https';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { getVerbosity, setVerbosity } from '../../../src/lib/log.js';
 import { profileSeconds } from '../../../src/server/debug-handlers.js';
 import { startKubeletServer, type KubeletServerConfig } from '../../../src/server/kubelet-server.js';
 import { request as get, testConfig, testHost as host } from './server-kit.js';
@@ -129,5 +131,73 @@ test('enableProfilingHandler false: upstream\'s 405 "profiling endpoint is disab
     assert.equal(r.body, 'Debug endpoints are disabled.\n');
   } finally {
     await noDebugging.s.close();
+  }
+});
+
+/** A PUT with a body, answered within 10 s. */
+function put(
+  port: number,
+  path: string,
+  body: string,
+  token?: string,
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request({
+      host: '127.0.0.1',
+      port,
+      path,
+      method: 'PUT',
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+      agent: false,
+      rejectUnauthorized: false,
+      timeout: 10_000,
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer to ${path} within 10 s`)));
+    req.on('response', (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('PUT /debug/flags/v sets the log verbosity, for whoever may update nodes/proxy', async () => {
+  const before = getVerbosity();
+  const { s, asked } = await server();
+  try {
+    assert.equal((await put(s.port, '/debug/flags/v', '4')).status, 401);
+    const refused = await put(s.port, '/debug/flags/v', '4', 'other');
+    assert.equal(refused.status, 403);
+    assert.match(refused.body, /user=v, verb=update, resource=nodes, subresource=proxy/);
+    assert.equal(getVerbosity(), before);
+    const r = await put(s.port, '/debug/flags/v', '4', 'ok');
+    assert.equal(r.status, 200);
+    assert.equal(r.body, 'successfully set klog.logging.verbosity to 4');
+    assert.equal(getVerbosity(), 4);
+    assert.deepEqual(asked, ['v update nodes/proxy', 'u update nodes/proxy']);
+    for (const bad of ['-1', 'x', '4294967296', ' 3', '']) {
+      const b = await put(s.port, '/debug/flags/v', bad, 'ok');
+      assert.equal(b.status, 400, bad);
+      assert.match(b.body, /^failed set klog.logging.verbosity /);
+    }
+    assert.equal((await put(s.port, '/debug/flags/v', '9'.repeat(100), 'ok')).status, 400);
+    assert.equal(getVerbosity(), 4);
+    const g = await get(s.port, '/debug/flags/v', as('ok'));
+    assert.equal(g.status, 406);
+    assert.equal(g.body, 'unsupported http method');
+  } finally {
+    setVerbosity(before);
+    await s.close();
+  }
+  const off = await server({ enableDebugFlagsHandler: false });
+  try {
+    const r = await put(off.s.port, '/debug/flags/v', '5', 'ok');
+    assert.equal(r.status, 405);
+    assert.equal(r.body, 'flags endpoint is disabled.\n');
+    assert.equal(getVerbosity(), before);
+  } finally {
+    await off.s.close();
   }
 });
