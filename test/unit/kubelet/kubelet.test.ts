@@ -13,7 +13,8 @@ import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { FakeContainerManager } from '../../../src/cm/testing/fake-container-manager.js';
 import { MetricsRegistry } from '../../../src/lib/metrics.js';
-import { Kubelet, type DeviceAdmission } from '../../../src/kubelet/kubelet.js';
+import { Kubelet, type CPUAllocator, type DeviceAdmission } from '../../../src/kubelet/kubelet.js';
+import { SMTAlignmentError } from '../../../src/cm/cpumanager/policy-static.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
 import { realClock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
@@ -73,6 +74,7 @@ function startNode(
     allocatable?: Record<string, string>;
     networkErrors?: () => string[];
     deviceAdmission?: DeviceAdmission;
+    cpuAllocator?: CPUAllocator;
   } = {},
 ): Node {
   const clock = realClock;
@@ -112,6 +114,7 @@ function startNode(
     containerManager,
     metrics,
     deviceAdmission: opts.deviceAdmission,
+    ...(opts.cpuAllocator ? { cpuAllocator: opts.cpuAllocator } : {}),
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
   kubelet.start();
@@ -413,6 +416,42 @@ test('admission that waits on a device plugin: the pods behind it wait their tur
   );
   assert.deepEqual(order, ['allocate gpu', 'allocate greedy']);
   assert.equal(runningContainers(fake, 'uid-greedy').length, 0);
+});
+
+test('the CPU manager refuses at admission with its own reason (SMTAlignmentError) or UnexpectedAdmissionError, as upstream', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const allocated: string[] = [];
+  const cpuAllocator: CPUAllocator = {
+    allocate: (p) => {
+      if (p.metadata.name === 'smt') throw new SMTAlignmentError(1, 2);
+      if (p.metadata.name === 'big') throw new Error('not enough cpus available to satisfy request');
+      allocated.push(p.metadata.name ?? '');
+    },
+  };
+  const node = startNode(fake, dir, { cpuAllocator, allocatable: { cpu: '4', memory: '8Gi', pods: '10' } });
+  node.send({ op: 'SET', pods: [pod('smt', 'uid-smt'), pod('big', 'uid-big'), pod('ok', 'uid-ok')] });
+  const failed = (uid: string): Promise<Pod> =>
+    waitFor(
+      `${uid} to be Failed`,
+      () => node.kubelet.getPods().find((p) => p.metadata.uid === uid && p.status?.phase === 'Failed'),
+      5000,
+      20,
+    );
+  const smt = await failed('uid-smt');
+  assert.equal(smt.status?.reason, 'SMTAlignmentError');
+  assert.equal(
+    smt.status?.message,
+    'Pod was rejected: SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2',
+  );
+  const big = await failed('uid-big');
+  assert.equal(big.status?.reason, 'UnexpectedAdmissionError');
+  assert.equal(
+    big.status?.message,
+    'Pod was rejected: Allocate failed due to not enough cpus available to satisfy request, which is unexpected',
+  );
+  await waitFor('ok to run', () => runningContainers(fake, 'uid-ok').length === 1, 5000, 20);
+  assert.deepEqual(allocated, ['ok']);
 });
 
 test('container GC asks the pod workers when it decides: a pod that ran while housekeeping was under way keeps its dead container and logs until it is deleted', async () => {
