@@ -255,33 +255,9 @@ export class PodWorkersImpl implements PodWorkers {
   updatePod(input: UpdatePodOptions): void {
     if (this.stopped) return;
     const options: UpdatePodOptions = { ...input };
-    let isRuntimePod = false;
-    let uid: string;
-    let name: string;
-    let namespace: string;
-    if (options.runningPod) {
-      if (!options.pod) {
-        if (options.updateType !== 'kill') {
-          log.info('Pod update is ignored, runtime pods can only be killed', {
-            podUID: options.runningPod.uid,
-            updateType: options.updateType,
-          });
-          return;
-        }
-        ({ uid, name, namespace } = options.runningPod);
-        isRuntimePod = true;
-      } else {
-        options.runningPod = undefined;
-        ({ uid, name, namespace } = podIdentity(options.pod));
-      }
-    } else if (options.pod) {
-      ({ uid, name, namespace } = podIdentity(options.pod));
-    } else {
-      log.error('Pod update has neither a pod nor a running pod, ignoring', {
-        updateType: options.updateType,
-      });
-      return;
-    }
+    const identity = updateIdentity(options);
+    if (!identity) return;
+    const { uid, name, namespace, isRuntimePod } = identity;
 
     const now = this.clock.now();
     let firstTime = false;
@@ -835,4 +811,33 @@ function mergeLastUpdate(status: PodSyncStatus, other: UpdatePodOptions): void {
   active.runningPod = other.runningPod;
   if (other.mirrorPod) active.mirrorPod = other.mirrorPod;
   if (other.killPodOptions) active.killPodOptions = other.killPodOptions;
+}
+
+/**
+ * Whose update this is: the pod's, or a runtime pod's (a kill only). A runtime pod given beside the
+ * pod is dropped from options. undefined when the update is ignored (logged here).
+ */
+function updateIdentity(
+  options: UpdatePodOptions,
+): { uid: string; name: string; namespace: string; isRuntimePod: boolean } | undefined {
+  if (options.runningPod) {
+    if (!options.pod) {
+      if (options.updateType !== 'kill') {
+        log.info('Pod update is ignored, runtime pods can only be killed', {
+          podUID: options.runningPod.uid,
+          updateType: options.updateType,
+        });
+        return undefined;
+      }
+      const { uid, name, namespace } = options.runningPod;
+      return { uid, name, namespace, isRuntimePod: true };
+    }
+    options.runningPod = undefined;
+    return { ...podIdentity(options.pod), isRuntimePod: false };
+  }
+  if (options.pod) return { ...podIdentity(options.pod), isRuntimePod: false };
+  log.error('Pod update has neither a pod nor a running pod, ignoring', {
+    updateType: options.updateType,
+  });
+  return undefined;
 }

@@ -20,9 +20,9 @@
 import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod, VolumeMount } from '../api/core-v1.js';
-import type { Mount, MountPropagation } from '../cri/types.js';
+import type { Mount } from '../cri/types.js';
 import type { RestClient } from '../k8s/rest-client.js';
-import { expand, makeEnvironmentVariables, type EnvSources } from '../kuberuntime/container-env.js';
+import { makeEnvironmentVariables, type EnvSources } from '../kuberuntime/container-env.js';
 import { discardEvents, type EventRecorder } from '../kuberuntime/event-recorder.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
@@ -58,6 +58,9 @@ import {
 import { machineAllocatable, type NodeAllocatable } from '../api/node.js';
 import type { VolumeAttributes, VolumeHost, VolumePlugin, VolumeSpec } from './volume-plugin.js';
 import type { PodVolume } from './volume-types.js';
+import { configError, expandSubPathExpr, translateMountPropagation } from './mount-translation.js';
+
+export { expandSubPathExpr } from './mount-translation.js';
 
 const log = logger('volume');
 
@@ -191,26 +194,6 @@ export function expectedVolumes(pod: Pod): string[] {
   ];
   for (const c of containers) for (const m of c.volumeMounts ?? []) names.add(m.name);
   return [...names];
-}
-
-function translateMountPropagation(
-  mode: VolumeMount['mountPropagation'] | string | undefined,
-): MountPropagation {
-  switch (mode) {
-    case undefined:
-    case 'None':
-      return 'PROPAGATION_PRIVATE';
-    case 'HostToContainer':
-      return 'PROPAGATION_HOST_TO_CONTAINER';
-    case 'Bidirectional':
-      return 'PROPAGATION_BIDIRECTIONAL';
-    default:
-      throw new KubeletError('CREATE_CONTAINER_CONFIG', `invalid MountPropagation mode: "${String(mode)}"`);
-  }
-}
-
-function configError(message: string): KubeletError {
-  return new KubeletError('CREATE_CONTAINER_CONFIG', message);
 }
 
 export class VolumeManagerImpl implements VolumeManager {
@@ -836,16 +819,4 @@ export class VolumeManagerImpl implements VolumeManager {
     }
     return out;
   }
-}
-
-/** upstream: ExpandContainerVolumeMounts; every reference must have a non-empty value. */
-export function expandSubPathExpr(expr: string, envs: ReadonlyMap<string, string>): string {
-  const missing = new Set<string>();
-  const expanded = expand(expr, (name) => {
-    const v = envs.get(name);
-    if (v === undefined || v === '') missing.add(name);
-    return v ?? '';
-  });
-  if (missing.size > 0) throw configError(`missing value for ${[...missing].sort().join(', ')}`);
-  return expanded;
 }
