@@ -137,5 +137,22 @@ export default tseslint.config(
       ],
     },
   },
+  // Size limits (issue 35): no hand-written source file over 800 lines (blank lines aside), no
+  // function over 120 lines (blank lines and comments aside). Generated code is ignored above; tests,
+  // benches and scripts are left out (a test file is a list of cases inside one describe()).
+  {
+    files: ['src/**/*.ts'],
+    rules: {
+      'max-lines': ['error', { max: 800, skipBlankLines: true, skipComments: false }],
+      'max-lines-per-function': [
+        'error',
+        { max: 120, skipBlankLines: true, skipComments: true, IIFEs: true },
+      ],
+    },
+  },
+  // A declarative table, one entry per flag: read as a table, not as code.
+  { files: ['src/cmd/flags.ts'], rules: { 'max-lines': 'off' } },
+  // Not a table, and still over (968 lines): to be split as the runtime manager was; drop this then.
+  { files: ['src/kubelet/kubelet.ts'], rules: { 'max-lines': 'off' } },
   ...layerRules,
 );
