@@ -7,10 +7,13 @@
  *            "RegisteredDevices":{"<resource>":["id",…]}},
  *    "Checksum":<uint32>}
  *
- * The checksum is upstream's: FNV-32a over Go's `fmt.Sprintf("%#v", data)` of the checkpointData
- * struct (checksum.New hashes through spew, whose formatter hands `%#v` to fmt). Rendering that text
- * here lets either kubelet read the other's file. Go keeps nil and empty apart (`[]string(nil)` vs
- * `[]string{}`), so null and empty are kept apart here too.
+ * The checksum is upstream's: FNV-32a over go-spew's own `%#v` of the checkpointData struct
+ * (checksum.New → apimachinery's dump.ForHash: spew with SortKeys and DisableMethods), the format the
+ * CPU manager's checkpoint was checked against a file the upstream kubelet wrote. Rendering that text
+ * here lets either kubelet read the other's file. Spew keeps nil and empty apart (`<nil>` vs `[]`),
+ * so null and empty are kept apart here too. Files written by tskubelet before this used Go's fmt
+ * `%#v` text instead (`goSyntaxOf`); their checksum is still accepted on read, so an upgrade keeps
+ * its devices.
  */
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -117,7 +120,51 @@ export function goSyntaxOf(data: CheckpointData): string {
 
 export { fnv32a };
 
+// ---- go-spew's %#v (what upstream hashes) -------------------------------------------------------
+
+function spewStrings(list: string[] | null): string {
+  return list === null ? '<nil>' : `[${list.join(' ')}]`;
+}
+
+function spewEntry(e: PodDevicesEntry): string {
+  let devices: string;
+  if (e.DeviceIDs === null) devices = '<nil>';
+  else {
+    const ids = e.DeviceIDs;
+    const keys = Object.keys(ids).sort((a, b) => Number(a) - Number(b));
+    devices = `map[${keys.map((k) => `${Number(k)}:${spewStrings(ids[k] ?? null)}`).join(' ')}]`;
+  }
+  const alloc = e.AllocResp === null ? '<nil>' : `[${Array.from(e.AllocResp).join(' ')}]`;
+  return (
+    `{PodUID:(string)${e.PodUID} ContainerName:(string)${e.ContainerName} ` +
+    `ResourceName:(string)${e.ResourceName} DeviceIDs:(checkpoint.DevicesPerNUMA)${devices} ` +
+    `AllocResp:([]uint8)${alloc}}`
+  );
+}
+
+/** go-spew's `%#v` of upstream's checkpoint.checkpointData, as dump.ForHash renders it. */
+export function spewOf(data: CheckpointData): string {
+  const entries =
+    data.PodDeviceEntries === null ? '<nil>' : `[${data.PodDeviceEntries.map(spewEntry).join(' ')}]`;
+  let registered: string;
+  if (data.RegisteredDevices === null) registered = '<nil>';
+  else {
+    const devices = data.RegisteredDevices;
+    const keys = Object.keys(devices).sort(compareGoStrings);
+    registered = `map[${keys.map((k) => `${k}:${spewStrings(devices[k] ?? null)}`).join(' ')}]`;
+  }
+  return (
+    `(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)${entries} ` +
+    `RegisteredDevices:(map[string][]string)${registered}}`
+  );
+}
+
 export function checkpointChecksum(data: CheckpointData): number {
+  return fnv32a(Buffer.from(spewOf(data), 'utf8'));
+}
+
+/** The checksum tskubelet wrote before it matched upstream's (fmt's `%#v`): still read, never written. */
+function legacyChecksum(data: CheckpointData): number {
   return fnv32a(Buffer.from(goSyntaxOf(data), 'utf8'));
 }
 
@@ -201,7 +248,7 @@ export function unmarshalCheckpoint(text: string): CheckpointData {
     RegisteredDevices: stringListMap(raw.RegisteredDevices, 'RegisteredDevices'),
   };
   const want = checkpointChecksum(data);
-  if (top.Checksum !== want) {
+  if (top.Checksum !== want && top.Checksum !== legacyChecksum(data)) {
     throw new CorruptCheckpointError(
       `checkpoint is corrupted: checksum ${String(top.Checksum)} does not match the data's ${want}`,
     );

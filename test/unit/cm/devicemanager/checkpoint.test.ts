@@ -7,6 +7,7 @@ import {
   goQuote,
   goSyntaxOf,
   marshalCheckpoint,
+  spewOf,
   unmarshalCheckpoint,
   type CheckpointData,
 } from '../../../../src/cm/devicemanager/checkpoint.js';
@@ -36,7 +37,7 @@ test('goQuote escapes as strconv.Quote does', () => {
   assert.equal(goQuote('é'), '"é"');
 });
 
-test("the checksummed text is Go's %#v of checkpointData, map keys sorted", () => {
+test("the text tskubelet checksummed before: Go's fmt %#v of checkpointData, map keys sorted", () => {
   assert.equal(
     goSyntaxOf(sample),
     'checkpoint.checkpointData{PodDeviceEntries:[]checkpoint.PodDevicesEntry{checkpoint.PodDevicesEntry{' +
@@ -48,6 +49,29 @@ test("the checksummed text is Go's %#v of checkpointData, map keys sorted", () =
     goSyntaxOf({ PodDeviceEntries: null, RegisteredDevices: {} }),
     'checkpoint.checkpointData{PodDeviceEntries:[]checkpoint.PodDevicesEntry(nil), RegisteredDevices:map[string][]string{}}',
   );
+});
+
+test("the checksummed text is go-spew's %#v of checkpointData, as upstream's dump.ForHash", () => {
+  assert.equal(
+    spewOf(sample),
+    '(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)[{PodUID:(string)uid-1 ' +
+      'ContainerName:(string)main ResourceName:(string)example.com/dev ' +
+      'DeviceIDs:(checkpoint.DevicesPerNUMA)map[-1:[dev-1] 0:[dev-0]] AllocResp:([]uint8)[10 1]}] ' +
+      'RegisteredDevices:(map[string][]string)map[a.example/x:[] example.com/dev:[dev-0 dev-1]]}',
+  );
+  assert.equal(
+    spewOf({ PodDeviceEntries: null, RegisteredDevices: {} }),
+    '(checkpoint.checkpointData){PodDeviceEntries:([]checkpoint.PodDevicesEntry)<nil> ' +
+      'RegisteredDevices:(map[string][]string)map[]}',
+  );
+  assert.equal(checkpointChecksum(sample), fnv32a(Buffer.from(spewOf(sample))));
+});
+
+test('a file written with the checksum tskubelet used before (fmt %#v) still reads', () => {
+  const json = JSON.parse(marshalCheckpoint(sample)) as { Checksum: number };
+  json.Checksum = fnv32a(Buffer.from(goSyntaxOf(sample)));
+  assert.notEqual(json.Checksum, checkpointChecksum(sample));
+  assert.deepEqual(unmarshalCheckpoint(JSON.stringify(json)), sample);
 });
 
 test('a checkpoint reads back as written, in upstream JSON shape', () => {
