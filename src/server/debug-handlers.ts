@@ -12,11 +12,16 @@
  *
  * PUT /debug/flags/v sets the log verbosity (--v) of the running kubelet, as upstream's GlogSetter.
  */
-import { Session } from 'node:inspector/promises';
+import type * as InspectorPromises from 'node:inspector/promises';
+import { lazyBuiltin } from '../lib/lazy-builtin.js';
 import type { ServerResponse } from 'node:http';
 import { errorMessage } from '../lib/errors.js';
 import { logger, setVerbosity } from '../lib/log.js';
 import { methodNotAllowed, notFound, sendText, type RequestContext } from './request-context.js';
+
+// Loaded on the first profile: node:inspector pulls node:worker_threads in with it, which an idle
+// kubelet does not hold (test/integration/bundle-imports.test.ts).
+const inspector = lazyBuiltin<typeof InspectorPromises>('node:inspector/promises');
 
 const log = logger('debug');
 
@@ -136,7 +141,7 @@ async function exclusively(res: ServerResponse, take: () => Promise<void>): Prom
 }
 
 async function cpuProfile(res: ServerResponse, seconds: number, signal: AbortSignal): Promise<void> {
-  const session = new Session();
+  const session = new (inspector().Session)();
   session.connect();
   try {
     await session.post('Profiler.enable');
@@ -178,7 +183,7 @@ function waitOrAbort(ms: number, signal: AbortSignal): Promise<boolean> {
 
 /** Streamed as V8 hands it out in chunks: the whole snapshot is never one string in memory. */
 async function heapSnapshot(res: ServerResponse): Promise<void> {
-  const session = new Session();
+  const session = new (inspector().Session)();
   session.connect();
   let started = false;
   session.on('HeapProfiler.addHeapSnapshotChunk', (m) => {
