@@ -6,7 +6,7 @@
  * request to kill is a state of the pod rather than an update, so no later update can undo it.
  */
 import type { Pod } from '../api/core-v1.js';
-import { isTerminalPhase, podFullName } from '../api/core-v1.js';
+import { isTerminalPhase } from '../api/core-v1.js';
 import type { KubePodStatus, RunningPod } from '../kuberuntime/types.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
@@ -16,6 +16,22 @@ import type { PodCache } from '../pleg/pod-cache.js';
 import type { WorkQueue } from './work-queue.js';
 import { isStaticPod } from '../api/pod-source.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
+import {
+  DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
+  effectiveGracePeriod,
+  isPodStatusCacheTerminal,
+  isStarted,
+  isTerminated,
+  isTerminationRequested,
+  mergeLastUpdate,
+  newSyncStatus,
+  podFromRunningPod,
+  updateIdentity,
+  workType,
+  type PodSyncStatus,
+} from './pod-sync-status.js';
+
+export { DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS };
 
 const log = logger('pod_workers');
 
@@ -123,93 +139,8 @@ const JITTER_FACTOR = 0.5;
  * The API server defaults terminationGracePeriodSeconds to 30; a pod from a source that did not apply
  * defaults gets the same, not upstream's last-resort floor of 1 s.
  */
-export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
 /** Upstream matches this text in sync errors to retry sooner. */
 export const NETWORK_NOT_READY_ERROR_MSG = 'network is not ready';
-
-interface PodSyncStatus {
-  fullname: string;
-  startedAtMs: number;
-  terminatingAtMs: number;
-  terminatedAtMs: number;
-  /** 0 until a kill fixes it; then only ever decreases. */
-  gracePeriodSeconds: number;
-  startedTerminating: boolean;
-  deleted: boolean;
-  evicted: boolean;
-  finished: boolean;
-  restartRequested: boolean;
-  working: boolean;
-  pendingUpdate?: UpdatePodOptions;
-  /** The last update the lane acted on, merged (upstream: activeUpdate); replayed on state changes. */
-  activeUpdate?: UpdatePodOptions;
-  controller?: AbortController;
-  notifyPostTerminating: (() => void)[];
-  /** When the last sync of this pod ended; the lane waits for a cache newer than this. */
-  lastSyncTimeMs: number;
-}
-
-function isTerminationRequested(s: PodSyncStatus): boolean {
-  return s.terminatingAtMs !== 0;
-}
-function isTerminated(s: PodSyncStatus): boolean {
-  return s.terminatedAtMs !== 0;
-}
-function isStarted(s: PodSyncStatus): boolean {
-  return s.startedAtMs !== 0;
-}
-function workType(s: PodSyncStatus): PodWorkerState {
-  if (isTerminated(s)) return 'TerminatedPod';
-  if (isTerminationRequested(s)) return 'TerminatingPod';
-  return 'SyncPod';
-}
-
-/** No running container and no ready sandbox: what a pod looks like once it has been fully stopped. */
-function isPodStatusCacheTerminal(status: KubePodStatus): boolean {
-  return (
-    !status.containerStatuses.some((c) => c.state === 'running') &&
-    !status.sandboxStatuses.some((s) => s.state === 'SANDBOX_READY')
-  );
-}
-
-/** A placeholder pod for a runtime-only pod, so logs and the lane have a name to show. */
-function podFromRunningPod(running: RunningPod): Pod {
-  return {
-    metadata: { uid: running.uid, name: running.name, namespace: running.namespace },
-    spec: { containers: [], terminationGracePeriodSeconds: running.terminationGracePeriodSeconds },
-  };
-}
-
-/**
- * The grace period a kill should use: the API's deletion grace period and any kubelet override can
- * only shorten what is already in force; with neither, the pod's own; never below 1 s.
- */
-function effectiveGracePeriod(
-  status: PodSyncStatus,
-  pod: Pod,
-  options: KillPodOptions | undefined,
-): { gracePeriodSeconds: number; shortened: boolean } {
-  let grace = status.gracePeriodSeconds;
-  let overridden = false;
-  const fromApi = pod.metadata.deletionGracePeriodSeconds;
-  if (fromApi !== undefined && (grace === 0 || fromApi < grace)) {
-    grace = fromApi;
-    overridden = true;
-  }
-  const fromKubelet = options?.gracePeriodSecondsOverride;
-  if (fromKubelet !== undefined && (grace === 0 || fromKubelet < grace)) {
-    grace = fromKubelet;
-    overridden = true;
-  }
-  if (!overridden && grace === 0) {
-    grace = pod.spec.terminationGracePeriodSeconds ?? DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS;
-  }
-  if (grace < 1) grace = 1;
-  return {
-    gracePeriodSeconds: grace,
-    shortened: status.gracePeriodSeconds !== 0 && status.gracePeriodSeconds !== grace,
-  };
-}
 
 interface Lane {
   done: Promise<void>;
@@ -774,70 +705,4 @@ export class PodWorkersImpl implements PodWorkers {
   private jitter(ms: number): number {
     return Math.round(ms + this.random() * JITTER_FACTOR * ms);
   }
-}
-
-function podIdentity(pod: Pod): { uid: string; name: string; namespace: string } {
-  return {
-    uid: pod.metadata.uid ?? podFullName(pod),
-    name: pod.metadata.name ?? '',
-    namespace: pod.metadata.namespace ?? '',
-  };
-}
-
-function newSyncStatus(fullname: string): PodSyncStatus {
-  return {
-    fullname,
-    startedAtMs: 0,
-    terminatingAtMs: 0,
-    terminatedAtMs: 0,
-    gracePeriodSeconds: 0,
-    startedTerminating: false,
-    deleted: false,
-    evicted: false,
-    finished: false,
-    restartRequested: false,
-    working: false,
-    notifyPostTerminating: [],
-    lastSyncTimeMs: 0,
-  };
-}
-
-/** Remembers the newest pod, mirror pod and kill options the lane has seen, for replay. */
-function mergeLastUpdate(status: PodSyncStatus, other: UpdatePodOptions): void {
-  // A replayed update is a plain sync, whatever brought the pod here.
-  const active: UpdatePodOptions = status.activeUpdate ?? { updateType: 'sync' };
-  status.activeUpdate = active;
-  if (!active.pod || !other.runningPod) active.pod = other.pod;
-  active.runningPod = other.runningPod;
-  if (other.mirrorPod) active.mirrorPod = other.mirrorPod;
-  if (other.killPodOptions) active.killPodOptions = other.killPodOptions;
-}
-
-/**
- * Whose update this is: the pod's, or a runtime pod's (a kill only). A runtime pod given beside the
- * pod is dropped from options. undefined when the update is ignored (logged here).
- */
-function updateIdentity(
-  options: UpdatePodOptions,
-): { uid: string; name: string; namespace: string; isRuntimePod: boolean } | undefined {
-  if (options.runningPod) {
-    if (!options.pod) {
-      if (options.updateType !== 'kill') {
-        log.info('Pod update is ignored, runtime pods can only be killed', {
-          podUID: options.runningPod.uid,
-          updateType: options.updateType,
-        });
-        return undefined;
-      }
-      const { uid, name, namespace } = options.runningPod;
-      return { uid, name, namespace, isRuntimePod: true };
-    }
-    options.runningPod = undefined;
-    return { ...podIdentity(options.pod), isRuntimePod: false };
-  }
-  if (options.pod) return { ...podIdentity(options.pod), isRuntimePod: false };
-  log.error('Pod update has neither a pod nor a running pod, ignoring', {
-    updateType: options.updateType,
-  });
-  return undefined;
 }
