@@ -21,15 +21,14 @@ import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod, VolumeMount } from '../api/core-v1.js';
 import type { Mount } from '../cri/types.js';
-import type { RestClient } from '../k8s/rest-client.js';
-import { makeEnvironmentVariables, type EnvSources } from '../kuberuntime/container-env.js';
+import { makeEnvironmentVariables } from '../kuberuntime/container-env.js';
 import { discardEvents, type EventRecorder } from '../kuberuntime/event-recorder.js';
 import { realClock, type Clock, type TimerHandle } from '../lib/clock.js';
-import { errorMessage, KubeletError } from '../lib/errors.js';
+import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { ConfigMapPlugin } from './configmap.js';
 import { CsiDriversStore } from './csi/csi-drivers-store.js';
-import { ApiCsiObjectSource, type CsiObjectSource } from './csi/csi-objects.js';
+import { ApiCsiObjectSource } from './csi/csi-objects.js';
 import { CsiPlugin } from './csi/csi-plugin.js';
 import { DownwardAPIPlugin } from './downward-api.js';
 import { EmptyDirPlugin } from './empty-dir.js';
@@ -41,11 +40,7 @@ import { ProjectedPlugin } from './projected.js';
 import { SecretPlugin } from './secret.js';
 import { cleanPodSubPaths, prepareSafeSubpath, safeMakeDir } from './subpath.js';
 import { TokenManager } from './token-manager.js';
-import {
-  ApiVolumeObjectSource,
-  standaloneObjectSource,
-  type VolumeObjectSource,
-} from './volume-object-source.js';
+import { ApiVolumeObjectSource, standaloneObjectSource } from './volume-object-source.js';
 import { fsUserFrom } from './volume-ownership.js';
 import {
   podDir,
@@ -64,84 +59,28 @@ export { expandSubPathExpr } from './mount-translation.js';
 
 const log = logger('volume');
 
-/** upstream: podAttachAndMountTimeout, 2 min 3 s. */
-export const DEFAULT_MOUNT_TIMEOUT_MS = 123_000;
+export {
+  DEFAULT_MOUNT_TIMEOUT_MS,
+  DEFAULT_OBJECT_CACHE_TTL_MS,
+  expectedVolumes,
+  VolumeEventReason,
+  VolumeMountError,
+  type VolumeManager,
+  type VolumeManagerOptions,
+} from './volume-manager-api.js';
+import {
+  DEFAULT_MOUNT_TIMEOUT_MS,
+  DEFAULT_OBJECT_CACHE_TTL_MS,
+  expectedVolumes,
+  VolumeEventReason,
+  VolumeMountError,
+  type VolumeManager,
+  type VolumeManagerOptions,
+} from './volume-manager-api.js';
+
 /** upstream's operation back-off: 500 ms doubling to 2 min 2 s. */
 const INITIAL_RETRY_MS = 500;
 const MAX_RETRY_MS = 122_000;
-/** How stale a configMap or secret may be when a volume is refreshed (upstream re-reads on the pod's sync). */
-export const DEFAULT_OBJECT_CACHE_TTL_MS = 60_000;
-
-/** The event reasons of pkg/kubelet/events that the volume manager emits. */
-export const VolumeEventReason = {
-  FailedMountVolume: 'FailedMount',
-  FailedUnmountVolume: 'FailedUnMount',
-} as const;
-
-/** A syncPod that cannot go on because the pod's volumes are not ready. */
-export class VolumeMountError extends KubeletError {
-  constructor(
-    message: string,
-    /** True when it only timed out or was cancelled: upstream records no event for those. */
-    readonly interrupted: boolean,
-    options?: { cause?: unknown },
-  ) {
-    super('VOLUME_MOUNT_FAILED', message, options);
-    this.name = 'VolumeMountError';
-  }
-}
-
-export interface VolumeManager {
-  /** Reads back from disk what an earlier run set up. */
-  start(): Promise<void>;
-  /** Cancels the operations under way and waits for them. */
-  stop(): Promise<void>;
-  /** Until every volume the pod's containers mount is set up; throws VolumeMountError. */
-  waitForAttachAndMount(pod: Pod, signal?: AbortSignal): Promise<void>;
-  /** The CRI mounts for one container (the runtime manager's volumeMounts option). */
-  getMounts(pod: Pod, container: Container, podIPs?: string[]): Promise<Mount[]>;
-  /** Tears down every volume of a terminated pod; throws while some remain. */
-  unmountAndCleanup(podUid: string, signal?: AbortSignal): Promise<void>;
-  /** Removes the folders of pods that are gone (keep says which are not). */
-  cleanupOrphanedPodDirs(keep: ReadonlySet<string> | ((podUid: string) => boolean)): Promise<void>;
-  /** True while something of the pod's volumes may still be set up (upstream: podVolumesExist). */
-  podHasMountedVolumes(podUid: string): boolean;
-}
-
-export interface VolumeManagerOptions {
-  /** --root-dir. */
-  rootDir: string;
-  nodeName: string;
-  clock?: Clock;
-  mounter?: Mounter;
-  /** Cluster mode: configMaps, secrets, claims and tokens come from here. */
-  client?: RestClient;
-  /** Instead of client (tests). Neither: standalone mode. */
-  objects?: VolumeObjectSource;
-  recorder?: EventRecorder;
-  /** The node's labels, for PersistentVolume node affinity. */
-  nodeLabels?: () => Record<string, string> | undefined;
-  /**
-   * What downward-API limits default to and what bounds a memory emptyDir: a fixed value, or one
-   * asked for each time (the Node's allocatable, which may come later); the machine's when absent.
-   */
-  nodeAllocatable?: NodeAllocatable | (() => NodeAllocatable | undefined);
-  objectCacheTtlMs?: number;
-  /** How long waitForAttachAndMount waits (default 2 min 3 s, as upstream). */
-  mountTimeoutMs?: number;
-  /** For subPathExpr: the node's IPs and the env's configMap and secret lookups. */
-  hostIPs?: string[];
-  envSources?: EnvSources;
-  /** SELinux relabelling of managed volumes; default: whether the host has SELinux. */
-  selinuxEnabled?: boolean;
-  tokenManager?: TokenManager;
-  /** Make --root-dir a shared mount at start, for mount propagation (default true, as upstream). */
-  makeRootDirShared?: boolean;
-  /** The CSI drivers the plugin watcher registered (shared with the CSI registration handler). */
-  csiDrivers?: CsiDriversStore;
-  /** Instead of client, for CSIDriver and VolumeAttachment objects (tests). */
-  csiObjects?: CsiObjectSource;
-}
 
 interface DesiredVolume {
   /** The pod's name for it (upstream: OuterVolumeSpecName). */
@@ -182,18 +121,6 @@ function podRef(pod: Pod): string {
 /** Go's %v of a []string: `[a b]`. */
 function goList(items: string[]): string {
   return `[${items.join(' ')}]`;
-}
-
-/** The volumes the pod's containers mount (upstream: GetPodVolumeNames): the ones worth waiting for. */
-export function expectedVolumes(pod: Pod): string[] {
-  const names = new Set<string>();
-  const containers = [
-    ...(pod.spec.initContainers ?? []),
-    ...pod.spec.containers,
-    ...((pod.spec.ephemeralContainers ?? []) as Container[]),
-  ];
-  for (const c of containers) for (const m of c.volumeMounts ?? []) names.add(m.name);
-  return [...names];
 }
 
 export class VolumeManagerImpl implements VolumeManager {
