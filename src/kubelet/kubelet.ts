@@ -4,56 +4,36 @@
  * callbacks the workers run (syncPod, syncTerminatingPod, syncTerminatedPod). Upstream: pkg/kubelet/kubelet.go.
  */
 import { mutableCopy } from '../lib/deep-readonly.js';
-import { mkdir, stat } from 'node:fs/promises';
-import path from 'node:path';
 import type { Pod, PodStatus } from '../api/core-v1.js';
-import type { ContainerManager } from '../cm/container-manager.js';
-import type { PodConfig } from '../config/pod-config.js';
 import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
-import type { ObjectEventRecorder } from '../events/event-recorder.js';
 import { nodeRef } from '../api/node.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
 import type { Clock, TimerHandle } from '../lib/clock.js';
-import { DEFAULT_BUCKETS_SECONDS, type Histogram, type MetricsRegistry } from '../lib/metrics.js';
+import { DEFAULT_BUCKETS_SECONDS, type Histogram } from '../lib/metrics.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import {
-  POD_STARTUP_DURATION_BUCKETS,
-  type PodStartupLatencyTracker,
-} from './pod-startup-latency-tracker.js';
-import type { PodLifecycleEvent, PodLifecycleEventGenerator } from '../pleg/generic-pleg.js';
-import type { PodCache } from '../pleg/pod-cache.js';
-import type { Node } from '../api/node.js';
+import { POD_STARTUP_DURATION_BUCKETS } from './pod-startup-latency-tracker.js';
+import type { PodLifecycleEvent } from '../pleg/generic-pleg.js';
 import { isMirrorPod } from '../api/pod-source.js';
-import type { MirrorPods } from '../pod/mirror-pods.js';
 import { PodManager } from '../pod/pod-manager.js';
 import { NETWORK_NOT_READY_ERROR_MSG, type PodWorkers, type SyncPodType } from '../podworkers/pod-workers.js';
-import type { ProberManager, ProbeUpdate } from '../prober/prober-manager.js';
-import type { WorkQueue } from '../podworkers/work-queue.js';
+import type { ProbeUpdate } from '../prober/prober-manager.js';
 import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
 import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { needToReconcilePodReadiness } from '../status/pod-conditions.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
-import type { StatusManager } from '../status/status-manager.js';
 import { ActiveDeadlineHandler } from './active-deadline.js';
-import type { VolumeManager } from '../volume/volume-manager.js';
-import {
-  AdmissionReason,
-  canAdmitPod,
-  PREEMPT_MESSAGE,
-  PREEMPT_REASON,
-  preemptedPodStatus,
-  sanitizeNodeAllocatable,
-} from './admission.js';
+import { PREEMPT_MESSAGE, PREEMPT_REASON, preemptedPodStatus } from './admission.js';
 import { runningPodToPod } from './running-pod.js';
-import { SysctlAllowlist } from './sysctl-allowlist.js';
-import { AppArmorValidator } from './apparmor-validator.js';
+import type { KubeletOptions } from './kubelet-options.js';
+import { PodAdmitter, type AdmitVerdict } from './pod-admitter.js';
+import { handlePodCleanups } from './pod-cleanups.js';
+import { makePodDataDirs } from './pod-data-dirs.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
-import { checkedPodUid } from '../api/pod-uid.js';
 import { compareStrings } from '../lib/compare.js';
 
 const log = logger('kubelet');
@@ -76,91 +56,8 @@ const SYNC_LOOP_STALL_MS = 2 * 60_000;
  */
 const ORPHANED_POD_GRACE_PERIOD_SECONDS = 1;
 
-export interface KubeletOptions {
-  nodeName: string;
-  rootDir: string;
-  /**
-   * The Node admission checks pods against (upstream: getNodeAnyWay): the API's copy in cluster mode,
-   * else the node this kubelet would register.
-   */
-  getNode: () => Node | undefined;
-  /** Cluster mode: the mirror pods of the static pods. */
-  mirrorPods?: MirrorPods;
-  /**
-   * The device manager's admission (upstream: the topology manager's admit handler over it, asked
-   * after the sysctls and before the predicates): devices are allocated for every container of a pod
-   * that asks for a device plugin's resource.
-   */
-  deviceAdmission?: DeviceAdmission;
-  /** The CPU manager, asked after AppArmor and before the devices, as upstream's topology admit handler orders its providers. */
-  cpuAllocator?: CPUAllocator;
-  /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
-  evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
-  /** The node shutdown manager's admit handler, asked last (upstream adds it after the others). */
-  shutdownAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
-  /** Where admission rejections and preemptions are reported (cluster mode: the API's Events). */
-  recorder?: ObjectEventRecorder;
-  /**
-   * Why the runtime's network is not ready, if it is not (upstream: runtimeState.networkErrors);
-   * pods that do not use the host network wait for it.
-   */
-  networkErrors?: () => string[];
-  /** The sysctls pods may set (safe ones and allowedUnsafeSysctls); default the safe ones. */
-  sysctlAllowlist?: SysctlAllowlist;
-  /** Whether pods' AppArmor profiles can be enforced here; default: checks this host. */
-  appArmorValidator?: AppArmorValidator;
-  /** The sources the kubelet waits to hear from before removing runtime pods it does not know. */
-  clock: Clock;
-  runtime: Runtime;
-  podConfig: PodConfig;
-  podCache: PodCache;
-  pleg: PodLifecycleEventGenerator;
-  /** Built by the caller with this kubelet as its syncer (see createPodWorkers in cmd). */
-  podWorkers: () => PodWorkers;
-  workQueue: WorkQueue;
-  statusManager: StatusManager;
-  /**
-   * The node's IPs, primary first, for hostIP/hostIPs in pod status. Upstream fills those only when it
-   * has an API client, so standalone mode leaves this out.
-   */
-  statusHostIPs?: string[];
-  /** The node's cgroup layout: kubepods, the QoS tiers and a cgroup per pod. */
-  containerManager: ContainerManager;
-  /** Liveness, readiness and startup probes; absent, containers are not probed. */
-  prober?: ProberManager;
-  /** Sets up the pods' volumes before their containers start, and tears them down after. */
-  volumeManager?: VolumeManager;
-  /** Where kubelet_pod_start_duration_seconds goes; absent, it is not measured. */
-  metrics?: MetricsRegistry;
-  /** The pod startup latency SLI of API pods: forgets a pod when its source removes it. */
-  podStartupLatency?: PodStartupLatencyTracker;
-  /** Extra health checks for /healthz (the runtime's, for one). */
-  healthChecks?: HealthChecker[];
-}
+export type { CPUAllocator, DeviceAdmission, KubeletOptions } from './kubelet-options.js';
 
-/** What admission asks of the CPU manager (its static policy). */
-export interface CPUAllocator {
-  /** Exclusive CPUs for the pod's containers that qualify; throws why not (an error with a `reason` names the rejection). */
-  allocate(pod: Pod): void;
-}
-
-/** What admission asks of the device manager. */
-export interface DeviceAdmission {
-  /** Whether any container of pod asks for a device plugin's resource (so admission must wait for the plugin). */
-  podRequestsDevices(pod: Pod): boolean;
-  /** Allocates devices for every container of pod; throws why it cannot. */
-  allocatePod(pod: Pod): Promise<void>;
-  /** Devices held per resource: the node's allocatable is never counted below them. */
-  allocatedDeviceCounts(): ReadonlyMap<string, number>;
-}
-
-function unexpectedAdmissionError(err: unknown): ReturnType<typeof canAdmitPod> {
-  return {
-    admit: false,
-    reason: AdmissionReason.UnexpectedAdmissionError,
-    message: `Unexpected error while attempting to admit the pod: ${errorMessage(err)}`,
-  };
-}
 /** How long after a pod's containers stopped the PLEG is asked to relist (see syncTerminatingPod). */
 const RELIST_AFTER_TERMINATION_MS = 50;
 
@@ -171,8 +68,7 @@ export class Kubelet implements ServerHost {
   private readonly opts: KubeletOptions;
   private readonly clock: Clock;
   private readonly runtime: Runtime;
-  private readonly sysctlAllowlist: SysctlAllowlist;
-  private readonly appArmorValidator: AppArmorValidator;
+  private readonly admitter: PodAdmitter;
   /** spec.activeDeadlineSeconds: a sync loop handler and a pod sync handler (upstream activeDeadlineHandler). */
   private readonly activeDeadline: ActiveDeadlineHandler;
   private podWorkers!: PodWorkers;
@@ -199,8 +95,6 @@ export class Kubelet implements ServerHost {
    * the order the pods came; pods that come meanwhile queue behind, so each is admitted against the
    * ones before it. A pod waiting here gets no work until its verdict.
    */
-  private admissionTail: Promise<void> | undefined;
-  private readonly pendingAdmission = new Set<string>();
   private readonly unsubscribers: (() => void)[] = [];
   private plegLoop: Promise<void> | undefined;
   private housekeepingRunning = false;
@@ -225,8 +119,7 @@ export class Kubelet implements ServerHost {
       [],
       DEFAULT_BUCKETS_SECONDS,
     );
-    this.sysctlAllowlist = opts.sysctlAllowlist ?? SysctlAllowlist.forNode([]);
-    this.appArmorValidator = opts.appArmorValidator ?? AppArmorValidator.forHost();
+    this.admitter = new PodAdmitter({ ...opts, activePods: () => this.getActivePods() });
     this.activeDeadline = new ActiveDeadlineHandler(
       opts.clock,
       (uid) => opts.statusManager.getPodStatus(uid),
@@ -405,11 +298,11 @@ export class Kubelet implements ServerHost {
     // First of all, so that the pod counts as wanted whatever happens to it next.
     this.podManager.addPod(pod);
     if (!known && !this.podWorkers.isPodTerminationRequested(uid)) {
-      if (this.admissionTail || this.opts.deviceAdmission?.podRequestsDevices(pod)) {
-        this.admitLater(pod);
+      if (this.admitter.mustQueue(pod)) {
+        this.admitter.admitLater(pod, (verdict) => this.admitted(uid, verdict));
         return;
       }
-      const verdict = this.admitPod(pod);
+      const verdict = this.admitter.admitPod(pod);
       if (!verdict.admit) {
         this.rejectPod(pod, verdict.reason, verdict.message);
         return;
@@ -420,120 +313,17 @@ export class Kubelet implements ServerHost {
     this.dispatchWork(pod, 'create');
   }
 
-  /**
-   * Only pods that are not already running can be refused (upstream: canAdmitPod), and only the
-   * admitted pods that still hold resources count against it (upstream: filterOutInactivePods). An
-   * admit handler that fails refuses the pod, as upstream's UnexpectedAdmissionError does.
-   */
-  private admitPod(pod: Pod): ReturnType<typeof canAdmitPod> {
-    try {
-      return this.admitBeforeDevices(pod) ?? this.admitPredicates(pod);
-    } catch (err) {
-      return unexpectedAdmissionError(err);
+  /** A queued admission's verdict, applied to the pod as it is now: it may have changed, or gone, meanwhile. */
+  private admitted(uid: string, verdict: AdmitVerdict): void {
+    const current = this.podManager.getPodByUid(uid);
+    if (!current || this.stopController.signal.aborted) return;
+    if (!verdict.admit) {
+      this.rejectPod(current, verdict.reason, verdict.message);
+      return;
     }
-  }
-
-  /** Upstream's eviction handler comes first, then the sysctl allowlist, then AppArmor; undefined when all admit. */
-  private admitBeforeDevices(pod: Pod): ReturnType<typeof canAdmitPod> | undefined {
-    const eviction = this.opts.evictionAdmit?.(pod);
-    if (eviction && !eviction.admit) return eviction;
-    const sysctls = this.sysctlAllowlist.admit(pod);
-    if (!sysctls.admit) return sysctls;
-    const appArmor = this.appArmorValidator.admit(pod);
-    if (!appArmor.admit) return appArmor;
-    return this.allocateCPUs(pod);
-  }
-
-  /**
-   * upstream's admission.GetPodAdmitResult of the CPU manager's Allocate error: its own reason when it
-   * has one (SMTAlignmentError), else UnexpectedAdmissionError.
-   */
-  private allocateCPUs(pod: Pod): ReturnType<typeof canAdmitPod> | undefined {
-    try {
-      this.opts.cpuAllocator?.allocate(pod);
-      return undefined;
-    } catch (err) {
-      const reason = (err as { reason?: unknown }).reason;
-      if (typeof reason === 'string') return { admit: false, reason, message: errorMessage(err) };
-      return {
-        admit: false,
-        reason: AdmissionReason.UnexpectedAdmissionError,
-        message: `Allocate failed due to ${errorMessage(err)}, which is unexpected`,
-      };
-    }
-  }
-
-  /** The predicates, against a node whose allocatable covers the devices already held (upstream: UpdatePluginResources). */
-  private admitPredicates(pod: Pod): ReturnType<typeof canAdmitPod> {
-    const uid = pod.metadata.uid ?? '';
-    // Pods queued for admission behind this one are not admitted yet: they hold nothing.
-    const active = this.getActivePods().filter(
-      (p) => p.metadata.uid !== uid && !this.pendingAdmission.has(p.metadata.uid ?? ''),
-    );
-    const counts = this.opts.deviceAdmission?.allocatedDeviceCounts();
-    const node = this.opts.getNode();
-    const verdict = canAdmitPod(pod, active, node && counts ? sanitizeNodeAllocatable(node, counts) : node);
-    if (!verdict.admit) return verdict;
-    // The node shutdown manager's handler is the last one upstream registers.
-    const shutdown = this.opts.shutdownAdmit?.(pod);
-    return shutdown && !shutdown.admit ? shutdown : verdict;
-  }
-
-  /** Admission with the device plugins' Allocate in it, queued behind any admission still running. */
-  private admitLater(pod: Pod): void {
-    const uid = pod.metadata.uid ?? '';
-    this.pendingAdmission.add(uid);
-    const admit = async (): Promise<void> => {
-      let verdict: ReturnType<typeof canAdmitPod>;
-      try {
-        verdict =
-          this.admitBeforeDevices(pod) ?? (await this.allocateDevices(pod)) ?? this.admitPredicates(pod);
-      } catch (err) {
-        verdict = unexpectedAdmissionError(err);
-      } finally {
-        this.pendingAdmission.delete(uid);
-      }
-      // The pod as it is now: it may have been updated, or removed, while it waited.
-      const current = this.podManager.getPodByUid(uid);
-      if (!current || this.stopController.signal.aborted) return;
-      if (!verdict.admit) {
-        this.rejectPod(current, verdict.reason, verdict.message);
-        return;
-      }
-      for (const victim of verdict.preempt)
-        this.forPod(victim, 'preempt', () => this.preemptPod(victim, current));
-      this.dispatchWork(current, 'create');
-    };
-    const tail = (this.admissionTail ?? Promise.resolve()).then(() =>
-      admit().catch((err: unknown) =>
-        log.error('Sync loop step failed for pod', {
-          pod: podRef(pod),
-          step: 'admit',
-          err: errorMessage(err),
-        }),
-      ),
-    );
-    this.admissionTail = tail;
-    void tail.then(() => {
-      if (this.admissionTail === tail) this.admissionTail = undefined;
-    });
-  }
-
-  /** The device manager's verdict (upstream: admission.GetPodAdmitResult of Allocate's error); undefined when it admits. */
-  private async allocateDevices(pod: Pod): Promise<ReturnType<typeof canAdmitPod> | undefined> {
-    const devices = this.opts.deviceAdmission;
-    // A pod that asks for no device has nothing to allocate (upstream's Allocate loops over nothing).
-    if (!devices?.podRequestsDevices(pod)) return undefined;
-    try {
-      await devices.allocatePod(pod);
-      return undefined;
-    } catch (err) {
-      return {
-        admit: false,
-        reason: AdmissionReason.UnexpectedAdmissionError,
-        message: `Allocate failed due to ${errorMessage(err)}, which is unexpected`,
-      };
-    }
+    for (const victim of verdict.preempt)
+      this.forPod(victim, 'preempt', () => this.preemptPod(victim, current));
+    this.dispatchWork(current, 'create');
   }
 
   private handlePodUpdates(pods: Pod[]): void {
@@ -576,7 +366,7 @@ export class Kubelet implements ServerHost {
 
   private dispatchWork(pod: Pod, updateType: SyncPodType): void {
     // Its admission dispatches it once decided.
-    if (this.pendingAdmission.has(pod.metadata.uid ?? '')) return;
+    if (this.admitter.isPending(pod.metadata.uid ?? '')) return;
     const mirrorPod = this.opts.mirrorPods?.mirrorOf(pod);
     this.podWorkers.updatePod({ pod, mirrorPod, updateType, startTimeMs: this.clock.now() });
   }
@@ -722,7 +512,7 @@ export class Kubelet implements ServerHost {
     // A static pod shows in the API as its mirror pod (upstream: syncPod, before the data dirs).
     await this.opts.mirrorPods?.reconcile(pod, signal);
     try {
-      await this.makePodDataDirs(uid);
+      await makePodDataDirs(this.opts.rootDir, uid);
     } catch (err) {
       this.opts.recorder?.event(
         pod,
@@ -903,25 +693,6 @@ export class Kubelet implements ServerHost {
     return statusFn ? statusFn(status) : status;
   }
 
-  /** Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. */
-  private async makePodDataDirs(uid: string): Promise<void> {
-    // Never a folder outside --root-dir, whatever a source said the UID is.
-    const podDir = path.join(this.opts.rootDir, 'pods', checkedPodUid(uid));
-    // Every sync makes them, as upstream's does with MkdirAll: a stat each when they are there (every
-    // sync but the pod's first), where mkdir -p made a mkdir and a stat each.
-    for (const dir of [path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) {
-      let isDirectory: boolean;
-      try {
-        isDirectory = (await stat(dir)).isDirectory();
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-        await mkdir(dir, { recursive: true });
-        continue;
-      }
-      if (!isDirectory) throw Object.assign(new Error(`mkdir ${dir}: not a directory`), { code: 'ENOTDIR' });
-    }
-  }
-
   // ---- housekeeping (upstream: HandlePodCleanups) -------------------------------------------------
 
   private async housekeeping(): Promise<void> {
@@ -931,40 +702,15 @@ export class Kubelet implements ServerHost {
     if (this.housekeepingRunning) return;
     this.housekeepingRunning = true;
     try {
-      const desired = this.podManager.getPods().map((p) => p.metadata.uid ?? '');
-      const workers = this.podWorkers.syncKnownPods(desired);
-      this.opts.statusManager.removeOrphanedStatuses(new Set(desired));
-      this.opts.prober?.cleanupPods(desired);
-      const desiredUids = new Set(desired);
-      for (const uid of this.podStatusFns.keys()) if (!desiredUids.has(uid)) this.podStatusFns.delete(uid);
-
-      // Pods the runtime runs that no worker knows: left over from before a restart, or removed while we were down.
-      const runningPods = await this.runtime.getPods(false);
-      for (const rp of runningPods) {
-        if (workers.has(rp.uid)) continue;
-        log.v(2, 'Found a runtime pod no source wants: stopping it', {
-          pod: `${rp.namespace}/${rp.name}`,
-          podUID: rp.uid,
-        });
-        this.podWorkers.updatePod({ updateType: 'kill', runningPod: rp, startTimeMs: this.clock.now() });
-      }
-      // A mirror pod whose static pod is gone goes once that pod has stopped.
-      await this.opts.mirrorPods?.deleteOrphaned(
-        (fullName) => this.podManager.getPodByFullName(fullName),
-        (fullName) => this.podWorkers.isPodForMirrorPodTerminatingByFullName(fullName),
-        this.stopController.signal,
-      );
-
-      // Folders of pods that are gone and cannot be running (upstream: cleanupOrphanedPodDirs).
-      const keep = new Set([...desired, ...runningPods.map((rp) => rp.uid)]);
-      await this.opts.volumeManager?.cleanupOrphanedPodDirs(
-        (uid) => keep.has(uid) || this.podWorkers.couldHaveRunningContainers(uid),
-      );
-
-      // Each pass, as upstream's HandlePodCleanups does: a pod cgroup goes once its pod cannot be running.
-      await this.opts.containerManager.cleanupOrphanedPodCgroups((uid) =>
-        this.podWorkers.couldHaveRunningContainers(uid),
-      );
+      await handlePodCleanups({
+        podManager: this.podManager,
+        podWorkers: this.podWorkers,
+        runtime: this.runtime,
+        opts: this.opts,
+        podStatusFns: this.podStatusFns,
+        clock: this.clock,
+        signal: this.stopController.signal,
+      });
 
       const now = this.clock.now();
       if (now - this.lastContainerGcMs >= CONTAINER_GC_PERIOD_MS) {
