@@ -10,6 +10,7 @@
  */
 
 import { KubeletError } from '../lib/errors.js';
+import { goQuote } from '../lib/go-quote.js';
 
 /** A pattern or image split as Go's url.Parse splits `https://<it>`. */
 export interface SchemelessUrl {
@@ -303,9 +304,4 @@ function getEsc(chunkIn: string[]): { r: string; after: string[] } {
 
 function codePoint(c: string): number {
   return c.codePointAt(0) ?? 0;
-}
-
-/** Go's %q for the short ASCII strings these messages quote. */
-function goQuote(s: string): string {
-  return JSON.stringify(s);
 }
