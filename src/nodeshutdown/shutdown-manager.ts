@@ -12,7 +12,8 @@
  *
  * Without logind (containers, CI) start fails; the kubelet logs that once and goes on without it,
  * as upstream. A bus connection lost after start is retried every second. SIGUSR1 also starts a
- * shutdown, as upstream (a way to test it by hand).
+ * shutdown: tskubelet's own way to try it by hand without powering the machine off. Upstream has no
+ * such signal (its manager listens to logind's PrepareForShutdown alone).
  *
  * The start and end of the last shutdown are kept in <root-dir>/graceful_node_shutdown_state and
  * published at the next start as kubelet_graceful_shutdown_{start,end}_time_seconds.
