@@ -3,8 +3,8 @@
 # loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, certificates made here),
 # the private containerd of scripts/runtime-stack.sh with the e2e images imported, tskubelet joined
 # as the only node, and the `[NodeConformance]` specs of upstream's e2e.test run by ginkgo.
-# Manual and local only: CI does not run it (the upstream binaries are built from a source snapshot
-# CI cannot fetch, see ../shared/upstream/README.md).
+# Manual and local only: CI does not run it (the upstream binaries and images are built outside the
+# repository from Kubernetes' v1.28.7 source, which CI cannot fetch).
 #
 # Usage (as root): UPSTREAM_BIN=DIR UPSTREAM_IMAGES=DIR [PEER_KUBELET=FILE] npm run conformance
 #   UPSTREAM_BIN     kube-apiserver, kube-controller-manager, kube-scheduler, e2e.test, ginkgo
