@@ -194,6 +194,17 @@ function validateServingAndLimits(
     `must be >= 1, got ${r.containerLogMaxWorkers}`,
   );
   check(r.containerLogMonitorIntervalMs >= 3000, 'containerLogMonitorInterval', 'must be at least 3s');
+  // Upstream's words, its slip included ("for enableSystemLogHandler" where enableSystemLogQuery is meant).
+  check(
+    !r.enableSystemLogQuery || (r.featureGates.NodeLogQuery ?? false),
+    'enableSystemLogQuery',
+    'NodeLogQuery feature gate is required for enableSystemLogHandler',
+  );
+  check(
+    !r.enableSystemLogQuery || r.enableSystemLogHandler,
+    'enableSystemLogQuery',
+    'enableSystemLogHandler is required for enableSystemLogQuery',
+  );
   check(
     r.memoryThrottlingFactor > 0 && r.memoryThrottlingFactor <= 1,
     'memoryThrottlingFactor',

@@ -29,7 +29,6 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('contentType', 'contentType'),
   field('enableContentionProfiling', 'enableContentionProfiling'),
-  field('enableSystemLogQuery', 'enableSystemLogQuery'),
   field('failCgroupV1', 'failCgroupV1'),
   field('hairpinMode', 'hairpinMode'),
   field('kernelMemcgNotification', 'kernelMemcgNotification'),
@@ -53,6 +52,7 @@ export const FEATURE_GATES_ACTED_ON: readonly string[] = [
   'GracefulNodeShutdownBasedOnPodPriority',
   'KubeletFineGrainedAuthz',
   'KubeletPodResourcesGet',
+  'NodeLogQuery',
 ];
 
 /**

@@ -32,6 +32,11 @@ import { serveHealthz, type HealthChecker } from './healthz.js';
 import { authorizeRequest, nodeRequestAttributes, RequestAuthenticator } from './kubelet-auth.js';
 import { serveNodeLogs } from './node-logs.js';
 import {
+  NODE_LOG_QUERY_TIMEOUT_MS,
+  serveNodeLogQuery,
+  type NodeLogQuerySettings,
+} from './node-log-query-handler.js';
+import {
   methodNotAllowed,
   notFound,
   parseRequestTarget,
@@ -106,6 +111,8 @@ export interface KubeletServerConfig {
   };
   enableDebuggingHandlers: boolean;
   enableSystemLogHandler: boolean;
+  /** `/logs/?query=` (journalctl and log files), with the NodeLogQuery feature gate. */
+  enableSystemLogQuery?: boolean;
   /** /debug/pprof/ (upstream default true); a debugging handler, off with enableDebuggingHandlers. */
   enableProfilingHandler?: boolean;
   /** PUT /debug/flags/v (upstream default true); a debugging handler too. */
@@ -130,6 +137,10 @@ export interface KubeletServerOptions {
   nodeLogsDir?: string;
   /** Folders that symlinks under nodeLogsDir may point into (the pod log folder, when it is elsewhere). */
   nodeLogsSymlinkRoots?: string[];
+  /** The journalctl node log queries run (default: found on PATH). */
+  journalctlPath?: string;
+  /** How long one node log query may run (default upstream's 30 s). */
+  nodeLogQueryTimeoutMs?: number;
   clock?: Clock;
   /** The serving pair issued through a CSR (serverTLSBootstrap), instead of tlsCertFile or a self-signed one. */
   servingCertificate?: { certPem: string; keyPem: string };
@@ -182,6 +193,8 @@ export interface ServerState {
   debugHandlers: DebugHandlerSettings;
   nodeLogsDir: string;
   nodeLogsSymlinkRoots: string[];
+  /** Set when `/logs/?query=` is served (NodeLogQuery and enableSystemLogQuery). */
+  nodeLogQuery?: NodeLogQuerySettings;
   streamIdleTimeoutMs: number;
   runtimeRequestTimeoutMs: number;
   clock: Clock;
@@ -296,6 +309,14 @@ export async function startKubeletServer(
     },
     nodeLogsDir: opts.nodeLogsDir ?? DEFAULT_NODE_LOGS_DIR,
     nodeLogsSymlinkRoots: opts.nodeLogsSymlinkRoots ?? [],
+    ...((config.featureGates.NodeLogQuery ?? false) && config.enableSystemLogQuery
+      ? {
+          nodeLogQuery: {
+            journalctlPath: opts.journalctlPath ?? 'journalctl',
+            timeoutMs: opts.nodeLogQueryTimeoutMs ?? NODE_LOG_QUERY_TIMEOUT_MS,
+          },
+        }
+      : {}),
     streamIdleTimeoutMs: config.streamingConnectionIdleTimeoutMs,
     runtimeRequestTimeoutMs: config.runtimeRequestTimeoutMs,
     clock,
@@ -651,6 +672,7 @@ async function route(state: ServerState, ctx: RequestContext): Promise<void> {
       return sendJson(res, 200, podList(await state.host.getRunningPods()));
     case 'logs':
       if (!state.systemLogs) return sendText(res, 405, 'logs endpoint is disabled.\n');
+      if (state.nodeLogQuery && (await serveNodeLogQuery(state, state.nodeLogQuery, ctx))) return;
       return serveNodeLogs(state, ctx);
     case 'node':
       // The node page shows what /pods, /containerLogs and the events show: a debugging handler, off with them.

@@ -55,13 +55,9 @@ export async function serveNodeLogs(state: ServerState, ctx: RequestContext): Pr
   const { res } = ctx;
   if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return methodNotAllowed(res);
   const rel = ctx.segments.slice(1);
-  const root = await realpath(state.nodeLogsDir).catch(() => undefined);
+  const allowed = await nodeLogRoots(state);
+  const root = allowed[0];
   if (!root) return notFound(res);
-  const allowed = [root];
-  for (const r of state.nodeLogsSymlinkRoots) {
-    const real = await realpath(r).catch(() => undefined);
-    if (real) allowed.push(real);
-  }
   const opened = await openWithin(path.join(root, ...rel), allowed);
   if (!opened) return notFound(res);
   const urlPath = ctx.path;
@@ -86,6 +82,18 @@ export async function serveNodeLogs(state: ServerState, ctx: RequestContext): Pr
   return serveFile(ctx, opened.path, opened.fh, opened.info);
 }
 
+/** The log folder, then the folders links in it may lead into, each resolved; none without the folder. */
+export async function nodeLogRoots(state: ServerState): Promise<string[]> {
+  const root = await realpath(state.nodeLogsDir).catch(() => undefined);
+  if (!root) return [];
+  const allowed = [root];
+  for (const r of state.nodeLogsSymlinkRoots) {
+    const real = await realpath(r).catch(() => undefined);
+    if (real) allowed.push(real);
+  }
+  return allowed;
+}
+
 function fdPath(fh: FileHandle): string {
   return `/proc/self/fd/${fh.fd}`;
 }
@@ -95,7 +103,7 @@ function fdPath(fh: FileHandle): string {
  * judged by where the open descriptor really points; undefined for anything else. O_NONBLOCK keeps a
  * planted FIFO from holding the request; the caller closes the handle.
  */
-async function openWithin(
+export async function openWithin(
   p: string,
   allowed: readonly string[],
 ): Promise<{ fh: FileHandle; info: Stats; path: string } | undefined> {

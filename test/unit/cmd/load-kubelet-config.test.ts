@@ -57,6 +57,30 @@ describe('loadKubeletConfig', () => {
     assert.fail(`expected ${argv.join(' ')} to fail`);
   }
 
+  test('enableSystemLogQuery needs NodeLogQuery and enableSystemLogHandler (upstream texts), and is acted on', async () => {
+    const message = await failure([
+      '--config',
+      writeConfig(`${HEADER}enableSystemLogQuery: true\nenableSystemLogHandler: false\n`, 'no-gate.yaml'),
+    ]);
+    assert.match(
+      message,
+      /enableSystemLogQuery: NodeLogQuery feature gate is required for enableSystemLogHandler/,
+    );
+    assert.match(
+      message,
+      /enableSystemLogQuery: enableSystemLogHandler is required for enableSystemLogQuery/,
+    );
+    const loaded = await run([
+      '--config',
+      writeConfig(`${HEADER}enableSystemLogQuery: true\nfeatureGates: {NodeLogQuery: true}\n`, 'ok.yaml'),
+    ]);
+    assert.equal(loaded.config.enableSystemLogQuery, true);
+    assert.ok(
+      !warnings.some((w) => w.includes('not acted on') && /enableSystemLogQuery|NodeLogQuery/.test(w)),
+      warnings.join('\n'),
+    );
+  });
+
   test('enforcing system-reserved or kube-reserved needs the cgroup named, as upstream validates', async () => {
     const message = await failure([
       '--config',
