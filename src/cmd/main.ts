@@ -101,6 +101,12 @@ async function run(loaded: RunConfig): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // Without a listener Node answers SIGUSR1 by opening its inspector on 127.0.0.1:9229, where any local
+  // user could attach a debugger to this root process. The node shutdown manager adds its own listener
+  // (SIGUSR1 starts a graceful shutdown); without it the signal is only logged.
+  process.on('SIGUSR1', () => {
+    if (process.listenerCount('SIGUSR1') === 1) log.info('Ignored SIGUSR1: graceful node shutdown is off');
+  });
 
   const opts = { componentStatuses: () => runner.statuses(), signal: stopController.signal };
   let host: ServerHost;

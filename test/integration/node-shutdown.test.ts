@@ -243,6 +243,16 @@ describe('graceful node shutdown through logind on a private bus', () => {
     assert.equal(logind.heldLocks(), 1);
     await withLog(waitFor('the node to be Ready again', () => ready()?.status === 'True', 15_000));
   });
+
+  test("SIGUSR1 starts the same shutdown (tskubelet's own way to try it by hand)", async () => {
+    kubelet.signal('SIGUSR1');
+    await withLog(
+      waitFor('the node to be NotReady', () => ready()?.message?.includes('node is shutting down'), 10_000),
+    );
+    const log = await kubelet.logs();
+    assert.match(log, /Received shutdown signal from USR1/);
+    assert.doesNotMatch(log, /Ignored SIGUSR1|Debugger listening/);
+  });
 });
 
 describe('the logind client on a private bus', () => {

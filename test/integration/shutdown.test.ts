@@ -2,6 +2,7 @@
  * Shutdown under one deadline, through the built kubelet and the private containerd: a pod being
  * terminated with a long grace period does not hold SIGTERM (upstream's kubelet exits without
  * waiting for it either), the runtime keeps the pod, and the next start finishes the termination.
+ * And SIGUSR1, which Node answers by opening its inspector unless someone listens for it.
  */
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -115,5 +116,31 @@ describe('shutdown under a deadline', () => {
     assert.equal(code, 1);
     assert.ok(elapsedMs < 1500, `the second signal took ${elapsedMs} ms to end the process`);
     assert.match(await k.logs(), /Second signal: exiting now/);
+  });
+});
+
+describe('SIGUSR1 without graceful node shutdown', () => {
+  let kubelet: KubeletProcess | undefined;
+
+  afterEach(async () => {
+    await kubelet?.dispose();
+    kubelet = undefined;
+  });
+
+  test('is logged and opens no inspector', async () => {
+    // Port 0: should the inspector open after all, it must not take another process's 9229.
+    const k = new KubeletProcess({ env: { NODE_OPTIONS: '--inspect-port=127.0.0.1:0' } });
+    kubelet = k;
+    await k.start();
+    k.signal('SIGUSR1');
+    await waitFor(
+      'the kubelet to say what it did with SIGUSR1',
+      async () => /Debugger listening|SIGUSR1/.test(await k.logs()),
+      5000,
+    );
+    const logs = await k.logs();
+    assert.doesNotMatch(logs, /Debugger listening/, 'SIGUSR1 opened the Node inspector');
+    assert.match(logs, /"Ignored SIGUSR1: graceful node shutdown is off"/);
+    assert.ok(k.isRunning(), 'the kubelet runs on');
   });
 });
