@@ -43,6 +43,8 @@ export type KubeletErrorCode =
   | 'INVALID_CPUSET'
   /** The CPU manager could not give a container the CPUs it asks for, or cannot start on its state. */
   | 'CPU_ALLOCATION_FAILED'
+  /** The memory manager could not give a container NUMA-aligned memory, or cannot start on its state. */
+  | 'MEMORY_ALLOCATION_FAILED'
   /** An httpGet probe's or lifecycle hook's request to a pod failed (worded as Go's url.Error). */
   | 'HTTP_GET_FAILED'
   /** A registry pattern or image name that Go's url.Parse would refuse (credential providers). */
