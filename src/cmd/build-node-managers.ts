@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Node, NodeAllocatable } from '../api/node.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
+import { detectSwapSettings, type NodeSwapSettings } from '../cm/swap.js';
 import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
 import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
@@ -45,6 +46,8 @@ export interface NodeManagers {
   readonly getNode: () => Node | undefined;
   /** The Node's allocatable, for containers without limits (upstream defaultPodLimitsForDownwardAPI). */
   readonly nodeAllocatableForPods: () => NodeAllocatable | undefined;
+  /** memorySwap.swapBehavior and the node's swap controller, for containers' swap limits. */
+  readonly swap: NodeSwapSettings;
 }
 
 export async function buildNodeManagers(
@@ -56,6 +59,8 @@ export async function buildNodeManagers(
   // Upstream makes these at start: the pod log folder and the legacy /var/log/containers symlink folder.
   await mkdir(config.podLogsDir, { recursive: true });
   await mkdir(opts.legacyContainerLogsDir ?? LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
+  // Upstream refuses LimitedSwap on cgroup v1 before it makes the container manager.
+  const swap = await detectSwapSettings(config);
   const containerManager = await (opts.createContainerManager ?? createContainerManager)({
     config,
     clock,
@@ -136,6 +141,7 @@ export async function buildNodeManagers(
     apiNode,
     getNode,
     nodeAllocatableForPods,
+    swap,
   };
 }
 

@@ -97,6 +97,7 @@ function runtimeManager(
     cgroupParent: (pod) => containerManager.podCgroupParent(pod),
     cpuCFSQuota: config.cpuCFSQuota,
     cpuCFSQuotaPeriodUs: config.cpuCFSQuotaPeriodMs * 1000,
+    swap: node.swap,
     podInfraContainerImage: flags.podInfraContainerImage,
     probeResults: prober.runtimeProbeResults,
     recorder,

@@ -2,6 +2,7 @@
 import { isIP } from 'node:net';
 
 import { parseQuantity } from '../api/quantity.js';
+import { goQuote } from '../lib/go-quote.js';
 import { TAINT_EFFECTS } from './kubelet-config-schema.js';
 import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
 
@@ -194,6 +195,20 @@ function validateServingAndLimits(
     `must be >= 1, got ${r.containerLogMaxWorkers}`,
   );
   check(r.containerLogMonitorIntervalMs >= 3000, 'containerLogMonitorInterval', 'must be at least 3s');
+  // NodeSwap is on by default in v1.30; UnlimitedSwap is gone.
+  if (r.featureGates.NodeSwap ?? true) {
+    check(
+      ['', 'NoSwap', 'LimitedSwap'].includes(r.memorySwap.swapBehavior),
+      'memorySwap.swapBehavior',
+      `${goQuote(r.memorySwap.swapBehavior)} must be one of: "", "LimitedSwap" or "NoSwap"`,
+    );
+  } else {
+    check(
+      r.memorySwap.swapBehavior === '',
+      'memorySwap.swapBehavior',
+      'cannot be set when NodeSwap feature flag is disabled',
+    );
+  }
   // Upstream's words, its slip included ("for enableSystemLogHandler" where enableSystemLogQuery is meant).
   check(
     !r.enableSystemLogQuery || (r.featureGates.NodeLogQuery ?? false),

@@ -35,7 +35,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('kubeletCgroups', 'kubeletCgroups'),
   field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'),
   field('memoryManagerPolicy', 'memoryManagerPolicy'),
-  field('memorySwap', 'memorySwap'),
   field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
   field('podCIDR', 'podCIDR'),
   field('protectKernelDefaults', 'protectKernelDefaults'),
@@ -53,6 +52,7 @@ export const FEATURE_GATES_ACTED_ON: readonly string[] = [
   'KubeletFineGrainedAuthz',
   'KubeletPodResourcesGet',
   'NodeLogQuery',
+  'NodeSwap',
 ];
 
 /**

@@ -10,6 +10,7 @@ import type { CDIDevice, ContainerConfig, Device, Image, Mount } from '../cri/ty
 import { hashContainer } from './container-hash.js';
 import { expandContainerCommandAndArgs, makeEnvironmentVariables, type EnvSources } from './container-env.js';
 import { generateLinuxContainerResources } from './container-resources.js';
+import type { SwapSettings } from './container-swap.js';
 import type { EventRecorder } from './event-recorder.js';
 import { newContainerAnnotations, newContainerLabels } from './labels.js';
 import { buildContainerLogsDirectory } from './sandbox-config.js';
@@ -30,6 +31,8 @@ export interface ContainerConfigOptions {
   memoryCapacityBytes: number;
   cpuCFSQuota: boolean;
   cpuCFSQuotaPeriodUs: number;
+  /** What containers may swap (memorySwap.swapBehavior); without it swap is left to the runtime. */
+  swap?: SwapSettings;
   seccompDefault: boolean;
   envSources: EnvSources;
   /** Where warnings about the spec go (skipped envFrom keys). */

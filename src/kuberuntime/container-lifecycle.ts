@@ -241,6 +241,7 @@ export class ContainerLifecycle {
         memoryCapacityBytes: this.memoryCapacityBytes,
         cpuCFSQuota: this.opts.cpuCFSQuota ?? true,
         cpuCFSQuotaPeriodUs: this.opts.cpuCFSQuotaPeriodUs ?? DEFAULT_QUOTA_PERIOD_US,
+        ...(this.opts.swap ? { swap: this.opts.swap } : {}),
         seccompDefault: this.opts.seccompDefault ?? false,
         envSources: this.opts.envSources ?? {},
         recorder: this.recorder,

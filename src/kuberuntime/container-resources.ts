@@ -8,6 +8,7 @@ import { isCriticalPod } from '../api/pod-source.js';
 import { getPodQOS } from '../api/qos.js';
 import { isZeroQuantity, quantityMilliValue, quantityValue } from '../api/quantity.js';
 import type { LinuxContainerResources } from '../cri/types.js';
+import { configureContainerSwapResources, type SwapSettings } from './container-swap.js';
 
 const MIN_SHARES = 2;
 const MAX_SHARES = 262_144;
@@ -40,6 +41,8 @@ export interface ContainerResourcesOptions {
   /** --cpu-cfs-quota (default true): enforce CPU limits with a CFS quota. */
   cpuCFSQuota: boolean;
   cpuCFSQuotaPeriodUs: number;
+  /** memorySwap.swapBehavior and what the node has; without it swap is left to the runtime. */
+  swap?: SwapSettings;
 }
 
 export function generateLinuxContainerResources(
@@ -69,6 +72,7 @@ export function generateLinuxContainerResources(
     resources.cpuPeriod = opts.cpuCFSQuotaPeriodUs;
     resources.cpuQuota = milliCPUToQuota(quantityMilliValue(limits.cpu), opts.cpuCFSQuotaPeriodUs);
   }
+  if (opts.swap) configureContainerSwapResources(resources, pod, container, opts.swap);
   return resources;
 }
 

@@ -10,6 +10,7 @@ import { realClock, type Clock } from '../lib/clock.js';
 import type { MetricsRegistry } from '../lib/metrics.js';
 import type { ProbeResults } from './compute-pod-actions.js';
 import type { DeviceRunOptions } from './container-config.js';
+import type { SwapSettings } from './container-swap.js';
 import type { EnvSources } from './container-env.js';
 import type { GCPolicy } from './container-gc.js';
 import { discardEvents, type EventRecorder } from './event-recorder.js';
@@ -54,6 +55,8 @@ export interface KubeGenericRuntimeManagerOptions {
   /** --cpu-cfs-quota (default true) and --cpu-cfs-quota-period (default 100 ms). */
   cpuCFSQuota?: boolean;
   cpuCFSQuotaPeriodUs?: number;
+  /** memorySwap.swapBehavior with the node's swap controller and capacity (cm/swap.ts). */
+  swap?: SwapSettings;
   /** --seccomp-default (default false). */
   seccompDefault?: boolean;
   /** The node's memory for OOM scores; default the machine's. */

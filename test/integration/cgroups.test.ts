@@ -22,6 +22,7 @@ import {
   type CgroupSubsystems,
 } from '../../src/cm/cgroup-subsystems.js';
 import { createContainerManager, type ContainerManager } from '../../src/cm/container-manager.js';
+import { detectSwapSettings } from '../../src/cm/swap.js';
 import { connectRuntime, type RuntimeConnection } from '../../src/cri/connect-runtime.js';
 import type { ContainerConfig, PodSandboxConfig } from '../../src/cri/types.js';
 import { generateLinuxContainerResources } from '../../src/kuberuntime/container-resources.js';
@@ -218,6 +219,12 @@ describe('cgroups on this machine, with a sandbox from containerd', { skip: skip
     });
     sandboxIds.push(sandboxId);
     const container = pod.spec.containers[0]!;
+    // memorySwap.swapBehavior left unset: NoSwap, as upstream v1.30 reads the machine for it.
+    const swap = await detectSwapSettings({
+      failSwapOn: false,
+      memorySwap: { swapBehavior: '' },
+      featureGates: {},
+    });
     const config: ContainerConfig = {
       metadata: { name: container.name, attempt: 0 },
       image: { image: BUSYBOX },
@@ -237,6 +244,7 @@ describe('cgroups on this machine, with a sandbox from containerd', { skip: skip
           memoryCapacityBytes: os.totalmem(),
           cpuCFSQuota: true,
           cpuCFSQuotaPeriodUs: 100_000,
+          swap,
         }),
       },
     };
@@ -258,10 +266,14 @@ describe('cgroups on this machine, with a sandbox from containerd', { skip: skip
       // The kernel's own list of the cgroup's tasks agrees.
       const procs = (await read('cpu', `${want}/cgroup.procs`)).split('\n');
       assert.ok(procs.includes(String(pid)), `cgroup.procs: ${procs.join(',')}`);
+      // NoSwap on v1: memory+swap held to the memory limit, where the kernel accounts swap.
+      if (swap.controllerAvailable)
+        assert.equal(await read('memory', `${want}/memory.memsw.limit_in_bytes`), String(64 * MiB));
       // The sandbox's pause process is in the pod cgroup too.
       assert.ok(await fs.exists(path.join(dirOf('memory'), podDir, sandboxId)));
     } else {
       assert.ok(lines.includes(`0::${want}`), lines.join(' | '));
+      if (swap.controllerAvailable) assert.equal(await read('memory', `${want}/memory.swap.max`), '0');
     }
 
     // Stop the pod the kubelet's way (the runtime's stop, not removePodCgroup's kill of leftovers).

@@ -81,6 +81,35 @@ describe('loadKubeletConfig', () => {
     );
   });
 
+  test('memorySwap.swapBehavior: NoSwap or LimitedSwap with NodeSwap (on by default), nothing without it', async () => {
+    assert.match(
+      await failure([
+        '--config',
+        writeConfig(`${HEADER}memorySwap: {swapBehavior: UnlimitedSwap}\n`, 'bad.yaml'),
+      ]),
+      /memorySwap.swapBehavior: "UnlimitedSwap" must be one of: "", "LimitedSwap" or "NoSwap"/,
+    );
+    assert.match(
+      await failure([
+        '--config',
+        writeConfig(
+          `${HEADER}featureGates: {NodeSwap: false}\nmemorySwap: {swapBehavior: NoSwap}\n`,
+          'off.yaml',
+        ),
+      ]),
+      /memorySwap.swapBehavior: cannot be set when NodeSwap feature flag is disabled/,
+    );
+    const loaded = await run([
+      '--config',
+      writeConfig(`${HEADER}failSwapOn: false\nmemorySwap: {swapBehavior: LimitedSwap}\n`, 'ok.yaml'),
+    ]);
+    assert.equal(loaded.config.memorySwap.swapBehavior, 'LimitedSwap');
+    assert.ok(
+      !warnings.some((w) => w.includes('not acted on') && w.includes('memorySwap')),
+      warnings.join('\n'),
+    );
+  });
+
   test('enforcing system-reserved or kube-reserved needs the cgroup named, as upstream validates', async () => {
     const message = await failure([
       '--config',
