@@ -322,12 +322,19 @@ function dropNulls(v: unknown): unknown {
 }
 
 function resolveRelativePaths(c: KubeletConfiguration, base: string): void {
-  const abs = (p: string | undefined) => (p && !path.isAbsolute(p) ? path.join(base, p) : p);
-  c.staticPodPath = abs(c.staticPodPath);
-  c.tlsCertFile = abs(c.tlsCertFile);
-  c.tlsPrivateKeyFile = abs(c.tlsPrivateKeyFile);
-  c.resolvConf = abs(c.resolvConf);
-  c.podLogsDir = abs(c.podLogsDir);
+  const abs = (p: string) => (p && !path.isAbsolute(p) ? path.join(base, p) : p);
+  // Only the fields the file sets: a key added as undefined would wipe the main file's value when
+  // a --config-dir drop-in is merged over it.
+  for (const key of [
+    'staticPodPath',
+    'tlsCertFile',
+    'tlsPrivateKeyFile',
+    'resolvConf',
+    'podLogsDir',
+  ] as const) {
+    const value = c[key];
+    if (value !== undefined) c[key] = abs(value);
+  }
   if (c.authentication?.x509?.clientCAFile)
     c.authentication.x509.clientCAFile = abs(c.authentication.x509.clientCAFile);
 }

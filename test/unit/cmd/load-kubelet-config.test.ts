@@ -253,6 +253,25 @@ describe('loadKubeletConfig', () => {
     assert.equal(config.tlsPrivateKeyFile, '/abs/kubelet.key');
   });
 
+  test("a drop-in keeps the file's paths it does not name; its own relative paths resolve from its folder", async () => {
+    const file = writeConfig(
+      HEADER +
+        'staticPodPath: manifests\ntlsCertFile: pki/kubelet.crt\ntlsPrivateKeyFile: pki/kubelet.key\n' +
+        'resolvConf: /etc/resolv.conf\npodLogsDir: /var/log/pods\nauthentication: { x509: { clientCAFile: ca.crt } }\n',
+    );
+    mkdirSync(join(dir, 'kubelet.conf.d'));
+    writeFileSync(join(dir, 'kubelet.conf.d', '10-runtime.conf'), HEADER + 'maxPods: 20\n');
+    writeFileSync(join(dir, 'kubelet.conf.d', '20-tls.conf'), HEADER + 'tlsCertFile: other.crt\n');
+    const { config } = await run(['--config', file, '--config-dir', 'kubelet.conf.d']);
+    assert.equal(config.maxPods, 20);
+    assert.equal(config.staticPodPath, join(dir, 'manifests'));
+    assert.equal(config.tlsCertFile, join(dir, 'kubelet.conf.d', 'other.crt'));
+    assert.equal(config.tlsPrivateKeyFile, join(dir, 'pki/kubelet.key'));
+    assert.equal(config.resolvConf, '/etc/resolv.conf');
+    assert.equal(config.podLogsDir, '/var/log/pods');
+    assert.equal(config.authentication.x509.clientCAFile, join(dir, 'ca.crt'));
+  });
+
   test('--config-dir drop-ins apply in lexical order over the file; maps merge, lists replace', async () => {
     const file = writeConfig(
       HEADER + 'maxPods: 50\nclusterDNS: [10.0.0.1, 10.0.0.2]\nkubeReserved: { cpu: 100m }\nport: 11000\n',
