@@ -11,9 +11,14 @@ bash scripts/runtime-stack.sh images
 bash scripts/runtime-stack.sh up
 eval "$(bash scripts/runtime-stack.sh env)"
 
+# The stack's endpoint goes in a drop-in: as a flag it would open the run with upstream's deprecation warning.
+mkdir -p .stack/example-config.d
+printf 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: %s\n' \
+  "$CONTAINER_RUNTIME_ENDPOINT" > .stack/example-config.d/10-runtime.conf
+
 echo "tskubelet: pods from examples/; bin/tskubelet get pods -A to list them, /healthz on http://127.0.0.1:10248 (Ctrl-C to stop)"
 exec bin/tskubelet \
   --config="$PWD/scripts/example-kubelet-config.yaml" \
-  --container-runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" \
+  --config-dir="$PWD/.stack/example-config.d" \
   --root-dir="$PWD/.stack/kubelet" \
   "$@"
