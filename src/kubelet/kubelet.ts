@@ -162,7 +162,7 @@ export class Kubelet implements ServerHost {
     await this.plegLoop?.catch(() => undefined);
     await this.podWorkers.stop();
     this.state = 'STOPPED';
-    log.info('Kubelet stopped');
+    log.info('Sync loop stopped');
   }
 
   /** Runs fn every periodMs until stop; the Clock has no interval, so each run schedules the next. */
