@@ -222,6 +222,28 @@ describe('NodeStatusManager: registration', () => {
     assert.equal(node.status?.nodeInfo?.containerRuntimeVersion, 'containerd://1.6.20~ds1');
   });
 
+  it("keeps the conditions others set (node-problem-detector's) through its status rounds", async () => {
+    const h = await harness();
+    const kernelDeadlock = {
+      type: 'KernelDeadlock',
+      status: 'False',
+      lastHeartbeatTime: '2025-12-31T23:00:00Z',
+      lastTransitionTime: '2025-12-31T23:00:00Z',
+      reason: 'KernelHasNoDeadlock',
+      message: 'kernel has no deadlock',
+    };
+    h.client.store.create('nodes', { metadata: { name: 'n1' }, status: { conditions: [kernelDeadlock] } });
+    h.manager.start();
+    await h.run(60_000, 1_000);
+    const conditions = h.node()?.status?.conditions ?? [];
+    assert.deepEqual(
+      conditions.find((c) => c.type === 'KernelDeadlock'),
+      kernelDeadlock,
+    );
+    assert.equal(conditions.find((c) => c.type === 'Ready')?.status, 'True');
+    assert.ok(h.client.callsOf('patch', 'nodes').length >= 2, 'several status rounds ran');
+  });
+
   it('does not register with registerNode false, and updates the status of a node made by others', async () => {
     const h = await harness({ config: nodeStatusConfig({ registerNode: false }) });
     h.client.store.create('nodes', { metadata: { name: 'n1' } });
