@@ -37,7 +37,9 @@
  * --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (a second kubelet binary to measure side by side),
  * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_NODE_ARGS
  * (node flags for a tskubelet peer), BENCH_PEER_KUBELET_ARGS
- * (extra flags for the peer).
+ * (extra flags for the peer), BENCH_KUBELET_ENV and BENCH_PEER_ENV (NAME=VALUE pairs, space-separated,
+ * for our kubelet's or the peer's environment alone: with BENCH_PEER_KUBELET=bin/tskubelet, an A/B
+ * of one setting on the same code, e.g. `BENCH_PEER_ENV=TSKUBELET_CRI_TRANSPORT=node-http2`).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
@@ -90,6 +92,7 @@ interface KubeletUnderTest {
   minor?: number;
   extraArgs: string[];
   nodeArgs?: string[];
+  env: Record<string, string>;
   /** For the report: kind, binary and what its --version printed. */
   description: string;
 }
@@ -115,6 +118,24 @@ interface Settings {
 
 const splitArgs = (raw: string | undefined) => raw?.split(' ').filter(Boolean) ?? [];
 
+/** `A=1 B=2` into an environment; a word without `=` is refused by name. */
+function envPairs(variable: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of splitArgs(process.env[variable])) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`${variable}: expected NAME=VALUE pairs, got ${JSON.stringify(pair)}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
+const envText = (env: Record<string, string>): string =>
+  Object.keys(env).length > 0
+    ? ` with ${Object.entries(env)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(' ')}`
+    : '';
+
 async function settings(): Promise<Settings> {
   const quick = quickMode();
   const steadyS = envNumber('BENCH_STEADY_S', quick ? 5 : 15);
@@ -124,7 +145,8 @@ async function settings(): Promise<Settings> {
       kind: 'tskubelet',
       extraArgs: splitArgs(process.env.BENCH_KUBELET_ARGS),
       nodeArgs: splitArgs(process.env.BENCH_NODE_ARGS),
-      description: 'tskubelet of this checkout',
+      env: envPairs('BENCH_KUBELET_ENV'),
+      description: `tskubelet of this checkout${envText(envPairs('BENCH_KUBELET_ENV'))}`,
     },
   ];
   const peerBinary = process.env.BENCH_PEER_KUBELET;
@@ -139,7 +161,8 @@ async function settings(): Promise<Settings> {
       extraArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
       // Node's own flags apply to a tskubelet peer only (e.g. --lite-mode, to weigh a V8 flag).
       nodeArgs: splitArgs(process.env.BENCH_PEER_NODE_ARGS),
-      description: `${id.kind} ${binary} (${id.version})${process.env.BENCH_PEER_NODE_ARGS ? ` with node ${process.env.BENCH_PEER_NODE_ARGS}` : ''}`,
+      env: envPairs('BENCH_PEER_ENV'),
+      description: `${id.kind} ${binary} (${id.version})${process.env.BENCH_PEER_NODE_ARGS ? ` with node ${process.env.BENCH_PEER_NODE_ARGS}` : ''}${envText(envPairs('BENCH_PEER_ENV'))}`,
     });
   }
   return {
@@ -718,6 +741,7 @@ async function kubeletRun(
     cgroupDriver: 'cgroupfs',
     extraArgs: who.extraArgs,
     nodeArgs: who.nodeArgs,
+    env: who.env,
   });
   const label = `n=${n} ${who.role}`;
   let failed = true;

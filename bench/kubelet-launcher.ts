@@ -117,6 +117,8 @@ export interface KubeletLaunchOptions {
   extraArgs?: string[];
   /** Flags for node itself (`--cpu-prof`, `--trace-gc`), for looking into a figure; tskubelet only. */
   nodeArgs?: string[];
+  /** Environment variables for this kubelet alone, over the bench's own (e.g. TSKUBELET_CRI_TRANSPORT). */
+  env?: Record<string, string>;
 }
 
 export class BenchKubelet {
@@ -189,7 +191,11 @@ export class BenchKubelet {
     this.logStream = createWriteStream(this.logFile, { flags: 'a' });
     // tskubelet runs with the malloc settings its systemd unit sets (packaging/systemd/kubelet.service).
     // The bench's own environment wins, so that a figure can be taken without them.
-    const env = kind === 'tskubelet' ? { ...(await unitEnvironment()), ...process.env } : process.env;
+    const env = {
+      ...(kind === 'tskubelet' ? await unitEnvironment() : {}),
+      ...process.env,
+      ...this.opts.env,
+    };
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     child.stdout?.pipe(this.logStream, { end: false });
     child.stderr?.pipe(this.logStream, { end: false });

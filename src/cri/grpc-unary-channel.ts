@@ -8,11 +8,10 @@
  * The wire format (grpc-over-http2.ts) is shared with containerd's event stream: here the body is one
  * length-prefixed message, sent with `grpc-timeout`, and so is the answer.
  */
-import net from 'node:net';
 import { CallWatchdog } from '../lib/call-watchdog.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
 import { grpcMessageFrame } from '../lib/grpc-wire.js';
-import { Http2ClientConnection } from '../lib/http2/client-connection.js';
+import { dialHttp2, type GrpcHttp2Connection } from './dial-http2.js';
 import { grpcAnswerHandler, grpcRequestFields } from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {
@@ -33,7 +32,7 @@ const WINDOW_BYTES = 16 * 1024 * 1024;
 const MAX_TIMEOUT_DIGITS = 99_999_999;
 
 export class GrpcUnaryChannel {
-  private connection: Http2ClientConnection | undefined;
+  private connection: GrpcHttp2Connection | undefined;
   private inFlight = 0;
   // Deadlines are noticed within 50 ms; the runtime enforces grpc-timeout itself as well.
   private readonly deadlines = new CallWatchdog(50);
@@ -48,10 +47,10 @@ export class GrpcUnaryChannel {
    * A connection to the socket, made on first use and again after the last one failed, was closed by
    * the runtime (a restart) or is going away: the first call after the runtime is back dials afresh.
    */
-  private currentConnection(): Http2ClientConnection {
+  private currentConnection(): GrpcHttp2Connection {
     const existing = this.connection;
     if (existing?.acceptsStreams) return existing;
-    const connection = new Http2ClientConnection(net.connect(this.socketPath), { windowBytes: WINDOW_BYTES });
+    const connection = dialHttp2(this.socketPath, { windowBytes: WINDOW_BYTES });
     // A failed connect or a reset socket: each open stream gets its own error; the next call dials again.
     connection.onClose = () => {
       if (this.connection === connection) this.connection = undefined;
@@ -73,7 +72,7 @@ export class GrpcUnaryChannel {
     const frame = grpcMessageFrame(method.requestSerialize(request));
 
     return new Promise<Response>((resolve, reject) => {
-      let connection: Http2ClientConnection;
+      let connection: GrpcHttp2Connection;
       try {
         connection = this.currentConnection();
       } catch (err) {
@@ -147,11 +146,11 @@ export class GrpcUnaryChannel {
   }
 
   // The connection keeps the process up only while a call waits on it, as a grpc-js channel does.
-  private callStarted(connection: Http2ClientConnection): void {
+  private callStarted(connection: GrpcHttp2Connection): void {
     if (this.inFlight++ === 0) connection.ref();
   }
 
-  private callEnded(connection: Http2ClientConnection): void {
+  private callEnded(connection: GrpcHttp2Connection): void {
     if (--this.inFlight > 0) return;
     for (const c of [connection, this.connection]) c?.unref();
   }

@@ -10,16 +10,15 @@
  * stream is re-opened with back-off whenever it breaks, and `onSubscribe` tells the caller each time
  * a new stream starts, so that it can relist to cover the gap (as upstream's evented PLEG does).
  */
-import net from 'node:net';
 import { retryDelayMs } from '../../lib/backoff.js';
 import { realClock, type Clock } from '../../lib/clock.js';
 import { errorMessage } from '../../lib/errors.js';
 import { grpcMethods } from '../../lib/grpc-definitions.js';
 import { GrpcStatus, grpcCallError } from '../../lib/grpc-status.js';
 import { grpcMessageFrame } from '../../lib/grpc-wire.js';
-import { Http2ClientConnection } from '../../lib/http2/client-connection.js';
 import { logger } from '../../lib/log.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
+import { dialHttp2 } from '../dial-http2.js';
 import { grpcAnswerHandler, grpcRequestFields } from '../grpc-over-http2.js';
 // containerd's proto paths have an `api/` folder of their own, not src/api: the layer rule's pattern does not apply.
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
@@ -213,7 +212,7 @@ function streamOnce(
     let gotEvent = false;
     let settled = false;
     let streamId = 0;
-    const connection = new Http2ClientConnection(net.connect(socketPath), { windowBytes: WINDOW_BYTES });
+    const connection = dialHttp2(socketPath, { windowBytes: WINDOW_BYTES });
     const finish = (error: string): void => {
       if (settled) return;
       settled = true;
