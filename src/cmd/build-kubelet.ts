@@ -20,12 +20,8 @@
  * admits pods through them; the pod cache asks the PLEG that reads it for a relist; the shutdown
  * manager and the node status report each other; the kubelet and the pod workers call each other.
  *
- * Start order (written once, in kubelet-components.ts; docs/architecture.md shows it):
- *   apiclients, events, nodepagesocket, healthz, runtime,
- *   containermanager, volumemanager, devicemanager, podresources, pluginmanager, statusmanager,
- *   nodeinformer, nodestatus, nodelease, prober, podworkers, pleg, syncloop, nodeshutdownmanager,
- *   podconfig, nodepage, sources (api, file, http),
- *   kubeletserver, readonlyserver.
+ * The start order is written once, in kubelet-components.ts (the bootstrap's parts first, in
+ * build-bootstrap.ts); docs/architecture.md's "Start and stop" lists it, and a test holds the two together.
  */
 import type { PullsView } from '../images/pull-progress.js';
 import type { Kubelet } from '../kubelet/kubelet.js';

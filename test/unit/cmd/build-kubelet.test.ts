@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
@@ -187,6 +187,31 @@ describe('buildBootstrap and buildKubelet', () => {
     ]);
   });
 
+  test("docs/architecture.md's component table has every component, in start order", async () => {
+    const documented = documentedComponents();
+    for (const cfg of [
+      await load(
+        `--pod-manifest-path=${join(dir, 'manifests')}`,
+        '--manifest-url=http://127.0.0.1:1/pods',
+        '--read-only-port=10255',
+      ),
+      await load(`--kubeconfig=${kubeconfig}`),
+    ]) {
+      const actual = await names(cfg);
+      assert.deepEqual(
+        actual.filter((n) => !documented.includes(n)),
+        [],
+        'components missing from the table',
+      );
+      const positions = actual.map((n) => documented.indexOf(n));
+      assert.deepEqual(
+        positions,
+        [...positions].sort((a, b) => a - b),
+        `started as ${actual.join(', ')}`,
+      );
+    }
+  });
+
   for (const mode of ['standalone', 'cluster'] as const) {
     test(`${mode}: runs, lists every component on /healthz?verbose, and stops all of them in order`, async () => {
       const healthzPort = await freePort();
@@ -230,3 +255,14 @@ describe('buildBootstrap and buildKubelet', () => {
     });
   }
 });
+
+/** The names in docs/architecture.md's "Start and stop" table (rows `| <n> | \`name\`, … |`), in its order. */
+function documentedComponents(): string[] {
+  const doc = readFileSync(new URL('../../../docs/architecture.md', import.meta.url), 'utf8');
+  const names: string[] = [];
+  for (const line of doc.split('\n')) {
+    const cell = /^\| \d+[a-z]? \| ([^|]+) \|/.exec(line)?.[1];
+    for (const m of cell?.matchAll(/`([a-z]+)`/g) ?? []) names.push(m[1]!);
+  }
+  return names;
+}
