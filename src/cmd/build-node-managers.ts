@@ -94,6 +94,8 @@ export async function buildNodeManagers(
     reservedSystemCPUs: config.reservedSystemCPUs,
     reservedCPU: [config.systemReserved.cpu, config.kubeReserved.cpu],
     rootDir: flags.rootDirectory,
+    featureGates: config.featureGates,
+    topologyManagerPolicy: config.topologyManagerPolicy,
     clock,
     runtime: clients.runtime,
   });

@@ -46,6 +46,9 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
 
 /** The feature gates tskubelet reads; any other gate a user sets is named as not acted on. */
 export const FEATURE_GATES_ACTED_ON: readonly string[] = [
+  'CPUManagerPolicyAlphaOptions',
+  'CPUManagerPolicyBetaOptions',
+  'CPUManagerPolicyOptions',
   'EventedPLEG',
   'GracefulNodeShutdown',
   'GracefulNodeShutdownBasedOnPodPriority',

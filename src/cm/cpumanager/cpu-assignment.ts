@@ -11,8 +11,9 @@ import type { CPUDetails, CPUTopology } from './topology.js';
 
 export const NOT_ENOUGH_CPUS = 'not enough cpus available to satisfy request';
 
-class CPUAccumulator {
-  private details: CPUDetails;
+export class CPUAccumulator {
+  /** The CPUs still available, with their places. */
+  details: CPUDetails;
   result = CPUSet.EMPTY;
   needed: number;
   /** More sockets than NUMA nodes (or as many): NUMA nodes are the smaller unit, sockets hold them. */
@@ -65,7 +66,7 @@ class CPUAccumulator {
     return this.sortedCores().flatMap((c) => this.details.cpusInCores(c).list());
   }
 
-  private take(cpus: CPUSet): void {
+  take(cpus: CPUSet): void {
     this.result = this.result.union(cpus);
     this.details = this.details.keepOnly(this.details.cpus().difference(this.result));
     this.needed -= cpus.size;

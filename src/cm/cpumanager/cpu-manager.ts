@@ -37,6 +37,10 @@ export interface CPUManagerConfig {
   /** systemReserved.cpu and kubeReserved.cpu, summed (reservedSystemCPUs replaces them when set). */
   reservedCPU: readonly (string | undefined)[];
   rootDir: string;
+  /** The feature gates the policy options are behind (CPUManagerPolicyOptions and its Alpha/Beta levels). */
+  featureGates?: Readonly<Record<string, boolean>>;
+  /** topologyManagerPolicy: align-by-socket cannot go with single-numa-node. */
+  topologyManagerPolicy?: string;
   sysfsRoot?: string;
   clock: Clock;
   runtime: Pick<RuntimeService, 'listContainers' | 'updateContainerResources'>;
@@ -47,6 +51,18 @@ export type ActivePods = () => readonly Pod[];
 
 /** Undefined for the `none` policy (a no-op, as upstream's); throws for a configuration upstream refuses. */
 export async function createCPUManager(config: CPUManagerConfig): Promise<CPUManager | undefined> {
+  const options = Object.entries(config.policyOptions);
+  // Upstream refuses options while their gate is off, whatever the policy.
+  if (options.length > 0 && !(config.featureGates?.CPUManagerPolicyOptions ?? true)) {
+    const shown = options
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([k, v]) => `${k}:${v}`)
+      .join(' ');
+    throw new KubeletError(
+      'INVALID_CONFIG',
+      `CPU Manager policy options map[${shown}] require feature gates "CPUManager", "CPUManagerPolicyOptions" enabled`,
+    );
+  }
   if (config.policyName === POLICY_NONE || config.policyName === '') return undefined;
   if (config.policyName !== POLICY_STATIC)
     throw new KubeletError('INVALID_CONFIG', `[cpumanager] unknown policy: "${config.policyName}"`);
@@ -65,7 +81,10 @@ export async function createCPUManager(config: CPUManagerConfig): Promise<CPUMan
       '[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero',
     );
   // Fractional CPUs cannot be exclusive anyway, so the reservation is rounded up.
-  const policy = new StaticPolicy(topology, Math.ceil(milli / 1000), reserved, config.policyOptions);
+  const policy = new StaticPolicy(topology, Math.ceil(milli / 1000), reserved, config.policyOptions, {
+    featureGates: config.featureGates ?? {},
+    topologyManagerPolicy: config.topologyManagerPolicy ?? 'none',
+  });
   const manager = new CPUManager(config, policy);
   await manager.restoreState();
   return manager;

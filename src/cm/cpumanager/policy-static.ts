@@ -9,9 +9,15 @@ import { getPodQOS } from '../../api/qos.js';
 import { milliValueOf, parseQuantity, valueOf } from '../../api/quantity.js';
 import { KubeletError } from '../../lib/errors.js';
 import { takeByTopologyNUMAPacked } from './cpu-assignment.js';
+import { takeByTopologyNUMADistributed } from './cpu-assignment-distributed.js';
 import { CPUSet } from './cpu-set.js';
 import type { CPUManagerState } from './cpu-state.js';
-import { parseStaticPolicyOptions, type StaticPolicyOptions } from './policy-options.js';
+import {
+  parseStaticPolicyOptions,
+  validateStaticPolicyOptions,
+  type PolicyOptionsContext,
+  type StaticPolicyOptions,
+} from './policy-options.js';
 import type { CPUTopology } from './topology.js';
 
 export const POLICY_STATIC = 'static';
@@ -59,8 +65,10 @@ export class StaticPolicy {
     numReservedCPUs: number,
     reservedCPUs: CPUSet,
     options: Readonly<Record<string, string>> = {},
+    context: PolicyOptionsContext = {},
   ) {
-    this.options = parseStaticPolicyOptions(options);
+    this.options = parseStaticPolicyOptions(options, context);
+    validateStaticPolicyOptions(this.options, topology, context);
     const all = topology.details.cpus();
     let reserved = reservedCPUs;
     if (reserved.isEmpty()) {
@@ -134,8 +142,11 @@ export class StaticPolicy {
     return s.getDefaultCPUSet().difference(this.reservedPhysicalCPUs);
   }
 
-  /** Gives the container its exclusive CPUs when it qualifies; throws when they cannot be had. */
-  allocate(s: CPUManagerState, pod: Pod, container: Container): void {
+  /**
+   * Gives the container its exclusive CPUs when it qualifies; throws when they cannot be had.
+   * numaAffinity is the topology manager's hint for it (NUMA node ids), when there is one.
+   */
+  allocate(s: CPUManagerState, pod: Pod, container: Container, numaAffinity?: readonly number[]): void {
     const numCPUs = guaranteedCPUs(pod, container);
     if (numCPUs === 0) return;
     const uid = pod.metadata.uid ?? '';
@@ -151,7 +162,13 @@ export class StaticPolicy {
       return;
     }
     const allocatable = this.getAvailableCPUs(s).union(this.cpusToReuse.get(uid) ?? CPUSet.EMPTY);
-    const cpus = this.takeByTopology(allocatable, numCPUs);
+    // Upstream's allocateCPUs: what the affinity covers first, then the rest by topology.
+    let cpus = CPUSet.EMPTY;
+    if (numaAffinity) {
+      const aligned = this.getAlignedCPUs(numaAffinity, allocatable);
+      cpus = this.takeByTopology(aligned, Math.min(numCPUs, aligned.size));
+    }
+    cpus = cpus.union(this.takeByTopology(allocatable.difference(cpus), numCPUs - cpus.size));
     s.setDefaultCPUSet(s.getDefaultCPUSet().difference(cpus));
     s.setCPUSet(uid, container.name, cpus);
     this.updateCPUsToReuse(pod, container, cpus);
@@ -169,7 +186,34 @@ export class StaticPolicy {
   }
 
   private takeByTopology(available: CPUSet, numCPUs: number): CPUSet {
+    if (this.options.distributeCPUsAcrossNUMA) {
+      // full-pcpus-only spreads whole cores.
+      const groupSize = this.options.fullPhysicalCPUsOnly ? this.topology.cpusPerCore() : 1;
+      return takeByTopologyNUMADistributed(this.topology, available, numCPUs, groupSize);
+    }
     return takeByTopologyNUMAPacked(this.topology, available, numCPUs);
+  }
+
+  /**
+   * The allocatable CPUs the NUMA affinity covers; with align-by-socket, those of the sockets its
+   * NUMA nodes are on (upstream's getAlignedCPUs).
+   */
+  getAlignedCPUs(numaAffinity: readonly number[], allocatable: CPUSet): CPUSet {
+    const d = this.topology.details;
+    if (this.options.alignBySocket)
+      return allocatable.intersection(d.cpusInSockets(...d.socketsInNUMANodes(...numaAffinity).list()));
+    return allocatable.intersection(d.cpusInNUMANodes(...numaAffinity));
+  }
+
+  /**
+   * Whether a hint's NUMA nodes span no more sockets than the fewest that could hold the request
+   * (minAffinitySize NUMA nodes): align-by-socket prefers such hints (upstream's isHintSocketAligned).
+   */
+  isHintSocketAligned(numaNodes: readonly number[], minAffinitySize: number): boolean {
+    const perSocket = Math.trunc(this.topology.numNUMANodes / this.topology.numSockets);
+    if (perSocket === 0) return false;
+    const minSockets = Math.trunc((minAffinitySize + perSocket - 1) / perSocket);
+    return this.topology.details.socketsInNUMANodes(...numaNodes).size === minSockets;
   }
 
   private updateCPUsToReuse(pod: Pod, container: Container, cpus: CPUSet): void {

@@ -148,3 +148,43 @@ test('refusals: another policy in the checkpoint, no CPU reserved, an unknown po
     await done();
   }
 });
+
+test('policy options reach the policy with the feature gates and the topology manager policy', async () => {
+  const { config, done } = await setup();
+  try {
+    const options = { 'distribute-cpus-across-numa': 'true' };
+    await assert.rejects(createCPUManager({ ...config, policyOptions: options }), {
+      message:
+        'CPU Manager Policy Alpha-level Options not enabled, but option "distribute-cpus-across-numa" provided',
+    });
+    await assert.rejects(
+      createCPUManager({
+        ...config,
+        policyOptions: options,
+        featureGates: { CPUManagerPolicyOptions: false },
+      }),
+      {
+        message:
+          'CPU Manager policy options map[distribute-cpus-across-numa:true] require feature gates "CPUManager", "CPUManagerPolicyOptions" enabled',
+      },
+    );
+    await assert.rejects(
+      createCPUManager({
+        ...config,
+        policyOptions: { 'align-by-socket': 'true' },
+        featureGates: { CPUManagerPolicyAlphaOptions: true },
+        topologyManagerPolicy: 'single-numa-node',
+      }),
+      /incompatible with CPUManager align-by-socket policy option/,
+    );
+    const manager = await createCPUManager({
+      ...config,
+      policyOptions: options,
+      featureGates: { CPUManagerPolicyAlphaOptions: true },
+    });
+    assert.equal(manager?.policy.options.distributeCPUsAcrossNUMA, true);
+    await manager?.stop();
+  } finally {
+    await done();
+  }
+});

@@ -66,3 +66,30 @@ export function topologyOf(cores: FakeCore[]): CPUTopology {
       byCPU.set(cpu, { coreId: Math.min(...core.threads), socketId: core.socket, numaNodeId: core.numa });
   return new CPUTopology(new CPUDetails(byCPU));
 }
+
+/**
+ * Upstream's topoDualSocketMultiNumaPerSocketHT (a dual Xeon Gold 6230): 80 CPUs, 2 sockets of 2 NUMA
+ * nodes each, 40 cores; CPU i and i+40 are siblings, NUMA node i/10 (socket 0: nodes 0 and 1).
+ */
+export const DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT: FakeCore[] = Array.from({ length: 40 }, (_, i) => ({
+  threads: [i, i + 40],
+  socket: i < 20 ? 0 : 1,
+  numa: Math.floor(i / 10),
+}));
+
+/**
+ * Upstream's topoDualSocketMultiNumaPerSocketHTLarge (an AMD EPYC 7763 pair): 256 CPUs, 2 sockets of
+ * 4 NUMA nodes each, 128 cores; CPU i and i+128 are siblings, NUMA node (i mod 128)/16.
+ */
+export const DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT_LARGE: FakeCore[] = Array.from({ length: 128 }, (_, i) => ({
+  threads: [i, i + 128],
+  socket: i < 64 ? 0 : 1,
+  numa: Math.floor(i / 16),
+}));
+
+/** Upstream's fakeTopoMultiSocketDualSocketPerNumaHT: the same 80 CPUs with 4 sockets in 2 NUMA nodes. */
+export const MULTI_SOCKET_DUAL_SOCKET_PER_NUMA_HT: FakeCore[] = Array.from({ length: 40 }, (_, i) => ({
+  threads: [i, i + 40],
+  socket: Math.floor(i / 10),
+  numa: Math.floor(i / 20),
+}));

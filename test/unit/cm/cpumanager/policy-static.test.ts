@@ -8,7 +8,13 @@ import {
   StaticPolicy,
   guaranteedCPUs,
 } from '../../../../src/cm/cpumanager/policy-static.js';
-import { DUAL_SOCKET_HT, SINGLE_SOCKET_HT, topologyOf } from './fake-sysfs.js';
+import {
+  DUAL_SOCKET_HT,
+  DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT,
+  MULTI_SOCKET_DUAL_SOCKET_PER_NUMA_HT,
+  SINGLE_SOCKET_HT,
+  topologyOf,
+} from './fake-sysfs.js';
 
 function container(name: string, cpu: string, memory = '100Mi', limitCpu = cpu): Container {
   return { name, image: 'i', resources: { requests: { cpu, memory }, limits: { cpu: limitCpu, memory } } };
@@ -99,17 +105,121 @@ test('full-pcpus-only: an odd request or too few free cores is an SMTAlignmentEr
   assert.equal(s.getCPUSet('even', 'c')?.toString(), '1,5');
 });
 
-test('policy options: unknown and unsupported ones are refused by name', () => {
+test("policy options: unknown ones, bad values and options behind a gate are refused in upstream's words", () => {
   const topo = topologyOf(SINGLE_SOCKET_HT);
+  assert.throws(() => new StaticPolicy(topo, 1, CPUSet.EMPTY, { bogus: 'true' }), {
+    message: 'unknown CPU Manager Policy option: "bogus"',
+  });
+  assert.throws(() => new StaticPolicy(topo, 1, CPUSet.EMPTY, { 'full-pcpus-only': 'yes' }), {
+    message: 'bad value for option "full-pcpus-only": strconv.ParseBool: parsing "yes": invalid syntax',
+  });
+  for (const option of ['distribute-cpus-across-numa', 'align-by-socket'])
+    assert.throws(() => new StaticPolicy(topo, 1, CPUSet.EMPTY, { [option]: 'true' }), {
+      message: `CPU Manager Policy Alpha-level Options not enabled, but option "${option}" provided`,
+    });
   assert.throws(
-    () => new StaticPolicy(topo, 1, CPUSet.EMPTY, { bogus: 'true' }),
-    /unknown CPU Manager Policy option: "bogus"/,
+    () =>
+      new StaticPolicy(
+        topo,
+        1,
+        CPUSet.EMPTY,
+        { 'full-pcpus-only': 'true' },
+        {
+          featureGates: { CPUManagerPolicyBetaOptions: false },
+        },
+      ),
+    { message: 'CPU Manager Policy Beta-level Options not enabled, but option "full-pcpus-only" provided' },
   );
-  assert.throws(() => new StaticPolicy(topo, 1, CPUSet.EMPTY, { 'full-pcpus-only': 'yes' }), /bad value/);
+  const both = new StaticPolicy(
+    topo,
+    1,
+    CPUSet.EMPTY,
+    { 'distribute-cpus-across-numa': 'true', 'align-by-socket': 'true', 'full-pcpus-only': 'true' },
+    { featureGates: { CPUManagerPolicyAlphaOptions: true } },
+  );
+  assert.deepEqual(both.options, {
+    fullPhysicalCPUsOnly: true,
+    distributeCPUsAcrossNUMA: true,
+    alignBySocket: true,
+  });
+});
+
+const ALPHA = { featureGates: { CPUManagerPolicyAlphaOptions: true } };
+
+test('distribute-cpus-across-numa spreads a request over NUMA nodes; with full-pcpus-only in whole cores', () => {
+  const topo = topologyOf(DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT);
+  const packed = new StaticPolicy(topo, 2, CPUSet.EMPTY);
+  const spread = new StaticPolicy(topo, 2, CPUSet.EMPTY, { 'distribute-cpus-across-numa': 'true' }, ALPHA);
+  const p = pod('p1', [container('c', '24')]);
+  const c = p.spec.containers[0] as Container;
+  const packedState = started(packed);
+  packed.allocate(packedState, p, c);
+  // Packed: the free NUMA node 1 whole, then 4 from node 0 (less its reserved core 0,40).
+  assert.equal(packedState.getCPUSet('p1', 'c')?.toString(), '1-2,10-19,41-42,50-59');
+  const spreadState = started(spread);
+  spread.allocate(spreadState, p, c);
+  // Spread: 12 from each of two NUMA nodes, the pair that leaves the four most even (1 and 2: node 0
+  // has 2 CPUs less, reserved), as upstream's balance score picks.
+  assert.equal(spreadState.getCPUSet('p1', 'c')?.toString(), '10-15,20-25,50-55,60-65');
+  const cores = new StaticPolicy(
+    topo,
+    2,
+    CPUSet.EMPTY,
+    { 'distribute-cpus-across-numa': 'true', 'full-pcpus-only': 'true' },
+    ALPHA,
+  );
+  const coresState = started(cores);
+  const odd = pod('p2', [container('c', '26')]);
+  cores.allocate(coresState, odd, odd.spec.containers[0] as Container);
+  const got = coresState.getCPUSet('p2', 'c')!;
+  assert.equal(got.size, 26);
+  for (const cpu of got.list())
+    assert.ok(got.has(cpu < 40 ? cpu + 40 : cpu - 40), `${cpu} without its sibling`);
+});
+
+test("align-by-socket: refused with single-numa-node and where sockets outnumber NUMA nodes, in upstream's words", () => {
+  const opts = { 'align-by-socket': 'true' };
   assert.throws(
-    () => new StaticPolicy(topo, 1, CPUSet.EMPTY, { 'distribute-cpus-across-numa': 'true' }),
-    /not supported by tskubelet yet/,
+    () =>
+      new StaticPolicy(topologyOf(DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT), 2, CPUSet.EMPTY, opts, {
+        ...ALPHA,
+        topologyManagerPolicy: 'single-numa-node',
+      }),
+    {
+      message:
+        'Topolgy manager single-numa-node policy is incompatible with CPUManager align-by-socket policy option',
+    },
   );
+  assert.throws(
+    () => new StaticPolicy(topologyOf(MULTI_SOCKET_DUAL_SOCKET_PER_NUMA_HT), 2, CPUSet.EMPTY, opts, ALPHA),
+    {
+      message:
+        'Align by socket is not compatible with hardware where number of sockets are more than number of NUMA',
+    },
+  );
+});
+
+test('align-by-socket: a NUMA affinity widens to its socket when CPUs are taken, and hints aligned to sockets are preferred', () => {
+  const topo = topologyOf(DUAL_SOCKET_MULTI_NUMA_PER_SOCKET_HT);
+  const bySocket = new StaticPolicy(topo, 2, CPUSet.EMPTY, { 'align-by-socket': 'true' }, ALPHA);
+  const byNUMA = new StaticPolicy(topo, 2, CPUSet.EMPTY);
+  const all = CPUSet.parse('2-79');
+  assert.equal(bySocket.getAlignedCPUs([1], all).toString(), '2-19,40-59');
+  assert.equal(byNUMA.getAlignedCPUs([1], all).toString(), '10-19,50-59');
+  const p = pod('p1', [container('c', '24')]);
+  const c = p.spec.containers[0] as Container;
+  const s1 = started(bySocket);
+  bySocket.allocate(s1, p, c, [1]);
+  // All 24 from socket 0 (NUMA nodes 0 and 1).
+  assert.ok(s1.getCPUSet('p1', 'c')!.isSubsetOf(CPUSet.parse('0-19,40-59')));
+  const s2 = started(byNUMA);
+  byNUMA.allocate(s2, p, c, [1]);
+  // NUMA node 1 whole (20), then 4 more packed from what is left.
+  assert.ok(CPUSet.parse('10-19,50-59').isSubsetOf(s2.getCPUSet('p1', 'c')!));
+  // A hint over NUMA nodes 0 and 1 spans one socket: socket-aligned when one socket is the least needed.
+  assert.equal(bySocket.isHintSocketAligned([0, 1], 1), true);
+  assert.equal(bySocket.isHintSocketAligned([1, 2], 1), false);
+  assert.equal(bySocket.isHintSocketAligned([1, 2], 3), true);
 });
 
 test('reservedSystemCPUs is the reservation; its size must match the reserved CPU count', () => {
