@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
-# The README's first command: everything a fresh machine needs, then tskubelet in the foreground
+# The README's first command: everything a fresh machine needs but Node.js 20 and npm, then tskubelet in
 # with the pods in examples/. Extra arguments go to tskubelet (e.g. --v=4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if ! command -v node >/dev/null || ! command -v npm >/dev/null ||
+  [ "$(node -p 'process.versions.node.split(".")[0]')" -lt 20 ]; then
+  echo "run-example.sh: tskubelet needs Node.js 20 or newer and npm on PATH (Debian 12 ships 18: use NodeSource or nvm)" >&2
+  exit 1
+fi
 
 bash scripts/runtime-stack.sh install
 [ -d node_modules ] || npm ci --no-audit --no-fund
