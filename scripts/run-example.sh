@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The README's first command: everything a fresh machine needs but Node.js 20 and npm, then tskubelet in
-# with the pods in examples/. Extra arguments go to tskubelet (e.g. --v=4).
+# The README's first command: everything a fresh machine needs but Node.js 20 and npm, then
+# tskubelet in the foreground with the pods in examples/. Extra arguments go to tskubelet (e.g. --v=4).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
