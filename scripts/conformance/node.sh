@@ -39,6 +39,19 @@ evictionHard:
 CONFIG
 }
 
+# node_config and what differs between the two kubelets: node_side_config FILE SIDE PORT HEALTHZ_PORT DIR
+# (SIDE tskubelet or upstream; DIR the side's folder, for tskubelet's pod logs).
+node_side_config() {
+  local file=$1 side=$2 dir=$5
+  node_config "$file" "$3" "$4"
+  if [[ $side == tskubelet ]]; then
+    echo "podLogsDir: $dir/pod-logs" >>"$file"
+  else
+    # It would otherwise add its own iptables chains to the host's.
+    echo "makeIPTablesUtilChains: false" >>"$file"
+  fi
+}
+
 node_ready() {
   api "/api/v1/nodes/$1" | jq -e '[.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length == 1'
 }
@@ -56,16 +69,13 @@ run_side() {
   pki_node "$PKI" "$node_name" "$API_URL"
   port=$(free_port)
   healthz=$(free_port)
-  node_config "$dir/config.yaml" "$port" "$healthz"
+  node_side_config "$dir/config.yaml" "$side" "$port" "$healthz" "$dir"
   local common=(--config="$dir/config.yaml" --kubeconfig="$PKI/kubelet-$node_name.kubeconfig"
     --root-dir="$dir/root" --hostname-override="$node_name"
     --container-runtime-endpoint="$CONTAINER_RUNTIME_ENDPOINT" --v=2)
   if [[ $side == tskubelet ]]; then
-    echo "podLogsDir: $dir/pod-logs" >>"$dir/config.yaml"
     start kubelet "$out/kubelet.log" node bin/tskubelet "${common[@]}"
   else
-    # It would otherwise add its own iptables chains to the host's.
-    echo "makeIPTablesUtilChains: false" >>"$dir/config.yaml"
     start kubelet "$out/kubelet.log" "${NS[@]}" "$PEER_KUBELET" "${common[@]}"
   fi
   wait_until "node $node_name to be Ready" "$NODE_READY_TIMEOUT_S" kubelet node_ready "$node_name"
