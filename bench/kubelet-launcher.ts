@@ -26,7 +26,7 @@ const unitFiles = [
 ];
 
 /** The environment the systemd unit gives the kubelet (its `Environment=` lines), as the bench runs it. */
-async function unitEnvironment(): Promise<Record<string, string>> {
+export async function unitEnvironment(): Promise<Record<string, string>> {
   for (const file of unitFiles) {
     const text = await readFile(file, 'utf8').catch(() => undefined);
     if (text === undefined) continue;

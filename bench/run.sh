@@ -11,6 +11,7 @@
 #      bench/*.ts). BENCH_PEER_KUBELET=<binary> measures a second kubelet (another checkout's
 #      bin/tskubelet, or an upstream kubelet) side by side in the density bench.
 # Needs root (containerd, mounts, network namespaces), as scripts/runtime-stack.sh does.
+# The cluster-mode bench (a real kube-apiserver) runs apart: npm run bench:cluster (bench/cluster-density.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -84,24 +84,25 @@ function main(): void {
         `density vs upstream kubelet v1.21 (reference figures)\n` +
           render(['figure', 'tskubelet', 'upstream', 'ratio'], compared),
       );
+    }
 
-      const peer = find(0, 'peer_rounds');
-      if (peer) {
-        const sideBySide: string[][] = [];
-        for (const n of sizes) {
-          for (const m of metrics) {
-            const theirs = find(n, `peer_${m}`);
-            if (!theirs) continue;
-            const ratio = find(n, `vs_peer_${m}`);
-            sideBySide.push([`n=${n} ${m}`, withRange(find(n, m)), withRange(theirs), withRange(ratio)]);
-          }
+    // With a peer kubelet (density's BENCH_PEER_KUBELET, cluster-density's): the two side by side.
+    const peer = find(0, 'peer_rounds');
+    if (peer) {
+      const sideBySide: string[][] = [];
+      for (const n of sizes) {
+        for (const m of metrics) {
+          const theirs = find(n, `peer_${m}`);
+          if (!theirs) continue;
+          const ratio = find(n, `vs_peer_${m}`);
+          sideBySide.push([`n=${n} ${m}`, withRange(find(n, m)), withRange(theirs), withRange(ratio)]);
         }
-        out.push(
-          `density side by side: medians over ${peer.value} rounds [lowest–highest round]; ` +
-            `tskubelet/peer per round, then the median\n${peer.note ?? ''}\n` +
-            render(['figure', 'tskubelet', 'peer', 'tskubelet/peer'], sideBySide),
-        );
       }
+      out.push(
+        `${bench} side by side: medians over ${peer.value} rounds [lowest–highest round]; ` +
+          `tskubelet/peer per round, then the median\n${peer.note ?? ''}\n` +
+          render(['figure', 'tskubelet', 'peer', 'tskubelet/peer'], sideBySide),
+      );
     }
   }
   process.stdout.write(out.join('\n\n') + '\n');

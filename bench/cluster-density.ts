@@ -1,0 +1,429 @@
+/**
+ * Pod start density in cluster mode (issue 36): pods created through a real kube-apiserver and bound
+ * to the node (spec.nodeName), tskubelet as the node and, with BENCH_PEER_KUBELET, the upstream
+ * kubelet as the same node in alternating runs (A B A B). Run it through bench/cluster-density.sh
+ * (npm run bench:cluster), which starts the control plane, the private containerd and the cgroup
+ * root, and hands them over in BENCH_CLUSTER_* variables.
+ *
+ * Each run: a fresh kubelet process; the Node object and its Lease deleted before, so it registers
+ * afresh; it is Ready, then after BENCH_SETTLE_S the N pods are created (BENCH_CREATE_PARALLEL at a
+ * time) and a watch of the bench's own sees each Running; after the steady window all pods are
+ * deleted at once and the watch sees each gone; the kubelet stops, and whatever it left in
+ * containerd is removed over CRI before the next run. Only one kubelet runs at a time.
+ * What the kubelet sent the API server comes from the API server's audit log (the node's user) and
+ * its /metrics, per window: start (first create → all Running + settle), steady, delete (first
+ * delete → all gone + settle).
+ *
+ * Env: BENCH_PODS ("30,100"), BENCH_ROUNDS (3: runs per kubelet and size), BENCH_STEADY_S (30),
+ * BENCH_SETTLE_S (5), BENCH_CREATE_PARALLEL (10), BENCH_AUTOMOUNT_TOKEN (1: the pods get the
+ * service account token volume, as a cluster's pods do; 0: none), BENCH_READY_TIMEOUT_S (120),
+ * BENCH_KUBELET_ARGS (extra tskubelet flags, space-separated), BENCH_NODE_ARGS (flags for node
+ * itself under tskubelet, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (the
+ * upstream kubelet), BENCH_PEER_KUBELET_ARGS (its extra flags). From the driver: BENCH_CLUSTER_WORK,
+ * BENCH_CLUSTER_OUT, BENCH_CLUSTER_NODE_NAME, BENCH_CLUSTER_ADMIN_KUBECONFIG,
+ * BENCH_CLUSTER_NODE_KUBECONFIG, BENCH_CLUSTER_AUDIT_LOG (may be empty), BENCH_CLUSTER_MOUNT_NS,
+ * CONTAINER_RUNTIME_ENDPOINT.
+ */
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { connectRuntime, type RuntimeConnection } from '../src/cri/connect-runtime.js';
+import { ClusterApi, clusterBenchPod, PodWatch, type WatchTally } from './cluster-api.js';
+import { ClusterKubelet, type Side } from './cluster-kubelet.js';
+import { clusterNotes, clusterReport, type RunFigures } from './cluster-report.js';
+import {
+  addRows,
+  addWire,
+  AuditReader,
+  otherWriters,
+  parseMetrics,
+  scaleRows,
+  tally,
+  totals,
+  wireDiff,
+  type AuditRecord,
+  type MetricsSnapshot,
+  type RoundTraffic,
+  type WireTraffic,
+} from './cluster-traffic.js';
+import { cpuSeconds, peakRssBytes, reapedChildrenCpuSeconds, resetPeakRss, rssBytes } from './proc-stats.js';
+import { envNumber, MIB, percentile, say, sleep, sum } from './report.js';
+import { removeNamespace, waitForIdleContainerd } from './runtime-sweep.js';
+
+const NAMESPACE = 'cluster-density';
+const BENCH_AGENT = 'tskubelet-cluster-bench';
+const benchStartMs = performance.now();
+
+function phase(message: string): void {
+  say(`cluster-density [${((performance.now() - benchStartMs) / 1000).toFixed(1)} s] ${message}`);
+}
+
+const splitArgs = (raw: string | undefined) => raw?.split(' ').filter(Boolean) ?? [];
+
+function required(name: string): string {
+  const v = process.env[name];
+  if (!v)
+    throw new Error(
+      `${name} is not set: run the bench through bench/cluster-density.sh (npm run bench:cluster)`,
+    );
+  return v;
+}
+
+export interface ClusterSettings {
+  sizes: number[];
+  rounds: number;
+  steadyMs: number;
+  settleMs: number;
+  createParallel: number;
+  automountToken: boolean;
+  readyTimeoutMs: number;
+  sides: Side[];
+  peerBinary?: string;
+  kubeletArgs: string[];
+  nodeArgs: string[];
+  peerArgs: string[];
+  work: string;
+  out: string;
+  nodeName: string;
+  adminKubeconfig: string;
+  nodeKubeconfig: string;
+  auditLog?: string;
+  mountNs?: string;
+  endpoint: string;
+}
+
+function settings(): ClusterSettings {
+  const sizes = (process.env.BENCH_PODS || '30,100').split(',').map((x) => Number(x.trim()));
+  if (sizes.some((n) => !Number.isInteger(n) || n < 1))
+    throw new Error(`BENCH_PODS must be pod counts, got ${process.env.BENCH_PODS}`);
+  const peerBinary = process.env.BENCH_PEER_KUBELET || undefined;
+  return {
+    sizes,
+    rounds: Math.max(1, envNumber('BENCH_ROUNDS', 3)),
+    steadyMs: envNumber('BENCH_STEADY_S', 30) * 1000,
+    settleMs: envNumber('BENCH_SETTLE_S', 5) * 1000,
+    createParallel: Math.max(1, envNumber('BENCH_CREATE_PARALLEL', 10)),
+    automountToken: process.env.BENCH_AUTOMOUNT_TOKEN !== '0',
+    readyTimeoutMs: envNumber('BENCH_READY_TIMEOUT_S', 120) * 1000,
+    sides: peerBinary ? ['tskubelet', 'upstream'] : ['tskubelet'],
+    peerBinary,
+    kubeletArgs: splitArgs(process.env.BENCH_KUBELET_ARGS),
+    nodeArgs: splitArgs(process.env.BENCH_NODE_ARGS),
+    peerArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
+    work: required('BENCH_CLUSTER_WORK'),
+    out: required('BENCH_CLUSTER_OUT'),
+    nodeName: required('BENCH_CLUSTER_NODE_NAME'),
+    adminKubeconfig: required('BENCH_CLUSTER_ADMIN_KUBECONFIG'),
+    nodeKubeconfig: required('BENCH_CLUSTER_NODE_KUBECONFIG'),
+    auditLog: process.env.BENCH_CLUSTER_AUDIT_LOG || undefined,
+    mountNs: process.env.BENCH_CLUSTER_MOUNT_NS || undefined,
+    endpoint: required('CONTAINER_RUNTIME_ENDPOINT'),
+  };
+}
+
+/** A kubelet's CPU seconds: its own threads and the children it has waited for. */
+function kubeletCpu(pid: number): { total: number; children: number } {
+  const children = reapedChildrenCpuSeconds(pid);
+  return { total: cpuSeconds(pid) + children, children };
+}
+
+/** CPU (cores, children included) and mean RSS over windowMs, RSS sampled once a second. */
+async function observe(pid: number, windowMs: number): Promise<{ cores: number; rssBytes: number }> {
+  const cpu0 = kubeletCpu(pid).total;
+  const t0 = performance.now();
+  const rss: number[] = [];
+  while (performance.now() - t0 < windowMs) {
+    rss.push(rssBytes(pid));
+    await sleep(Math.min(1000, windowMs - (performance.now() - t0)));
+  }
+  rss.push(rssBytes(pid));
+  return {
+    cores: (kubeletCpu(pid).total - cpu0) / ((performance.now() - t0) / 1000),
+    rssBytes: sum(rss) / rss.length,
+  };
+}
+
+async function waitUntil(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean>,
+  alive: () => Promise<void>,
+): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!(await probe().catch(() => false))) {
+    await alive();
+    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await sleep(200);
+  }
+}
+
+/** The windows of one run, on the wall clock (the audit log's), and the metrics and watch tallies at their edges. */
+interface Windows {
+  kubeletStartMs: number;
+  startMs: number;
+  startEndMs: number;
+  steadyEndMs: number;
+  deleteMs: number;
+  deleteEndMs: number;
+  metrics: MetricsSnapshot[];
+  tallies: WatchTally[];
+}
+
+/** The watch events the API server sent the kubelet in a window: all it sent less what the bench's own watch got. */
+function kubeletWire(before: MetricsSnapshot, after: MetricsSnapshot, benchWatch: WatchTally): WireTraffic {
+  const wire = wireDiff(before, after);
+  const pods = wire.watchEvents.Pod;
+  if (pods) {
+    pods.events -= benchWatch.events;
+    pods.bytes -= benchWatch.bytes;
+  }
+  return wire;
+}
+
+function roundTraffic(
+  records: AuditRecord[],
+  s: ClusterSettings,
+  n: number,
+  w: Windows,
+): RoundTraffic & { otherWrites: number } {
+  const user = `system:node:${s.nodeName}`;
+  const perPod = scaleRows(
+    addRows(tally(records, user, w.startMs, w.startEndMs), tally(records, user, w.deleteMs, w.deleteEndMs)),
+    1 / n,
+  );
+  const steadyPerMin = scaleRows(
+    tally(records, user, w.startEndMs, w.steadyEndMs),
+    60_000 / (w.steadyEndMs - w.startEndMs),
+  );
+  const [m0, m1, m2, m3] = w.metrics as [MetricsSnapshot, MetricsSnapshot, MetricsSnapshot, MetricsSnapshot];
+  const [t0, t1, t2, t3] = w.tallies as [WatchTally, WatchTally, WatchTally, WatchTally];
+  const minus = (a: WatchTally, b: WatchTally) => ({ events: a.events - b.events, bytes: a.bytes - b.bytes });
+  const bench = [minus(t1, t0), minus(t3, t2)] as const;
+  const wire = addWire(kubeletWire(m0, m1, bench[0]), kubeletWire(m2, m3, bench[1]));
+  const benchWatchPerPod = {
+    events: (bench[0].events + bench[1].events) / n,
+    bytes: (bench[0].bytes + bench[1].bytes) / n,
+  };
+  const wirePerPod: WireTraffic = {
+    watchEvents: Object.fromEntries(
+      Object.entries(wire.watchEvents).map(([k, v]) => [k, { events: v.events / n, bytes: v.bytes / n }]),
+    ),
+  };
+  const others = otherWriters(records, user, BENCH_AGENT, w.startMs, w.deleteEndMs);
+  if (others.length > 0)
+    say(
+      `cluster-density: ${others.length} write(s) by other clients during the run (${others
+        .slice(0, 3)
+        .map((r) => `${r.user} ${r.verb} ${r.resource}`)
+        .join('; ')})`,
+    );
+  const startup = tally(records, user, w.kubeletStartMs, w.startMs - 1);
+  return { perPod, steadyPerMin, startup, wirePerPod, benchWatchPerPod, otherWrites: others.length };
+}
+
+interface RunContext {
+  s: ClusterSettings;
+  api: ClusterApi;
+  conn: RuntimeConnection;
+  audit?: AuditReader;
+}
+
+/** The kubelet of the run under way, for the signal handler. */
+let current: ClusterKubelet | undefined;
+
+/** One fresh kubelet of side, n pods through their life. */
+async function measureRun(ctx: RunContext, side: Side, n: number, round: number): Promise<RunFigures> {
+  const { s, api, conn } = ctx;
+  const kubelet = new ClusterKubelet({
+    side,
+    binary: s.peerBinary,
+    configFile: path.join(s.work, side, 'config.yaml'),
+    kubeconfig: s.nodeKubeconfig,
+    nodeName: s.nodeName,
+    runtimeEndpoint: s.endpoint,
+    dir: path.join(s.work, side, `run-${round}-${n}`),
+    mountNs: s.mountNs,
+    pidFile: path.join(s.work, 'kubelet.pid'),
+    extraArgs: side === 'tskubelet' ? s.kubeletArgs : s.peerArgs,
+    nodeArgs: side === 'tskubelet' ? s.nodeArgs : [],
+  });
+  const label = `round ${round} n=${n} ${side}`;
+  const names = Array.from({ length: n }, (_, i) => `cd-${side === 'tskubelet' ? 't' : 'u'}${round}-${i}`);
+  const alive = async () => {
+    if (!kubelet.isRunning()) throw new Error(`the kubelet exited: ${await kubelet.tail()}`);
+  };
+  const metrics = async () => parseMetrics(await api.metricsText());
+  let failed = true;
+  let watch: PodWatch | undefined;
+  let figures: Record<string, number> = {};
+  let windows: Windows | undefined;
+  try {
+    await api.forgetNode(s.nodeName);
+    phase(`${label}: starting the kubelet`);
+    const t0 = performance.now();
+    const kubeletStartMs = Date.now();
+    current = kubelet;
+    await kubelet.start();
+    const pid = kubelet.pid;
+    await waitUntil(`node ${s.nodeName} Ready`, s.readyTimeoutMs, () => api.nodeReady(s.nodeName), alive);
+    const readyMs = performance.now() - t0;
+    const readyCpuS = kubeletCpu(pid).total;
+    await sleep(s.settleMs);
+
+    watch = new PodWatch(api, NAMESPACE);
+    await watch.open();
+    const snap = () => ({ ...watch!.tally });
+    const m0 = await metrics();
+    const tally0 = snap();
+    resetPeakRss(pid);
+    const cpu0 = kubeletCpu(pid);
+    const startMs = Date.now();
+    const tStart = performance.now();
+    phase(`${label}: creating ${n} pods`);
+    const pods = names.map((name) => clusterBenchPod(name, NAMESPACE, s.nodeName, s.automountToken));
+    const { createdAt } = await api.createPods(pods, s.createParallel);
+    await watch.waitFor(watch.runningAt, names, 60_000 + n * 2000, 'pods Running', alive);
+    const cpu1 = kubeletCpu(pid);
+    const peakRss = peakRssBytes(pid);
+    const runningAt = names.map((x) => watch!.runningAt.get(x)!);
+    const latencies = names.map((x, i) => runningAt[i]! - createdAt.get(x)!);
+    const allRunningMs = Math.max(...runningAt) - tStart;
+    await sleep(s.settleMs);
+    const startEndMs = Date.now();
+    const m1 = await metrics();
+    const tally1 = snap();
+
+    phase(`${label}: steady window`);
+    const steady = await observe(pid, s.steadyMs);
+    const steadyEndMs = Date.now();
+    const restarts = sum(names.map((x) => watch!.restarts.get(x) ?? 0));
+    const m2 = await metrics();
+    const tally2 = snap();
+
+    phase(`${label}: deleting the pods`);
+    const deleteMs = Date.now();
+    const tDelete = performance.now();
+    await api.deletePods(NAMESPACE, names, s.createParallel);
+    await watch.waitFor(watch.goneAt, names, 60_000 + n * 1000, 'pods gone', alive);
+    const deleteAllMs = Math.max(...names.map((x) => watch!.goneAt.get(x)!)) - tDelete;
+    await sleep(s.settleMs);
+    const deleteEndMs = Date.now();
+    const m3 = await metrics();
+    const tally3 = snap();
+    windows = {
+      kubeletStartMs,
+      startMs,
+      startEndMs,
+      steadyEndMs,
+      deleteMs,
+      deleteEndMs,
+      metrics: [m0, m1, m2, m3],
+      tallies: [tally0, tally1, tally2, tally3],
+    };
+    figures = {
+      p50_ms: percentile(latencies, 50),
+      p90_ms: percentile(latencies, 90),
+      p99_ms: percentile(latencies, 99),
+      all_running_ms: allRunningMs,
+      start_cpu_s: cpu1.total - cpu0.total,
+      start_cpu_children_s: cpu1.children - cpu0.children,
+      start_peak_rss_mib: peakRss / MIB,
+      steady_rss_mib: steady.rssBytes / MIB,
+      steady_cpu_cores: steady.cores,
+      delete_ms: deleteAllMs,
+      ready_ms: readyMs,
+      ready_cpu_s: readyCpuS,
+      restarts,
+    };
+    say(
+      `cluster-density ${label}: p50 ${Math.round(figures.p50_ms!)} ms, all running ${Math.round(allRunningMs)} ms, ` +
+        `start CPU ${figures.start_cpu_s!.toFixed(2)} s, steady ${steady.cores.toFixed(3)} cores, RSS ${(steady.rssBytes / MIB).toFixed(0)} MiB, ` +
+        `delete ${Math.round(deleteAllMs)} ms`,
+    );
+    failed = false;
+  } finally {
+    await watch?.close().catch(() => undefined);
+    phase(`${label}: stopping the kubelet`);
+    await kubelet.stop();
+    current = undefined;
+    if (failed) say(`cluster-density: the kubelet's log is ${kubelet.logFile}`);
+    await api
+      .forgetNode(s.nodeName)
+      .catch((err: unknown) => say(`cluster-density: ${(err as Error).message}`));
+    // The next run starts from an empty runtime: no sandbox or container of this one left.
+    await removeNamespace(conn, NAMESPACE);
+    await kubelet.removeRootDir();
+    await waitForIdleContainerd(s.endpoint);
+  }
+  let traffic: RoundTraffic | undefined;
+  if (ctx.audit && windows) {
+    const records = await ctx.audit.readNew();
+    const t = roundTraffic(records, s, n, windows);
+    traffic = t;
+    const all = totals(t.perPod);
+    const watchPod = t.wirePerPod.watchEvents;
+    figures = {
+      ...figures,
+      api_requests_per_pod: all.requests,
+      api_sent_json_bytes_per_pod: all.requestBytes,
+      api_received_json_bytes_per_pod: all.responseBytes,
+      watch_events_per_pod: sum(Object.values(watchPod).map((v) => v.events)),
+      watch_event_bytes_per_pod: sum(Object.values(watchPod).map((v) => v.bytes)),
+      steady_api_requests_per_min: totals(t.steadyPerMin).requests,
+      other_writes: t.otherWrites,
+    };
+  }
+  return { side, n, round, figures, traffic };
+}
+
+async function main(): Promise<void> {
+  const s = settings();
+  phase(
+    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' then ')}; steady ${s.steadyMs / 1000} s; ` +
+      `settle ${s.settleMs / 1000} s; ${s.createParallel} creates at a time; token volume ${s.automountToken ? 'yes' : 'no'}; ` +
+      `audit log ${s.auditLog ?? 'none: no traffic figures'}`,
+  );
+  const api = await ClusterApi.connect(s.adminKubeconfig);
+  const conn = await connectRuntime(s.endpoint, {
+    runtimeRequestTimeoutMs: 120_000,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const onSignal = () => {
+    current?.kill();
+    process.exit(130);
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  const ctx: RunContext = { s, api, conn, audit: s.auditLog ? new AuditReader(s.auditLog) : undefined };
+  const runs: RunFigures[] = [];
+  try {
+    await api.prepareNamespace(NAMESPACE);
+    const left = await api.podNames(NAMESPACE);
+    if (left.length > 0)
+      throw new Error(
+        `namespace ${NAMESPACE} has pods already (${left.slice(0, 3).join(', ')}): delete them first`,
+      );
+    await removeNamespace(conn, NAMESPACE);
+    // What happened before the first run (the control plane's start) is no run's.
+    await ctx.audit?.readNew();
+    for (let round = 1; round <= s.rounds; round++) {
+      for (const n of s.sizes) {
+        for (const side of s.sides) runs.push(await measureRun(ctx, side, n, round));
+      }
+    }
+    const { figures, results, traffic } = clusterReport(runs, s, clusterNotes(s));
+    for (const f of figures) process.stdout.write(`${JSON.stringify(f)}\n`);
+    await writeFile(path.join(s.out, 'results.json'), JSON.stringify(results, null, 2));
+    await writeFile(path.join(s.out, 'traffic.md'), traffic);
+    phase('finished');
+  } finally {
+    conn.close();
+    api.close();
+  }
+}
+
+main().catch((err: unknown) => {
+  say(`cluster-density bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  current?.kill();
+  process.exit(1);
+});
