@@ -26,6 +26,7 @@ import {
   type ResolvedKubeletConfig,
 } from './kubelet-configuration.js';
 import { applyStandaloneDefaults, openAccessWarning, unservedApiNotice } from './standalone-defaults.js';
+import { apiContentTypeNotice } from './api-content-type.js';
 import { unusedSettingsInEffect } from './unused-settings.js';
 import {
   loadCredentialProviderPlugins,
@@ -132,6 +133,16 @@ export async function loadKubeletConfig(
     unservedApiNotice(resolved, standalone && configFile === ''),
   ])
     if (notice) warnings.push(notice);
+  const contentTypeNotice = apiContentTypeNotice(resolved.contentType, {
+    standalone,
+    // Empty means the default, in a file as in a flag.
+    setByUser: [
+      file.contentType,
+      ...parsed.configOverrides.filter((o) => o.field === 'contentType').map((o) => o.value),
+    ].some((v) => v !== undefined && v !== ''),
+  });
+  if (contentTypeNotice?.level === 'warn') warnings.push(contentTypeNotice.message);
+  else if (contentTypeNotice) log.info(contentTypeNotice.message);
   const unused = unusedSettingsInEffect(resolved, parsed.flags);
   if (unused.length > 0)
     warnings.push(

@@ -27,7 +27,6 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 
 /** Parsed and validated, not acted on (yet). */
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
-  field('contentType', 'contentType'),
   field('enableContentionProfiling', 'enableContentionProfiling'),
   field('failCgroupV1', 'failCgroupV1'),
   field('hairpinMode', 'hairpinMode'),

@@ -1,7 +1,8 @@
 /**
- * A thin Kubernetes API client on node:https (upstream: client-go's rest.RESTClient): JSON only,
- * one keep-alive agent carrying the kubeconfig's TLS identity, a shared token-bucket rate limit
- * (kubeAPIQPS/kubeAPIBurst), a deadline on every call, and Status replies turned into results.
+ * A thin Kubernetes API client on node:https (upstream: client-go's rest.RESTClient): JSON only (in
+ * Node.js it costs no more CPU than protobuf: src/cmd/api-content-type.ts), one keep-alive agent
+ * carrying the kubeconfig's TLS identity, a shared token-bucket rate limit (kubeAPIQPS/kubeAPIBurst),
+ * a deadline on every call, and Status replies turned into results.
  *
  * Why not fetch: Node's global fetch cannot present a client certificate or trust a private CA
  * without undici's own Agent, which is not a dependency here; node:https does both.
