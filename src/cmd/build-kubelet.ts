@@ -23,6 +23,7 @@
  * The start order is written once, in kubelet-components.ts (the bootstrap's parts first, in
  * build-bootstrap.ts); docs/architecture.md's "Start and stop" lists it, and a test holds the two together.
  */
+import { withReservedSystemCPUs } from '../cm/cpumanager/reserved-system-cpus.js';
 import type { PullsView } from '../images/pull-progress.js';
 import type { Kubelet } from '../kubelet/kubelet.js';
 import { realClock } from '../lib/clock.js';
@@ -59,7 +60,8 @@ export async function buildKubelet(
 ): Promise<KubeletGraph> {
   const { late } = boot;
   const ctx: BuildContext = {
-    config: cfg.config,
+    // Upstream applies reservedSystemCPUs to the reservations before anything reads them.
+    config: await withReservedSystemCPUs(cfg.config),
     flags: cfg.flags,
     nodeName: cfg.nodeName,
     clock: opts.clock ?? realClock,

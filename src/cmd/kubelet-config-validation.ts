@@ -2,6 +2,8 @@
 import { isIP } from 'node:net';
 
 import { parseQuantity } from '../api/quantity.js';
+import { CPUSet } from '../cm/cpumanager/cpu-set.js';
+import { errorMessage } from '../lib/errors.js';
 import { goQuote } from '../lib/go-quote.js';
 import { TAINT_EFFECTS } from './kubelet-config-schema.js';
 import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
@@ -261,6 +263,24 @@ function validateCgroupsAndEndpoints(r: ResolvedKubeletConfig, { check, oneOf }:
     'kubeReservedCgroup',
     'must be specified when "kube-reserved" contained in enforceNodeAllocatable (--enforce-node-allocatable)',
   );
+  if (r.reservedSystemCPUs !== '') {
+    check(
+      r.systemReservedCgroup === '' && r.kubeReservedCgroup === '',
+      'reservedSystemCPUs',
+      "can't use reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup (--system-reserved-cgroup) or kubeReservedCgroup (--kube-reserved-cgroup)",
+    );
+    let parseError = '';
+    try {
+      CPUSet.parse(r.reservedSystemCPUs);
+    } catch (err) {
+      parseError = errorMessage(err);
+    }
+    check(
+      parseError === '',
+      'reservedSystemCPUs',
+      `unable to parse reservedSystemCPUs (--reserved-cpus) ${r.reservedSystemCPUs}, error: ${parseError}`,
+    );
+  }
   check(
     !(r.enforceNodeAllocatable.includes('none') && r.enforceNodeAllocatable.length > 1),
     'enforceNodeAllocatable',

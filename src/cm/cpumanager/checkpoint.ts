@@ -15,7 +15,7 @@
  * test keeps two). A checksum of 0 is accepted unchecked, as upstream does for old files. The v1 format
  * (entries keyed by container ID) is not read: a file in it is reported as corrupt.
  */
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fnv32a } from '../../lib/fnv32a.js';
 import { CorruptCheckpointError } from '../devicemanager/checkpoint.js';
@@ -81,8 +81,15 @@ export function marshalCheckpoint(cp: CPUManagerCheckpoint): string {
   return `{${fields.join(',')}}`;
 }
 
+/** Go's encoding/json finds a field by its exact key, else by a key equal to it ignoring case. */
+function field(o: Record<string, unknown>, key: string): unknown {
+  if (key in o) return o[key];
+  const folded = Object.keys(o).find((k) => k.toLowerCase() === key.toLowerCase());
+  return folded === undefined ? undefined : o[folded];
+}
+
 function stringField(o: Record<string, unknown>, key: string): string {
-  const v = o[key];
+  const v = field(o, key);
   if (v === undefined || v === null) return '';
   if (typeof v !== 'string') throw new CorruptCheckpointError(`${key} is not a string`);
   return v;
@@ -120,9 +127,9 @@ export function unmarshalCheckpoint(text: string): CPUManagerCheckpoint {
   const cp: CPUManagerCheckpoint = {
     policyName: stringField(o, 'policyName'),
     defaultCpuSet: stringField(o, 'defaultCpuSet'),
-    entries: parseEntries(o.entries),
+    entries: parseEntries(field(o, 'entries')),
   };
-  const sum = o.checksum ?? 0;
+  const sum = field(o, 'checksum') ?? 0;
   if (sum !== 0 && sum !== checkpointChecksum(cp))
     throw new CorruptCheckpointError(
       `checkpoint is corrupted: checksum ${String(sum)} does not match the data's ${checkpointChecksum(cp)}`,
@@ -146,6 +153,8 @@ export async function readCPUManagerCheckpoint(rootDir: string): Promise<CPUMana
 export async function writeCPUManagerCheckpoint(rootDir: string, cp: CPUManagerCheckpoint): Promise<void> {
   const file = path.join(rootDir, CPU_MANAGER_CHECKPOINT);
   const tmp = `${file}.tmp-${process.pid}`;
+  // Upstream's file store makes its folder first.
+  await mkdir(rootDir, { recursive: true, mode: 0o755 });
   await writeFile(tmp, marshalCheckpoint(cp), { mode: 0o600 });
   await rename(tmp, file);
 }

@@ -12,7 +12,10 @@ import { errorMessage, KubeletError } from '../../lib/errors.js';
 import { logger } from '../../lib/log.js';
 import { loopPeriodMs } from '../../lib/loop-period.js';
 import type { LinuxContainerResources, RuntimeService } from '../../cri/types.js';
+import path from 'node:path';
+import { goQuote } from '../../lib/go-quote.js';
 import {
+  CPU_MANAGER_CHECKPOINT,
   readCPUManagerCheckpoint,
   writeCPUManagerCheckpoint,
   type CPUManagerCheckpoint,
@@ -46,6 +49,45 @@ export interface CPUManagerConfig {
   runtime: Pick<RuntimeService, 'listContainers' | 'updateContainerResources'>;
 }
 
+/** Go's %v of a map[string]string: map[k1:v1 k2:v2], keys sorted. */
+function goMap(m: Readonly<Record<string, string>>): string {
+  const keys = Object.keys(m).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return `map[${keys.map((k) => `${k}:${m[k]}`).join(' ')}]`;
+}
+
+/**
+ * Reads `<rootDir>/cpu_manager_state`, or writes an empty one for policyName when there is none
+ * (upstream's NewCheckpointState). A file written for another policy, or one that cannot be trusted,
+ * stops the start with upstream's words.
+ */
+async function restoreCheckpoint(
+  rootDir: string,
+  policyName: string,
+): Promise<CPUManagerCheckpoint | undefined> {
+  const refuse = (why: string): never => {
+    throw new KubeletError(
+      'CPU_ALLOCATION_FAILED',
+      `could not restore state from checkpoint: ${why}, please drain this node and delete the CPU manager checkpoint file ${goQuote(path.join(rootDir, CPU_MANAGER_CHECKPOINT))} before restarting Kubelet`,
+    );
+  };
+  let cp: CPUManagerCheckpoint | undefined;
+  try {
+    cp = await readCPUManagerCheckpoint(rootDir);
+  } catch (err) {
+    return refuse(errorMessage(err));
+  }
+  if (!cp) {
+    if (policyName === POLICY_NONE)
+      await writeCPUManagerCheckpoint(rootDir, { policyName, defaultCpuSet: '', entries: {} });
+    return undefined;
+  }
+  if (cp.policyName !== policyName)
+    refuse(
+      `configured policy ${goQuote(policyName)} differs from state checkpoint policy ${goQuote(cp.policyName)}`,
+    );
+  return cp;
+}
+
 /** The pods admitted and not yet terminated; CPUs of any other pod are freed. */
 export type ActivePods = () => readonly Pod[];
 
@@ -53,17 +95,21 @@ export type ActivePods = () => readonly Pod[];
 export async function createCPUManager(config: CPUManagerConfig): Promise<CPUManager | undefined> {
   const options = Object.entries(config.policyOptions);
   // Upstream refuses options while their gate is off, whatever the policy.
-  if (options.length > 0 && !(config.featureGates?.CPUManagerPolicyOptions ?? true)) {
-    const shown = options
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([k, v]) => `${k}:${v}`)
-      .join(' ');
+  if (options.length > 0 && !(config.featureGates?.CPUManagerPolicyOptions ?? true))
     throw new KubeletError(
       'INVALID_CONFIG',
-      `CPU Manager policy options map[${shown}] require feature gates "CPUManager", "CPUManagerPolicyOptions" enabled`,
+      `CPU Manager policy options ${goMap(config.policyOptions)} require feature gates "CPUManager", "CPUManagerPolicyOptions" enabled`,
     );
+  if (config.policyName === POLICY_NONE || config.policyName === '') {
+    if (options.length > 0)
+      throw new KubeletError(
+        'INVALID_CONFIG',
+        `new none policy error: None policy: received unsupported options=${goMap(config.policyOptions)}`,
+      );
+    // No manager, but upstream keeps the state file under none too: a node cannot change policy undrained.
+    await restoreCheckpoint(config.rootDir, POLICY_NONE);
+    return undefined;
   }
-  if (config.policyName === POLICY_NONE || config.policyName === '') return undefined;
   if (config.policyName !== POLICY_STATIC)
     throw new KubeletError('INVALID_CONFIG', `[cpumanager] unknown policy: "${config.policyName}"`);
   const topology = await discoverTopology(config.sysfsRoot);
@@ -107,13 +153,8 @@ export class CPUManager {
 
   /** Reads the checkpoint (refusing one written for another policy) and checks it against this node. */
   async restoreState(): Promise<void> {
-    const cp = await readCPUManagerCheckpoint(this.config.rootDir);
+    const cp = await restoreCheckpoint(this.config.rootDir, this.policy.name);
     if (cp) {
-      if (cp.policyName !== this.policy.name)
-        throw new KubeletError(
-          'CPU_ALLOCATION_FAILED',
-          `could not restore state from checkpoint: configured policy "${this.policy.name}" differs from state checkpoint policy "${cp.policyName}"`,
-        );
       this.state.setDefaultCPUSet(CPUSet.parse(cp.defaultCpuSet));
       for (const [uid, containers] of Object.entries(cp.entries))
         for (const [name, cpus] of Object.entries(containers))

@@ -110,6 +110,15 @@ describe('loadKubeletConfig', () => {
     );
   });
 
+  test("reservedSystemCPUs: a list that parses, and no reserved cgroups beside it (upstream's words)", async () => {
+    const message = await failure([
+      '--config',
+      writeConfig(`${HEADER}reservedSystemCPUs: "0-x"\nsystemReservedCgroup: /system.slice\n`, 'rs.yaml'),
+    ]);
+    assert.match(message, /can't use reservedSystemCPUs \(--reserved-cpus\) with systemReservedCgroup/);
+    assert.match(message, /unable to parse reservedSystemCPUs \(--reserved-cpus\) 0-x, error: /);
+  });
+
   test('enforcing system-reserved or kube-reserved needs the cgroup named, as upstream validates', async () => {
     const message = await failure([
       '--config',

@@ -78,3 +78,31 @@ test('a tampered file is refused; a zero checksum is accepted as upstream does',
   assert.throws(() => unmarshalCheckpoint('{"entries":{"u":"1"}}'), /entries\[u\] is not an object/);
   assert.deepEqual(unmarshalCheckpoint('{"policyName":"static","defaultCpuSet":"0-1","checksum":0}'), cp);
 });
+
+// upstream's state_checkpoint_test.go (TestCheckpointStateRestore): its files, keys in another case
+// ("defaultCPUSet", read case-insensitively as Go's encoding/json does) and checksums included.
+test("upstream's checkpoint test files for the none policy are read, their checksums agree", () => {
+  assert.deepEqual(
+    unmarshalCheckpoint(
+      '{"policyName": "none", "defaultCPUSet": "4-6", "entries": {}, "checksum": 354655845}',
+    ),
+    { policyName: 'none', defaultCpuSet: '4-6', entries: {} },
+  );
+  assert.deepEqual(
+    unmarshalCheckpoint(
+      '{"policyName": "none", "defaultCPUSet": "1-3", "entries": {"pod": {"container1": "4-6", "container2": "1-3"}}, "checksum": 3610638499}',
+    ),
+    { policyName: 'none', defaultCpuSet: '1-3', entries: { pod: { container1: '4-6', container2: '1-3' } } },
+  );
+  assert.equal(
+    unmarshalCheckpoint(
+      '{"policyName": "other", "defaultCPUSet": "1-3", "entries": {}, "checksum": 1394507217}',
+    ).policyName,
+    'other',
+  );
+  assert.throws(
+    () =>
+      unmarshalCheckpoint('{"policyName": "none", "defaultCPUSet": "4-6", "entries": {}, "checksum": 1337}'),
+    /checkpoint is corrupted/,
+  );
+});

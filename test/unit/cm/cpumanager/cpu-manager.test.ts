@@ -124,6 +124,8 @@ test('refusals: another policy in the checkpoint, no CPU reserved, an unknown po
   const { config, done } = await setup();
   try {
     assert.equal(await createCPUManager({ ...config, policyName: 'none' }), undefined);
+    // The none policy's state file would be refused by the static policy below.
+    await rm(path.join(config.rootDir, 'cpu_manager_state'));
     await assert.rejects(createCPUManager({ ...config, policyName: 'dynamic' }), /unknown policy: "dynamic"/);
     await assert.rejects(
       createCPUManager({ ...config, reservedCPU: [undefined, '0'] }),
@@ -184,6 +186,34 @@ test('policy options reach the policy with the feature gates and the topology ma
     });
     assert.equal(manager?.policy.options.distributeCPUsAcrossNUMA, true);
     await manager?.stop();
+  } finally {
+    await done();
+  }
+});
+
+test("policy none keeps cpu_manager_state as upstream: written at start, another policy's file refused", async () => {
+  const { config, done } = await setup();
+  const file = path.join(config.rootDir, 'cpu_manager_state');
+  try {
+    assert.equal(await createCPUManager({ ...config, policyName: 'none' }), undefined);
+    const written = await readFile(file, 'utf8');
+    assert.equal(written, '{"policyName":"none","defaultCpuSet":"","checksum":1353318690}');
+    // Started again, the file is read back and kept.
+    assert.equal(await createCPUManager({ ...config, policyName: 'none' }), undefined);
+    assert.equal(await readFile(file, 'utf8'), written);
+    // A node moved from static to none without draining is refused, in upstream's words.
+    await rm(file);
+    (await createCPUManager(config))?.stop();
+    await assert.rejects(createCPUManager({ ...config, policyName: 'none' }), {
+      message: `could not restore state from checkpoint: configured policy "none" differs from state checkpoint policy "static", please drain this node and delete the CPU manager checkpoint file "${file}" before restarting Kubelet`,
+    });
+    await writeFile(file, written);
+    await assert.rejects(createCPUManager(config), {
+      message: `could not restore state from checkpoint: configured policy "static" differs from state checkpoint policy "none", please drain this node and delete the CPU manager checkpoint file "${file}" before restarting Kubelet`,
+    });
+    await assert.rejects(createCPUManager({ ...config, policyName: 'none', policyOptions: { a: 'b' } }), {
+      message: 'new none policy error: None policy: received unsupported options=map[a:b]',
+    });
   } finally {
     await done();
   }
