@@ -8,6 +8,7 @@ import type { Node, NodeAllocatable } from '../api/node.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
 import { detectSwapSettings, type NodeSwapSettings } from '../cm/swap.js';
 import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
+import type { MemoryManager } from '../cm/memorymanager/memory-manager.js';
 import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
@@ -22,6 +23,7 @@ import { CsiRegistrationHandler } from '../volume/csi/csi-registration-handler.j
 import { ApiNodeInfoManager, standaloneNodeInfoManager } from '../volume/csi/node-info-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
 import type { BuildContext } from './build-context.js';
+import { buildMemoryManager } from './build-memory-manager.js';
 import type { RuntimeClients } from './build-runtime-clients.js';
 import { KUBELET_VERSION } from './version.js';
 
@@ -35,6 +37,8 @@ export interface NodeManagers {
   readonly deviceManager: DeviceManager;
   /** Undefined under cpuManagerPolicy none. */
   readonly cpuManager: CPUManager | undefined;
+  /** Under None too: it then manages nothing but keeps memory_manager_state, as upstream. */
+  readonly memoryManager: MemoryManager;
   readonly pluginManager: PluginManager;
   readonly volumeManager: VolumeManagerImpl;
   /** Made only with an API client: standalone pods' runtimeClassName is not looked up (upstream). */
@@ -99,6 +103,7 @@ export async function buildNodeManagers(
     clock,
     runtime: clients.runtime,
   });
+  const memoryManager = await buildMemoryManager(ctx);
 
   const initialNode = await initialNodeOrUndefined(ctx, clients, signal);
   const apiNode = cluster ? () => cluster.nodeReflector.get(undefined, nodeName) : undefined;
@@ -136,6 +141,7 @@ export async function buildNodeManagers(
     containerManager,
     deviceManager,
     cpuManager,
+    memoryManager,
     pluginManager,
     volumeManager,
     runtimeClassManager: cluster ? new RuntimeClassManager(cluster.kubeClient, clock) : undefined,

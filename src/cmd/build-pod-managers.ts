@@ -98,6 +98,7 @@ function newKubelet(
     ...(shutdownManager ? { shutdownAdmit: (pod: Pod) => shutdownManager.admit(pod) } : {}),
     deviceAdmission: node.deviceManager,
     ...(node.cpuManager ? { cpuAllocator: node.cpuManager } : {}),
+    memoryAllocator: node.memoryManager,
     nodeName,
     rootDir: flags.rootDirectory,
     getNode: node.getNode,

@@ -120,6 +120,7 @@ function runtimeManager(
     volumeMounts: (pod, container, podIPs) => volumeManager.getMounts(pod, container, podIPs),
     deviceRunContainerOptions: (pod, container) => deviceManager.getDeviceRunContainerOptions(pod, container),
     cpusetCpus: (pod, container) => node.cpuManager?.cpusetFor(pod.metadata.uid ?? '', container.name) ?? '',
+    cpusetMems: (pod, container) => node.memoryManager.cpusetMemsFor(pod, container),
   });
 }
 

@@ -51,6 +51,7 @@ export async function buildServers(ctx: BuildContext, parts: ServerInputs): Prom
     },
     devices: parts.node.deviceManager,
     ...(parts.node.cpuManager ? { cpus: parts.node.cpuManager } : {}),
+    memory: parts.node.memoryManager,
     getEnabled: config.featureGates.KubeletPodResourcesGet ?? false,
   });
   const apiHost = await kubeletApiHost(ctx, parts);

@@ -9,6 +9,7 @@
  */
 import { KubeletError } from '../lib/errors.js';
 import { DurationError, parseGoDurationMs } from '../lib/go-duration.js';
+import { parseReservedMemoryFlag, type MemoryReservation } from '../cm/memorymanager/reserved-memory.js';
 import type { NodeTaint, TaintEffect } from './kubelet-configuration.js';
 
 /** Settings that exist only as flags (upstream's KubeletFlags). */
@@ -100,6 +101,7 @@ type FlagKind =
   | 'headerMultimap'
   | 'labels'
   | 'taints'
+  | 'reservedMemory'
   | 'vmodule'
   | 'version';
 
@@ -911,6 +913,22 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
     usage: "CPU Manager policy to use: 'none' or 'static'.",
   }),
   c({
+    name: 'memory-manager-policy',
+    kind: 'string',
+    group: 'Resources, cgroups and eviction',
+    field: 'memoryManagerPolicy',
+    defaultText: 'None',
+    usage: "Memory Manager policy to use. Possible values: 'None', 'Static'.",
+  }),
+  c({
+    name: 'reserved-memory',
+    kind: 'reservedMemory',
+    group: 'Resources, cgroups and eviction',
+    field: 'reservedMemory',
+    usage:
+      'A comma separated list of memory reservations for NUMA nodes. (e.g. --reserved-memory 0:memory=1Gi,hugepages-1M=2Gi --reserved-memory 1:memory=2Gi). The total sum for each memory type should be equal to the sum of kube-reserved, system-reserved and eviction-threshold.',
+  }),
+  c({
     name: 'allowed-unsafe-sysctls',
     kind: 'stringSlice',
     group: 'Resources, cgroups and eviction',
@@ -1286,6 +1304,15 @@ function parseFlagValue(spec: FlagSpec, raw: string, shown: string, previous: un
       }
       return out;
     }
+    case 'reservedMemory': {
+      // pflag's ReservedMemoryVar: the first occurrence replaces the file's list, later ones append.
+      const out = Array.isArray(previous) ? [...(previous as MemoryReservation[])] : [];
+      try {
+        return [...out, ...parseReservedMemoryFlag(raw)];
+      } catch (err) {
+        throw invalid((err as Error).message);
+      }
+    }
     case 'taints': {
       const out: NodeTaint[] = Array.isArray(previous) ? [...(previous as NodeTaint[])] : [];
       for (const item of raw.split(',')) {
@@ -1346,6 +1373,7 @@ const TYPE_NAMES: Readonly<Record<FlagKind, string>> = {
   headerMultimap: 'colonSeparatedMultimapStringString',
   labels: 'mapStringString',
   taints: 'taints',
+  reservedMemory: 'reserved-memory',
   vmodule: 'pattern=N,...',
   version: 'version[=true]',
 };

@@ -41,8 +41,8 @@ function nodeManagerComponents(
   { cluster, nodeName, clock }: BuildContext,
   { node, pods, servers, nodeStatus }: ComponentInputs,
 ): MaybeComponent[] {
-  const { containerManager, volumeManager, deviceManager, cpuManager, pluginManager, runtimeClassManager } =
-    node;
+  const { containerManager, volumeManager, deviceManager, cpuManager, memoryManager } = node;
+  const { pluginManager, runtimeClassManager } = node;
   const { kubelet } = pods;
   const { podResourcesServer } = servers;
   const { clusterNode } = nodeStatus;
@@ -68,6 +68,10 @@ function nodeManagerComponents(
         start: () => cpuManager.start(() => kubelet.getActivePods()),
         stop: () => cpuManager.stop(),
       }),
+    asComponent('memorymanager', {
+      start: () => memoryManager.start(() => kubelet.getActivePods()),
+      stop: () => memoryManager.stop(),
+    }),
     asComponent('podresources', {
       start: () => podResourcesServer.start(),
       stop: () => podResourcesServer.stop(),

@@ -19,6 +19,7 @@ type FieldKind =
   | 'boolMap'
   | 'headerMap'
   | 'taints'
+  | 'reservedMemory'
   | 'list'
   | 'stringOrNumber'
   | 'object';
@@ -135,6 +136,7 @@ const CONFIG_SCHEMA = {
   systemReserved: 'stringMap',
   kubeReserved: 'stringMap',
   reservedSystemCPUs: 'string',
+  reservedMemory: 'reservedMemory',
   systemReservedCgroup: 'string',
   kubeReservedCgroup: 'string',
   enforceNodeAllocatable: 'stringList',
@@ -266,6 +268,20 @@ function checkKind(kind: FieldKind, value: unknown): string | undefined {
         Object.values(value).every((x) => Array.isArray(x) && x.every((y) => typeof y === 'string'))
         ? undefined
         : `expected a map of lists of strings, got ${describe(value)}`;
+    case 'reservedMemory':
+      if (!Array.isArray(value)) return `expected a list of {numaNode, limits}, got ${describe(value)}`;
+      for (const [i, r] of value.entries()) {
+        if (!isPlainObject(r)) return `[${i}]: expected an object with numaNode and limits`;
+        if (typeof r.numaNode !== 'number' || !Number.isInteger(r.numaNode))
+          return `[${i}].numaNode: expected an integer, got ${describe(r.numaNode)}`;
+        const limits = r.limits ?? {};
+        if (
+          !isPlainObject(limits) ||
+          !Object.values(limits).every((q) => typeof q === 'string' || typeof q === 'number')
+        )
+          return `[${i}].limits: expected a map of quantities, got ${describe(limits)}`;
+      }
+      return undefined;
     case 'taints':
       if (!Array.isArray(value)) return `expected a list of taints, got ${describe(value)}`;
       for (const [i, t] of value.entries()) {

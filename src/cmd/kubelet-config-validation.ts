@@ -5,6 +5,7 @@ import { parseQuantity } from '../api/quantity.js';
 import { CPUSet } from '../cm/cpumanager/cpu-set.js';
 import { errorMessage } from '../lib/errors.js';
 import { goQuote } from '../lib/go-quote.js';
+import { validateReservedMemoryConfiguration } from '../cm/memorymanager/reserved-memory.js';
 import { TAINT_EFFECTS } from './kubelet-config-schema.js';
 import type { ResolvedKubeletConfig } from './kubelet-configuration.js';
 
@@ -368,6 +369,8 @@ function validateTaintsAndEviction(r: ResolvedKubeletConfig, { check, oneOf }: F
   };
   reserved('systemReserved', r.systemReserved);
   reserved('kubeReserved', r.kubeReserved);
+  for (const message of validateReservedMemoryConfiguration(r.reservedMemory))
+    check(false, 'reservedMemory', message);
 }
 
 export const EVICTION_SIGNALS: readonly string[] = [

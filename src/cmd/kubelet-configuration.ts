@@ -11,6 +11,7 @@
  * docs/flags.md is the reference of each field, its flag and its default.
  */
 
+import type { MemoryReservation } from '../cm/memorymanager/reserved-memory.js';
 import { KubeletError } from '../lib/errors.js';
 import { DurationError, parseGoDurationMs } from '../lib/go-duration.js';
 import { approximateValue, parseQuantity } from '../api/quantity.js';
@@ -152,6 +153,8 @@ export interface KubeletConfiguration {
   systemReserved?: Record<string, string>;
   kubeReserved?: Record<string, string>;
   reservedSystemCPUs?: string;
+  /** Per NUMA node, memory and huge pages kept for the system (the Static memory manager's). */
+  reservedMemory?: { numaNode?: number; limits?: Record<string, string | number> }[];
   systemReservedCgroup?: string;
   kubeReservedCgroup?: string;
   enforceNodeAllocatable?: string[];
@@ -282,6 +285,7 @@ export interface ResolvedKubeletConfig {
   systemReserved: Record<string, string>;
   kubeReserved: Record<string, string>;
   reservedSystemCPUs: string;
+  reservedMemory: MemoryReservation[];
   systemReservedCgroup: string;
   kubeReservedCgroup: string;
   enforceNodeAllocatable: string[];
@@ -655,6 +659,7 @@ export function resolveKubeletConfiguration(
     systemReserved: { ...c.systemReserved },
     kubeReserved: { ...c.kubeReserved },
     reservedSystemCPUs: c.reservedSystemCPUs ?? '',
+    reservedMemory: reservedMemoryEntries(c.reservedMemory),
     systemReservedCgroup: c.systemReservedCgroup ?? '',
     kubeReservedCgroup: c.kubeReservedCgroup ?? '',
     enforceNodeAllocatable: [...(c.enforceNodeAllocatable ?? ['pods'])],
@@ -705,4 +710,12 @@ function vmoduleEntries(list: unknown[] | undefined): { filePattern: string; ver
       verbosity: typeof o.verbosity === 'number' ? o.verbosity : 0,
     };
   });
+}
+
+/** reservedMemory with its quantities as text (a file may write one as a number); checked by validateTaintsAndEviction. */
+function reservedMemoryEntries(list: KubeletConfiguration['reservedMemory']): MemoryReservation[] {
+  return (list ?? []).map((m) => ({
+    numaNode: m.numaNode ?? 0,
+    limits: Object.fromEntries(Object.entries(m.limits ?? {}).map(([k, v]) => [k, String(v)])),
+  }));
 }

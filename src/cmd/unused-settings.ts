@@ -33,7 +33,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('kernelMemcgNotification', 'kernelMemcgNotification'),
   field('kubeletCgroups', 'kubeletCgroups'),
   field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'),
-  field('memoryManagerPolicy', 'memoryManagerPolicy'),
   field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
   field('podCIDR', 'podCIDR'),
   field('protectKernelDefaults', 'protectKernelDefaults'),

@@ -39,6 +39,8 @@ export interface KubeletOptions {
   deviceAdmission?: DeviceAdmission;
   /** The CPU manager, asked after AppArmor and before the devices, as upstream's topology admit handler orders its providers. */
   cpuAllocator?: CPUAllocator;
+  /** The memory manager, asked after the CPU manager (until a topology manager asks both per container). */
+  memoryAllocator?: MemoryAllocator;
   /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** The node shutdown manager's admit handler, asked last (upstream adds it after the others). */
@@ -87,6 +89,12 @@ export interface KubeletOptions {
 export interface CPUAllocator {
   /** Exclusive CPUs for the pod's containers that qualify; throws why not (an error with a `reason` names the rejection). */
   allocate(pod: Pod): void;
+}
+
+/** What admission asks of the memory manager. */
+export interface MemoryAllocator {
+  /** Memory for every container of pod, init containers first; throws the manager's error. */
+  allocatePod(pod: Pod): void;
 }
 
 /** What admission asks of the device manager. */

@@ -9,7 +9,7 @@ import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { AdmissionReason, canAdmitPod, sanitizeNodeAllocatable } from './admission.js';
 import { AppArmorValidator } from './apparmor-validator.js';
-import type { CPUAllocator, DeviceAdmission, KubeletOptions } from './kubelet-options.js';
+import type { CPUAllocator, DeviceAdmission, KubeletOptions, MemoryAllocator } from './kubelet-options.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
 
 const log = logger('kubelet');
@@ -21,6 +21,7 @@ export interface PodAdmitterOptions extends Pick<
   'evictionAdmit' | 'shutdownAdmit' | 'sysctlAllowlist' | 'appArmorValidator' | 'getNode'
 > {
   cpuAllocator?: CPUAllocator;
+  memoryAllocator?: MemoryAllocator;
   deviceAdmission?: DeviceAdmission;
   /** The pods that hold resources now (the kubelet's active pods). */
   activePods: () => Pod[];
@@ -85,12 +86,13 @@ export class PodAdmitter {
   }
 
   /**
-   * upstream's admission.GetPodAdmitResult of the CPU manager's Allocate error: its own reason when it
-   * has one (SMTAlignmentError), else UnexpectedAdmissionError.
+   * upstream's admission.GetPodAdmitResult of the CPU or memory manager's Allocate error: its own
+   * reason when it has one (SMTAlignmentError), else UnexpectedAdmissionError.
    */
   private allocateCPUs(pod: Pod): AdmitVerdict | undefined {
     try {
       this.opts.cpuAllocator?.allocate(pod);
+      this.opts.memoryAllocator?.allocatePod(pod);
       return undefined;
     } catch (err) {
       const reason = (err as { reason?: unknown }).reason;

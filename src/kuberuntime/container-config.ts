@@ -43,6 +43,8 @@ export interface ContainerConfigOptions {
   devices?: DeviceRunOptions;
   /** The CPU manager's cpuset for the container (upstream: PreCreateContainer's CpusetCpus). */
   cpusetCpus?: string;
+  /** The memory manager's NUMA nodes for the container (upstream: PreCreateContainer's CpusetMems). */
+  cpusetMems?: string;
   /** A short random name for the termination message file; injectable for tests. */
   randomId?: () => string;
   signal?: AbortSignal;
@@ -139,6 +141,7 @@ export async function generateContainerConfig(
       resources: {
         ...generateLinuxContainerResources(pod, container, opts),
         cpusetCpus: opts.cpusetCpus ?? '',
+        cpusetMems: opts.cpusetMems ?? '',
       },
       securityContext: generateLinuxContainerSecurityContext(pod, container, {
         image: input.image,

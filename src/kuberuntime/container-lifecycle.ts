@@ -248,6 +248,7 @@ export class ContainerLifecycle {
         volumeMounts: await this.containerMounts(pod, container, podIPs),
         devices: await this.opts.deviceRunContainerOptions?.(pod, container),
         cpusetCpus: this.opts.cpusetCpus?.(pod, container),
+        cpusetMems: this.opts.cpusetMems?.(pod, container),
         signal,
       },
     );

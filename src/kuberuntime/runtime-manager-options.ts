@@ -91,6 +91,8 @@ export interface KubeGenericRuntimeManagerOptions {
   deviceRunContainerOptions?: (pod: Pod, container: Container) => Promise<DeviceRunOptions | undefined>;
   /** The cpuset a container is created with (the CPU manager's static policy); '' or absent: the runtime's default. */
   cpusetCpus?: (pod: Pod, container: Container) => string;
+  /** The NUMA nodes a container's memory comes from (the memory manager's Static policy, "0,1"); '' or absent: any. */
+  cpusetMems?: (pod: Pod, container: Container) => string;
   /** The container's volume mounts, from the volume manager (podIPs: for subPathExpr's env). */
   volumeMounts?: (pod: Pod, container: Container, podIPs: string[]) => Mount[] | Promise<Mount[]>;
   /** True once the pod is being deleted: a sandbox that then fails to start is not an error. */

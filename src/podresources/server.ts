@@ -4,8 +4,9 @@
  * devices each container holds and which the node can still give.
  *
  * `cpu_ids` are a container's exclusive CPUs and the node's allocatable ones under the CPU manager's
- * static policy (empty under `none`, as upstream). tskubelet has no memory manager, so `memory` is
- * always empty: what upstream reports with its default `None` policy. Dynamic resources (DRA) are not reported.
+ * static policy (empty under `none`, as upstream). `memory` is the memory manager's: a container's
+ * blocks (type, size, NUMA nodes) and each node's allocatable memory and huge pages under `Static`,
+ * nothing under `None`, as upstream. Dynamic resources (DRA) are not reported.
  * `Get` answers only with the KubeletPodResourcesGet feature gate on (alpha in v1.30, off by
  * default). Calls past upstream's rate limit (100 per second, bursts of 10) fail with
  * RESOURCE_EXHAUSTED. The deprecated v1alpha1 service is not served.
@@ -25,6 +26,7 @@ import {
   PodResourcesListerDefinition,
   AllocatableResourcesResponse,
   type ContainerDevices,
+  type ContainerMemory,
   type ContainerResources,
   type GetPodResourcesRequest,
   GetPodResourcesResponse,
@@ -63,6 +65,30 @@ export interface CPUsProvider {
   getAllocatableCPUs(): number[];
 }
 
+/** One memory block of the memory manager (its state.Block). */
+export interface MemoryBlockInfo {
+  numaAffinity: readonly number[] | null;
+  type: string;
+  size: number;
+}
+
+/** The memory manager, as this API reads it. */
+export interface MemoryProvider {
+  /** The container's blocks; empty when it has none (or under None). */
+  getMemory(podUid: string, containerName: string): readonly MemoryBlockInfo[];
+  /** One block per NUMA node and memory type with allocatable memory; empty under None. */
+  getAllocatableMemory(): readonly MemoryBlockInfo[];
+}
+
+/** upstream's containerMemoryFromBlock: a block's nodes become its topology, an empty list if none. */
+export function containerMemoryOf(blocks: readonly MemoryBlockInfo[]): ContainerMemory[] {
+  return blocks.map((b) => ({
+    memoryType: b.type,
+    size: b.size,
+    topology: { nodes: (b.numaAffinity ?? []).map((id) => ({ ID: id })) },
+  }));
+}
+
 export interface PodResourcesServerOptions {
   /** `<root-dir>/pod-resources`. */
   socketDir: string;
@@ -70,6 +96,8 @@ export interface PodResourcesServerOptions {
   devices: DevicesProvider;
   /** Absent under cpuManagerPolicy none: no CPUs are reported. */
   cpus?: CPUsProvider;
+  /** Absent: no memory is reported. */
+  memory?: MemoryProvider;
   clock: Clock;
   /** The KubeletPodResourcesGet feature gate (default false in v1.30). */
   getEnabled?: boolean;
@@ -100,7 +128,7 @@ export class PodResourcesLister {
       name: container.name,
       devices: containerDevicesOf(this.opts.devices.getDevices(pod.metadata.uid ?? '', container.name)),
       cpuIds: this.opts.cpus?.getCPUs(pod.metadata.uid ?? '', container.name) ?? [],
-      memory: [],
+      memory: containerMemoryOf(this.opts.memory?.getMemory(pod.metadata.uid ?? '', container.name) ?? []),
       dynamicResources: [],
     };
   }
@@ -125,7 +153,7 @@ export class PodResourcesLister {
     return AllocatableResourcesResponse.fromPartial({
       devices: containerDevicesOf(this.opts.devices.getAllocatableDevices()),
       cpuIds: this.opts.cpus?.getAllocatableCPUs() ?? [],
-      memory: [],
+      memory: containerMemoryOf(this.opts.memory?.getAllocatableMemory() ?? []),
     });
   }
 

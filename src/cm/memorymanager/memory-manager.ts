@@ -6,6 +6,7 @@
  * None it manages nothing but still keeps the file, as upstream does, so a node cannot switch policy
  * without it being removed first.
  */
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '../../api/core-v1.js';
 import type { ResourceQuantity } from '../../api/quantity.js';
@@ -98,6 +99,8 @@ export class MemoryManager implements HintProvider {
         `could not restore state from checkpoint: ${why}, please drain this node and delete the memory manager checkpoint file "${file}" before restarting Kubelet`,
       );
     let cp: MemoryManagerCheckpoint | undefined;
+    // Upstream's checkpoint manager makes its folder (the root dir) on first use.
+    await mkdir(this.rootDir, { recursive: true, mode: 0o755 });
     try {
       cp = await readMemoryManagerCheckpoint(this.rootDir);
     } catch (err) {

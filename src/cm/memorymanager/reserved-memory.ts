@@ -101,7 +101,8 @@ export function systemReservedMemory(
 
 /**
  * Upstream's validateReservedMemoryConfiguration, run with the rest of the file's validation: only
- * memory and huge pages, never zero, each node and type once. One message per problem.
+ * memory and huge pages, never zero, each node and type once. One message per problem, upstream's
+ * without its "invalid configuration: " (the caller's message starts with it).
  */
 export function validateReservedMemoryConfiguration(reservations: readonly MemoryReservation[]): string[] {
   const errors: string[] = [];
@@ -112,23 +113,23 @@ export function validateReservedMemoryConfiguration(reservations: readonly Memor
     for (const [resource, text] of Object.entries(r.limits)) {
       if (resource !== 'memory' && !isHugePageResourceName(resource))
         errors.push(
-          `invalid configuration: the limit type ${goQuote(resource)} for NUMA node ${r.numaNode} is not supported, only [memory hugepages-<HugePageSize>] is accepted`,
+          `the limit type ${goQuote(resource)} for NUMA node ${r.numaNode} is not supported, only [memory hugepages-<HugePageSize>] is accepted`,
         );
       let zero = false;
       try {
         zero = parseQuantity(text).nano === 0n;
       } catch {
         errors.push(
-          `invalid configuration: the reserved memory for NUMA node ${r.numaNode} and resource ${goQuote(resource)} is not a quantity: ${goQuote(text)}`,
+          `the reserved memory for NUMA node ${r.numaNode} and resource ${goQuote(resource)} is not a quantity: ${goQuote(text)}`,
         );
       }
       if (zero)
         errors.push(
-          `invalid configuration: reserved memory may not be zero for NUMA node ${r.numaNode} and resource ${goQuote(resource)}`,
+          `reserved memory may not be zero for NUMA node ${r.numaNode} and resource ${goQuote(resource)}`,
         );
       if (types.has(resource))
         errors.push(
-          `invalid configuration: the reserved memory has a duplicate value for NUMA node ${r.numaNode} and resource ${goQuote(resource)}`,
+          `the reserved memory has a duplicate value for NUMA node ${r.numaNode} and resource ${goQuote(resource)}`,
         );
       types.add(resource);
     }

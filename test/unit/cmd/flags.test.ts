@@ -110,6 +110,41 @@ describe('parseKubeletFlags', () => {
     assert.throws(() => parseKubeletFlags(['--register-with-taints=ab']), /invalid taint spec/);
   });
 
+  test('--reserved-memory: nodes split by ";", repeats append, upstream\'s errors', () => {
+    assert.deepEqual(
+      overrides([
+        '--memory-manager-policy=Static',
+        '--reserved-memory',
+        '0:memory=1Gi,hugepages-2Mi=2Mi;1:memory=512Mi',
+        '--reserved-memory=2:memory=1G',
+      ]),
+      {
+        memoryManagerPolicy: 'Static',
+        reservedMemory: [
+          { numaNode: 0, limits: { memory: '1Gi', 'hugepages-2Mi': '2Mi' } },
+          { numaNode: 1, limits: { memory: '512Mi' } },
+          { numaNode: 2, limits: { memory: '1G' } },
+        ],
+      },
+    );
+    assert.throws(
+      () => parseKubeletFlags(['--reserved-memory=memory=1Gi']),
+      /invalid argument "memory=1Gi" for "--reserved-memory" flag: the reserved memory has incorrect format, expected numaNodeID:type=quantity\[,type=quantity...\], got memory=1Gi/,
+    );
+    assert.throws(
+      () => parseKubeletFlags(['--reserved-memory=x:memory=1Gi']),
+      /failed to convert the NUMA node ID, exptected integer, got x/,
+    );
+    assert.throws(
+      () => parseKubeletFlags(['--reserved-memory=0:cpu=1']),
+      /memory type conversion error, unknown type: "cpu"/,
+    );
+    assert.throws(
+      () => parseKubeletFlags(['--reserved-memory=0:memory=lots']),
+      /failed to parse the quantatity, expected quantatity, got lots/,
+    );
+  });
+
   test('lists, maps and header multimaps', () => {
     assert.deepEqual(overrides(['--cluster-dns=10.0.0.10,10.0.0.11', '--cluster-dns=10.0.0.12']), {
       clusterDNS: ['10.0.0.10', '10.0.0.11', '10.0.0.12'],

@@ -119,6 +119,35 @@ describe('loadKubeletConfig', () => {
     assert.match(message, /unable to parse reservedSystemCPUs \(--reserved-cpus\) 0-x, error: /);
   });
 
+  test("reservedMemory from the file, replaced by --reserved-memory; upstream's validation texts", async () => {
+    const file = writeConfig(
+      `${HEADER}memoryManagerPolicy: Static\nreservedMemory:\n- numaNode: 0\n  limits: {memory: 1Gi, hugepages-2Mi: 4194304}\n`,
+    );
+    const { config } = await run(['--config', file]);
+    assert.equal(config.memoryManagerPolicy, 'Static');
+    assert.deepEqual(config.reservedMemory, [
+      { numaNode: 0, limits: { memory: '1Gi', 'hugepages-2Mi': '4194304' } },
+    ]);
+    const flagged = await run(['--config', file, '--reserved-memory=1:memory=2Gi']);
+    assert.deepEqual(flagged.config.reservedMemory, [{ numaNode: 1, limits: { memory: '2Gi' } }]);
+    const message = await failure([
+      '--config',
+      writeConfig(
+        `${HEADER}reservedMemory:\n- numaNode: 0\n  limits: {cpu: '1', memory: '0'}\n- numaNode: 0\n  limits: {memory: 1Gi}\n`,
+      ),
+    ]);
+    assert.match(
+      message,
+      /reservedMemory \(--reserved-memory\): the limit type "cpu" for NUMA node 0 is not supported, only \[memory hugepages-<HugePageSize>\] is accepted/,
+    );
+    assert.match(message, /reserved memory may not be zero for NUMA node 0 and resource "memory"/);
+    assert.match(message, /the reserved memory has a duplicate value for NUMA node 0 and resource "memory"/);
+    assert.match(
+      await failure(['--config', writeConfig(`${HEADER}reservedMemory: [{numaNode: a}]\n`)]),
+      /reservedMemory: \[0\]\.numaNode: expected an integer/,
+    );
+  });
+
   test('enforcing system-reserved or kube-reserved needs the cgroup named, as upstream validates', async () => {
     const message = await failure([
       '--config',

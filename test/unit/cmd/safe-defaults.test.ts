@@ -158,13 +158,15 @@ describe('safe defaults', () => {
       join(dir, 'c.yaml'),
       HEADER +
         'memoryManagerPolicy: Static\ncpuManagerPolicy: static\nshutdownGracePeriod: 30s\nmaxPods: 50\n' +
+        'enableContentionProfiling: true\n' +
         'featureGates:\n  EventedPLEG: false\n  InPlacePodVerticalScaling: true\n',
     );
     await run(['--config', join(dir, 'c.yaml'), '--lock-file=/run/kubelet.lock']);
     const lines = warnings.filter((w) => w.includes('parsed but not acted on'));
     assert.equal(lines.length, 1);
-    assert.match(lines[0]!, /memoryManagerPolicy="Static"/);
-    // The CPU manager acts on it now.
+    assert.match(lines[0]!, /enableContentionProfiling=true/);
+    // The CPU and memory managers act on them now.
+    assert.doesNotMatch(lines[0]!, /memoryManagerPolicy/);
     assert.doesNotMatch(lines[0]!, /cpuManagerPolicy/);
     assert.match(lines[0]!, /featureGates\.InPlacePodVerticalScaling=true/);
     assert.doesNotMatch(lines[0]!, /EventedPLEG/);

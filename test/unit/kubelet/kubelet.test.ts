@@ -13,7 +13,12 @@ import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { FakeContainerManager } from '../../../src/cm/testing/fake-container-manager.js';
 import { MetricsRegistry } from '../../../src/lib/metrics.js';
-import { Kubelet, type CPUAllocator, type DeviceAdmission } from '../../../src/kubelet/kubelet.js';
+import {
+  Kubelet,
+  type CPUAllocator,
+  type DeviceAdmission,
+  type MemoryAllocator,
+} from '../../../src/kubelet/kubelet.js';
 import { SMTAlignmentError } from '../../../src/cm/cpumanager/policy-static.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
 import { realClock } from '../../../src/lib/clock.js';
@@ -75,6 +80,7 @@ function startNode(
     networkErrors?: () => string[];
     deviceAdmission?: DeviceAdmission;
     cpuAllocator?: CPUAllocator;
+    memoryAllocator?: MemoryAllocator;
   } = {},
 ): Node {
   const clock = realClock;
@@ -115,6 +121,7 @@ function startNode(
     metrics,
     deviceAdmission: opts.deviceAdmission,
     ...(opts.cpuAllocator ? { cpuAllocator: opts.cpuAllocator } : {}),
+    ...(opts.memoryAllocator ? { memoryAllocator: opts.memoryAllocator } : {}),
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
   kubelet.start();
@@ -449,6 +456,39 @@ test('the CPU manager refuses at admission with its own reason (SMTAlignmentErro
   assert.equal(
     big.status?.message,
     'Pod was rejected: Allocate failed due to not enough cpus available to satisfy request, which is unexpected',
+  );
+  await waitFor('ok to run', () => runningContainers(fake, 'uid-ok').length === 1, 5000, 20);
+  assert.deepEqual(allocated, ['ok']);
+});
+
+test("the memory manager refuses at admission as upstream: UnexpectedAdmissionError with the policy's words", async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const allocated: string[] = [];
+  const memoryAllocator: MemoryAllocator = {
+    allocatePod: (p) => {
+      if (p.metadata.name === 'big')
+        throw new Error(
+          '[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available',
+        );
+      allocated.push(p.metadata.name ?? '');
+    },
+  };
+  const node = startNode(fake, dir, {
+    memoryAllocator,
+    allocatable: { cpu: '4', memory: '8Gi', pods: '10' },
+  });
+  node.send({ op: 'SET', pods: [pod('big', 'uid-big'), pod('ok', 'uid-ok')] });
+  const big = await waitFor(
+    'big to be Failed',
+    () => node.kubelet.getPods().find((p) => p.metadata.uid === 'uid-big' && p.status?.phase === 'Failed'),
+    5000,
+    20,
+  );
+  assert.equal(big.status?.reason, 'UnexpectedAdmissionError');
+  assert.equal(
+    big.status?.message,
+    'Pod was rejected: Allocate failed due to [memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available, which is unexpected',
   );
   await waitFor('ok to run', () => runningContainers(fake, 'uid-ok').length === 1, 5000, 20);
   assert.deepEqual(allocated, ['ok']);

@@ -94,6 +94,33 @@ test("List and GetAllocatableResources report the CPU manager's exclusive and al
   assert.deepEqual(lister.getAllocatableResources().cpuIds, [1, 2, 3]);
 });
 
+test("List and GetAllocatableResources report the memory manager's blocks, as upstream's containerMemoryFromBlock", () => {
+  const memory = {
+    getMemory: (uid: string, container: string) =>
+      uid === 'u1' && container === 'main'
+        ? [
+            { numaAffinity: [0, 1], type: 'memory', size: 1073741824 },
+            { numaAffinity: [0, 1], type: 'hugepages-2Mi', size: 4194304 },
+          ]
+        : [],
+    getAllocatableMemory: () => [
+      { numaAffinity: [0], type: 'memory', size: 7516192768 },
+      { numaAffinity: [1], type: 'memory', size: 8053063680 },
+    ],
+  };
+  const lister = new PodResourcesLister({ pods: podsProvider, devices, memory, getEnabled: false });
+  const containers = lister.list().podResources[0]?.containers;
+  assert.deepEqual(containers?.[0]?.memory, []);
+  assert.deepEqual(containers?.[1]?.memory, [
+    { memoryType: 'memory', size: 1073741824, topology: { nodes: [{ ID: 0 }, { ID: 1 }] } },
+    { memoryType: 'hugepages-2Mi', size: 4194304, topology: { nodes: [{ ID: 0 }, { ID: 1 }] } },
+  ]);
+  assert.deepEqual(lister.getAllocatableResources().memory, [
+    { memoryType: 'memory', size: 7516192768, topology: { nodes: [{ ID: 0 }] } },
+    { memoryType: 'memory', size: 8053063680, topology: { nodes: [{ ID: 1 }] } },
+  ]);
+});
+
 test('Get: off by default (upstream v1.30), and upstream errors when on', () => {
   const off = new PodResourcesLister({ pods: podsProvider, devices, getEnabled: false });
   assert.throws(
