@@ -3,6 +3,7 @@
  * by spec.nodeName: no scheduler), deletes them, watches them to see each one Running and gone, and
  * reads the API server's /metrics. Everything through the admin's kubeconfig; every call bounded.
  */
+import type { ClientRequest } from 'node:http';
 import https from 'node:https';
 import { performance } from 'node:perf_hooks';
 import type { Pod } from '../src/api/core-v1.js';
@@ -60,6 +61,11 @@ export class ClusterApi {
 
   close(): void {
     this.client.close();
+  }
+
+  /** A counting protobuf watch of resource in all namespaces, with the admin's identity. */
+  protobufCounter(resource: 'pods' | 'nodes'): ProtobufWatchCounter {
+    return new ProtobufWatchCounter(this.config, resource);
   }
 
   /**
@@ -197,7 +203,7 @@ export class ClusterApi {
 /** What the bench's own watch received: the API server counts it with the kubelet's in its metrics. */
 export interface WatchTally {
   events: number;
-  /** The objects' JSON, as the API server encodes them for a JSON watch (its watch_events_sizes). */
+  /** The objects as encoded for this watch, as the API server's watch_events_sizes counts them. */
   bytes: number;
 }
 
@@ -250,7 +256,8 @@ export class PodWatch {
             return;
           }
           this.tally.events++;
-          this.tally.bytes += Buffer.byteLength(JSON.stringify(event.object));
+          // The API server's JSON encoder ends each object with a newline, and its metric counts it.
+          this.tally.bytes += Buffer.byteLength(JSON.stringify(event.object)) + 1;
           const pod = event.object;
           const name = pod.metadata.name ?? '';
           rv = pod.metadata.resourceVersion ?? rv;
@@ -299,4 +306,153 @@ export class PodWatch {
     this.stream?.close();
     await this.done;
   }
+}
+
+/**
+ * A protobuf watch that only counts: how many events the API server sent it and the bytes of their
+ * embedded objects, exactly what its apiserver_watch_events_total and _sizes count for one watcher
+ * asking for protobuf. The API server's own informers (the Node authorizer's graph, NodeRestriction)
+ * hold such a watch on all pods and nodes and receive the same stream, so this tally stands for
+ * theirs too when they are taken out of the metrics.
+ */
+export class ProtobufWatchCounter {
+  readonly tally: WatchTally = { events: 0, bytes: 0 };
+  private req: ClientRequest | undefined;
+  private failure: Error | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly config: RestConfig,
+    /** Watched in all namespaces, as the informers watch them. */
+    private readonly resource: 'pods' | 'nodes',
+  ) {}
+
+  private get collection(): string {
+    return `/api/v1/${this.resource}`;
+  }
+
+  /** Opens the watch at the collection's current resourceVersion; resolves once the server answered. */
+  async open(api: ClusterApi): Promise<void> {
+    const list = mustSucceed(
+      await api.client.list({ resource: this.resource }, { limit: 1 }),
+      `listing ${this.resource}`,
+    );
+    const url = new URL(this.collection, this.config.server);
+    url.searchParams.set('watch', 'true');
+    url.searchParams.set('allowWatchBookmarks', 'true');
+    url.searchParams.set('resourceVersion', list.metadata.resourceVersion ?? '');
+    url.searchParams.set('timeoutSeconds', String(WATCH_TIMEOUT_S));
+    await new Promise<void>((resolve, reject) => {
+      const req = https.get(
+        url,
+        {
+          ...this.tls(),
+          headers: { accept: 'application/vnd.kubernetes.protobuf;stream=watch' },
+        },
+        (res) => {
+          if (res.statusCode !== 200) {
+            reject(new Error(`protobuf watch of ${this.collection} answered ${res.statusCode}`));
+            res.resume();
+            return;
+          }
+          let buffer = Buffer.alloc(0);
+          res.on('data', (chunk: Buffer) => {
+            buffer = Buffer.concat([buffer, chunk]);
+            // Frames: a 4-byte big-endian length, then the encoded WatchEvent.
+            while (buffer.length >= 4 && buffer.length >= 4 + buffer.readUInt32BE(0)) {
+              const frame = buffer.subarray(4, 4 + buffer.readUInt32BE(0));
+              buffer = buffer.subarray(4 + frame.length);
+              try {
+                this.tally.bytes += embeddedObjectBytes(frame);
+                this.tally.events++;
+              } catch (err) {
+                this.failure = err as Error;
+                res.destroy();
+              }
+            }
+          });
+          res.on('end', () => {
+            if (!this.closed) this.failure ??= new Error(`protobuf watch of ${this.collection} ended`);
+          });
+          res.on('error', (err) => {
+            if (!this.closed) this.failure ??= err;
+          });
+          resolve();
+        },
+      );
+      req.on('error', (err) => {
+        if (!this.closed) this.failure ??= err;
+        reject(err);
+      });
+      this.req = req;
+    });
+  }
+
+  private tls(): https.RequestOptions {
+    return {
+      ca: this.config.caPem,
+      cert: this.config.clientCertPem,
+      key: this.config.clientKeyPem,
+      rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
+    };
+  }
+
+  /** The tally so far, or the reason it stopped counting. */
+  snapshot(): WatchTally {
+    if (this.failure) throw this.failure;
+    return { ...this.tally };
+  }
+
+  close(): void {
+    this.closed = true;
+    this.req?.destroy();
+  }
+}
+
+/** Reads a protobuf varint at offset: its value and the offset after it. */
+function varint(buf: Buffer, offset: number): [number, number] {
+  let value = 0;
+  let shift = 0;
+  for (let i = offset; i < buf.length; i++) {
+    const b = buf[i]!;
+    value += (b & 0x7f) * 2 ** shift;
+    if ((b & 0x80) === 0) return [value, i + 1];
+    shift += 7;
+  }
+  throw new Error('truncated protobuf varint');
+}
+
+/** The bytes of field `field` (length-delimited) of a protobuf message, if present. */
+function lengthDelimited(msg: Buffer, field: number): Buffer | undefined {
+  let at = 0;
+  while (at < msg.length) {
+    const [key, next] = varint(msg, at);
+    const wire = key & 7;
+    at = next;
+    if (wire === 0) at = varint(msg, at)[1];
+    else if (wire === 1) at += 8;
+    else if (wire === 5) at += 4;
+    else if (wire === 2) {
+      const [len, start] = varint(msg, at);
+      if (Math.floor(key / 8) === field) return msg.subarray(start, start + len);
+      at = start + len;
+    } else throw new Error(`protobuf wire type ${wire} not expected in a watch event`);
+  }
+  return undefined;
+}
+
+const PROTOBUF_MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
+
+/**
+ * A protobuf watch frame is a metav1.WatchEvent{type, object: RawExtension{raw}} as is (the stream
+ * serializer is the raw one: no `k8s\0` envelope around it); the metric counts the length of raw, the
+ * object as the full serializer encoded it, envelope included.
+ */
+export function embeddedObjectBytes(frame: Buffer): number {
+  // A frame in the envelope (an API server that streams with the full serializer) is unwrapped.
+  const event = frame.subarray(0, 4).equals(PROTOBUF_MAGIC) ? lengthDelimited(frame.subarray(4), 2) : frame;
+  const object = event && lengthDelimited(event, 2);
+  const raw = object && lengthDelimited(object, 1);
+  if (raw === undefined) throw new Error('a protobuf watch frame without an object');
+  return raw.length;
 }

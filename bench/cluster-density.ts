@@ -28,7 +28,13 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { connectRuntime, type RuntimeConnection } from '../src/cri/connect-runtime.js';
-import { ClusterApi, clusterBenchPod, PodWatch, type WatchTally } from './cluster-api.js';
+import {
+  ClusterApi,
+  clusterBenchPod,
+  PodWatch,
+  type ProtobufWatchCounter,
+  type WatchTally,
+} from './cluster-api.js';
 import { ClusterKubelet, type Side } from './cluster-kubelet.js';
 import { clusterNotes, clusterReport, type RunFigures } from './cluster-report.js';
 import {
@@ -89,6 +95,8 @@ export interface ClusterSettings {
   nodeKubeconfig: string;
   auditLog?: string;
   mountNs?: string;
+  /** The bench started the API server: it knows which other watches it holds (its own informers'). */
+  ownControlPlane: boolean;
   endpoint: string;
 }
 
@@ -117,6 +125,7 @@ function settings(): ClusterSettings {
     nodeKubeconfig: required('BENCH_CLUSTER_NODE_KUBECONFIG'),
     auditLog: process.env.BENCH_CLUSTER_AUDIT_LOG || undefined,
     mountNs: process.env.BENCH_CLUSTER_MOUNT_NS || undefined,
+    ownControlPlane: process.env.BENCH_CLUSTER_OWN_CONTROL_PLANE === 'true',
     endpoint: required('CONTAINER_RUNTIME_ENDPOINT'),
   };
 }
@@ -166,17 +175,49 @@ interface Windows {
   deleteMs: number;
   deleteEndMs: number;
   metrics: MetricsSnapshot[];
-  tallies: WatchTally[];
+  tallies: Tallies[];
 }
 
-/** The watch events the API server sent the kubelet in a window: all it sent less what the bench's own watch got. */
-function kubeletWire(before: MetricsSnapshot, after: MetricsSnapshot, benchWatch: WatchTally): WireTraffic {
+/**
+ * What the bench's watches had received at a window's edge: its JSON pod watch, and its counting
+ * protobuf watches of pods and nodes (only with a control plane of its own: they stand for the API
+ * server's own informers, whose watches an existing cluster's controllers outnumber).
+ */
+interface Tallies {
+  json: WatchTally;
+  pbPods?: WatchTally;
+  pbNodes?: WatchTally;
+}
+
+const minus = (a: WatchTally, b: WatchTally): WatchTally => ({
+  events: a.events - b.events,
+  bytes: a.bytes - b.bytes,
+});
+
+/**
+ * The watch events the API server sent the kubelet in a window: all it sent, less what the bench's
+ * watches got and, for pods and nodes, what the API server's own informers got (the same stream as
+ * the bench's protobuf watch). Undefined without the protobuf watches: the kubelet's share is unknown.
+ */
+function kubeletWire(
+  before: MetricsSnapshot,
+  after: MetricsSnapshot,
+  a: Tallies,
+  b: Tallies,
+): WireTraffic | undefined {
+  if (!a.pbPods || !b.pbPods || !a.pbNodes || !b.pbNodes) return undefined;
   const wire = wireDiff(before, after);
-  const pods = wire.watchEvents.Pod;
-  if (pods) {
-    pods.events -= benchWatch.events;
-    pods.bytes -= benchWatch.bytes;
-  }
+  const take = (kind: string, ...tallies: WatchTally[]) => {
+    const entry = (wire.watchEvents[kind] ??= { events: 0, bytes: 0 });
+    for (const x of tallies) {
+      entry.events -= x.events;
+      entry.bytes -= x.bytes;
+    }
+  };
+  const pbPods = minus(b.pbPods, a.pbPods);
+  const pbNodes = minus(b.pbNodes, a.pbNodes);
+  take('Pod', minus(b.json, a.json), pbPods, pbPods);
+  take('Node', pbNodes, pbNodes);
   return wire;
 }
 
@@ -196,10 +237,11 @@ function roundTraffic(
     60_000 / (w.steadyEndMs - w.startEndMs),
   );
   const [m0, m1, m2, m3] = w.metrics as [MetricsSnapshot, MetricsSnapshot, MetricsSnapshot, MetricsSnapshot];
-  const [t0, t1, t2, t3] = w.tallies as [WatchTally, WatchTally, WatchTally, WatchTally];
-  const minus = (a: WatchTally, b: WatchTally) => ({ events: a.events - b.events, bytes: a.bytes - b.bytes });
-  const bench = [minus(t1, t0), minus(t3, t2)] as const;
-  const wire = addWire(kubeletWire(m0, m1, bench[0]), kubeletWire(m2, m3, bench[1]));
+  const [t0, t1, t2, t3] = w.tallies as [Tallies, Tallies, Tallies, Tallies];
+  const bench = [minus(t1.json, t0.json), minus(t3.json, t2.json)] as const;
+  const start = kubeletWire(m0, m1, t0, t1);
+  const end = kubeletWire(m2, m3, t2, t3);
+  const wire = start && end ? addWire(start, end) : { watchEvents: {} };
   const benchWatchPerPod = {
     events: (bench[0].events + bench[1].events) / n,
     bytes: (bench[0].bytes + bench[1].bytes) / n,
@@ -255,6 +297,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
   const metrics = async () => parseMetrics(await api.metricsText());
   let failed = true;
   let watch: PodWatch | undefined;
+  let counters: ProtobufWatchCounter[] | undefined;
   let figures: Record<string, number> = {};
   let windows: Windows | undefined;
   try {
@@ -272,7 +315,14 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
 
     watch = new PodWatch(api, NAMESPACE);
     await watch.open();
-    const snap = () => ({ ...watch!.tally });
+    if (s.ownControlPlane) {
+      counters = [api.protobufCounter('pods'), api.protobufCounter('nodes')];
+      for (const c of counters) await c.open(api);
+    }
+    const snap = (): Tallies => ({
+      json: { ...watch!.tally },
+      ...(counters ? { pbPods: counters[0]!.snapshot(), pbNodes: counters[1]!.snapshot() } : {}),
+    });
     const m0 = await metrics();
     const tally0 = snap();
     resetPeakRss(pid);
@@ -343,6 +393,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     failed = false;
   } finally {
     await watch?.close().catch(() => undefined);
+    for (const c of counters ?? []) c.close();
     phase(`${label}: stopping the kubelet`);
     await kubelet.stop();
     current = undefined;
@@ -367,8 +418,13 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
       api_requests_per_pod: all.requests,
       api_sent_json_bytes_per_pod: all.requestBytes,
       api_received_json_bytes_per_pod: all.responseBytes,
-      watch_events_per_pod: sum(Object.values(watchPod).map((v) => v.events)),
-      watch_event_bytes_per_pod: sum(Object.values(watchPod).map((v) => v.bytes)),
+      // Pods and nodes: the kinds that change in the windows (the rest is the control plane's stir).
+      watch_events_per_pod: s.ownControlPlane
+        ? (watchPod.Pod?.events ?? 0) + (watchPod.Node?.events ?? 0)
+        : NaN,
+      watch_event_bytes_per_pod: s.ownControlPlane
+        ? (watchPod.Pod?.bytes ?? 0) + (watchPod.Node?.bytes ?? 0)
+        : NaN,
       steady_api_requests_per_min: totals(t.steadyPerMin).requests,
       other_writes: t.otherWrites,
     };

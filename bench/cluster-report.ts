@@ -41,9 +41,9 @@ export function clusterNotes(s: ClusterSettings): Record<string, string> {
     api_received_json_bytes_per_pod:
       'their response bodies, as JSON (the audit log), per pod; watch events not included',
     watch_events_per_pod:
-      "watch events the API server sent the kubelet (apiserver_watch_events_total less the bench's own watch), per pod",
+      "Pod and Node watch events the API server sent the kubelet (apiserver_watch_events_total less the bench's watches and the API server's own informers), per pod",
     watch_event_bytes_per_pod:
-      'their encoded objects, bytes (apiserver_watch_events_sizes less the bench’s own), per pod',
+      'their objects as encoded for the kubelet (protobuf or JSON), bytes (apiserver_watch_events_sizes, the same taken out), per pod',
     steady_api_requests_per_min:
       "the node's requests per minute in the steady window (lease, node status, …)",
     other_writes: 'writes by other clients during the run (should be 0: they would blur the metrics figures)',

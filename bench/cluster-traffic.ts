@@ -340,7 +340,8 @@ export function trafficMarkdown(
     .sort();
   out.push(
     `Watch events the API server sent the kubelet, per pod (its /metrics: apiserver_watch_events_total and ` +
-      `_sizes, the bench's own pod watch taken out; bytes are the objects as encoded for the kubelet, ` +
+      `_sizes, less the bench's own watches and the API server's own pod and node informers, which get the ` +
+      `stream of the bench's counting protobuf watch; bytes are the objects as encoded for the kubelet, ` +
       `protobuf for upstream's, JSON for tskubelet's):\n\n` +
       markdownTable(
         ['kind', ...names.map((x) => `${x} events`), ...names.map((x) => `${x} bytes`)],
@@ -351,7 +352,7 @@ export function trafficMarkdown(
             ...cells((s) => s.watchEventBytesPerPod[k]),
           ]),
           [
-            "Pod, the bench's own JSON watch (taken out)",
+            "Pod, the bench's own JSON watch (taken out; for scale)",
             ...cells((s) => s.benchWatchPerPod.events),
             ...cells((s) => s.benchWatchPerPod.bytes),
           ],
