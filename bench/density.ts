@@ -39,7 +39,7 @@
  * (node flags for a tskubelet peer), BENCH_PEER_KUBELET_ARGS
  * (extra flags for the peer), BENCH_KUBELET_ENV and BENCH_PEER_ENV (NAME=VALUE pairs, space-separated,
  * for our kubelet's or the peer's environment alone: with BENCH_PEER_KUBELET=bin/tskubelet, an A/B
- * of one setting on the same code, e.g. `BENCH_PEER_ENV=TSKUBELET_CRI_TRANSPORT=node-http2`).
+ * of one setting on the same code, e.g. `BENCH_PEER_ENV=MALLOC_MMAP_THRESHOLD_=1048576`).
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';

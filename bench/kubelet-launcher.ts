@@ -117,7 +117,7 @@ export interface KubeletLaunchOptions {
   extraArgs?: string[];
   /** Flags for node itself (`--cpu-prof`, `--trace-gc`), for looking into a figure; tskubelet only. */
   nodeArgs?: string[];
-  /** Environment variables for this kubelet alone, over the bench's own (e.g. TSKUBELET_CRI_TRANSPORT). */
+  /** Environment variables for this kubelet alone, over the bench's own and the unit's (MALLOC_*). */
   env?: Record<string, string>;
 }
 

@@ -35,7 +35,8 @@ export interface UnaryCallOptions {
 
 /**
  * One connection to a CRI socket, shared by the runtime and image clients of that endpoint. Unary
- * calls go through GrpcUnaryChannel (the project's own HTTP/2 connection; see there why not grpc-js).
+ * calls go through GrpcUnaryChannel (the project's gRPC framing over node:http2; see there why not
+ * grpc-js).
  *
  * Calls never wait for the runtime to be ready (grpc-js's default `waitForReady: false` did the
  * same), so while the runtime is down they fail at once with CRI_UNAVAILABLE instead of sitting out

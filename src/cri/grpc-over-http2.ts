@@ -1,8 +1,8 @@
 /**
- * gRPC's wire format over this project's HTTP/2 connection (grpc/doc/PROTOCOL-HTTP2.md), shared by
- * the CRI's unary calls (grpc-unary-channel.ts) and containerd's event stream
+ * gRPC's wire format over an HTTP/2 connection (http2-connection.ts; grpc/doc/PROTOCOL-HTTP2.md),
+ * shared by the CRI's unary calls (grpc-unary-channel.ts) and containerd's event stream
  * (containerd-events/subscribe-task-events.ts). Hand-written rather than grpc-js, which costs the
- * kubelet several MiB of memory and, per call, about four times the CPU (see grpc-unary-channel.ts).
+ * kubelet several MiB of memory and about twice the CPU per call (see grpc-unary-channel.ts).
  *
  * A request is a POST to /package.Service/Method with `content-type: application/grpc` and
  * `te: trailers`; each message either way is length-prefixed (a flag byte, 0 for uncompressed, then
@@ -10,7 +10,7 @@
  * frames however the server likes, and trailers carrying grpc-status and grpc-message (or, for an
  * error without a body, those in the headers alone).
  */
-import type { StreamHandler } from '../lib/http2/client-connection.js';
+import type { StreamHandler } from './http2-connection.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
 import { GRPC_PREFIX_BYTES, decodeGrpcMessage } from '../lib/grpc-wire.js';
 

@@ -1,9 +1,8 @@
 /**
- * gRPC unary calls on a unix socket: the CRI's hot path. Hand-written rather than through grpc-js,
- * and over this project's own HTTP/2 connection (src/lib/http2) rather than node:http2, because every
- * pod start and relist makes these calls: grpc-js spends about twice the CPU per call of node:http2
- * (name resolution, load-balancing picks, call credentials, filter stacks), and node:http2 about four
- * times that of this connection (bench/relist's unary_call_cpu_us: about 200 µs against 50).
+ * gRPC unary calls on a unix socket: the CRI's hot path. Hand-written over node:http2
+ * (http2-connection.ts) rather than through grpc-js, because every pod start and relist makes these
+ * calls and grpc-js spends about twice the CPU per call of node:http2 (name resolution,
+ * load-balancing picks, call credentials, filter stacks) on machinery a local socket does not need.
  *
  * The wire format (grpc-over-http2.ts) is shared with containerd's event stream: here the body is one
  * length-prefixed message, sent with `grpc-timeout`, and so is the answer.
@@ -11,7 +10,7 @@
 import { CallWatchdog } from '../lib/call-watchdog.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
 import { grpcMessageFrame } from '../lib/grpc-wire.js';
-import { dialHttp2, type GrpcHttp2Connection } from './dial-http2.js';
+import { Http2Connection } from './http2-connection.js';
 import { grpcAnswerHandler, grpcRequestFields } from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {
@@ -32,7 +31,7 @@ const WINDOW_BYTES = 16 * 1024 * 1024;
 const MAX_TIMEOUT_DIGITS = 99_999_999;
 
 export class GrpcUnaryChannel {
-  private connection: GrpcHttp2Connection | undefined;
+  private connection: Http2Connection | undefined;
   private inFlight = 0;
   // Deadlines are noticed within 50 ms; the runtime enforces grpc-timeout itself as well.
   private readonly deadlines = new CallWatchdog(50);
@@ -47,10 +46,10 @@ export class GrpcUnaryChannel {
    * A connection to the socket, made on first use and again after the last one failed, was closed by
    * the runtime (a restart) or is going away: the first call after the runtime is back dials afresh.
    */
-  private currentConnection(): GrpcHttp2Connection {
+  private currentConnection(): Http2Connection {
     const existing = this.connection;
     if (existing?.acceptsStreams) return existing;
-    const connection = dialHttp2(this.socketPath, { windowBytes: WINDOW_BYTES });
+    const connection = new Http2Connection(this.socketPath, { windowBytes: WINDOW_BYTES });
     // A failed connect or a reset socket: each open stream gets its own error; the next call dials again.
     connection.onClose = () => {
       if (this.connection === connection) this.connection = undefined;
@@ -72,7 +71,7 @@ export class GrpcUnaryChannel {
     const frame = grpcMessageFrame(method.requestSerialize(request));
 
     return new Promise<Response>((resolve, reject) => {
-      let connection: GrpcHttp2Connection;
+      let connection: Http2Connection;
       try {
         connection = this.currentConnection();
       } catch (err) {
@@ -146,11 +145,11 @@ export class GrpcUnaryChannel {
   }
 
   // The connection keeps the process up only while a call waits on it, as a grpc-js channel does.
-  private callStarted(connection: GrpcHttp2Connection): void {
+  private callStarted(connection: Http2Connection): void {
     if (this.inFlight++ === 0) connection.ref();
   }
 
-  private callEnded(connection: GrpcHttp2Connection): void {
+  private callEnded(connection: Http2Connection): void {
     if (--this.inFlight > 0) return;
     for (const c of [connection, this.connection]) c?.unref();
   }

@@ -4,7 +4,7 @@
  * They do not import a gRPC library, so a kubelet that serves and calls nothing over grpc-js never
  * loads it (it costs several MiB of memory: issue 15). This module turns those definitions into what
  * a transport wants: grpc-js's method definitions (for its clients and servers, and for this project's
- * own HTTP/2 channels, which read the same fields), and calls through a grpc-js loaded on first use.
+ * own gRPC channels, which read the same fields), and calls through a grpc-js loaded on first use.
  */
 import type * as grpc from '@grpc/grpc-js';
 import type { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';

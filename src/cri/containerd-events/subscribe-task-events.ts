@@ -2,9 +2,9 @@
  * containerd's event stream (`containerd.services.events.v1.Events/Subscribe`), narrowed to the task
  * events an evented PLEG needs: a container's task started, exited, was OOM-killed or was deleted.
  * The messages are generated from containerd 1.6's protos (./proto, `npm run gen:cri`); each envelope
- * carries its event as a typeurl `Any`, decoded here by its type name. The call itself goes over the
- * project's own HTTP/2 connection (grpc-over-http2.ts), not grpc-js: this stream is open for as long
- * as the kubelet runs, and grpc-js would cost the kubelet several MiB of memory for it alone.
+ * carries its event as a typeurl `Any`, decoded here by its type name. The call itself goes over
+ * node:http2 with the project's gRPC framing (grpc-over-http2.ts), not grpc-js: this stream is open for
+ * as long as the kubelet runs, and grpc-js would cost the kubelet several MiB of memory for it alone.
  *
  * containerd does not replay events: whatever happened while the stream was down is lost. So the
  * stream is re-opened with back-off whenever it breaks, and `onSubscribe` tells the caller each time
@@ -18,7 +18,7 @@ import { GrpcStatus, grpcCallError } from '../../lib/grpc-status.js';
 import { grpcMessageFrame } from '../../lib/grpc-wire.js';
 import { logger } from '../../lib/log.js';
 import { parseCriEndpoint } from '../cri-endpoint.js';
-import { dialHttp2 } from '../dial-http2.js';
+import { Http2Connection } from '../http2-connection.js';
 import { grpcAnswerHandler, grpcRequestFields } from '../grpc-over-http2.js';
 // containerd's proto paths have an `api/` folder of their own, not src/api: the layer rule's pattern does not apply.
 // eslint-disable-next-line @typescript-eslint/no-restricted-imports
@@ -212,7 +212,7 @@ function streamOnce(
     let gotEvent = false;
     let settled = false;
     let streamId = 0;
-    const connection = dialHttp2(socketPath, { windowBytes: WINDOW_BYTES });
+    const connection = new Http2Connection(socketPath, { windowBytes: WINDOW_BYTES });
     const finish = (error: string): void => {
       if (settled) return;
       settled = true;

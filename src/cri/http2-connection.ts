@@ -1,25 +1,57 @@
 /**
- * An HTTP/2 client connection to a unix socket over Node's node:http2 (nghttp2), with the surface
- * of the project's own connection (src/lib/http2/client-connection.ts): a request is its header
- * fields and whole body, its answer goes to a StreamHandler, and the connection says when it takes
- * no more streams. The gRPC layer above (grpc-over-http2.ts) is the same over either.
+ * An HTTP/2 client connection to a unix socket, over Node's node:http2 (nghttp2), for the CRI's
+ * unary calls and containerd's event stream: a request is its header fields and whole body, its
+ * answer goes to a StreamHandler, and the connection says when it takes no more streams. The gRPC
+ * framing above it is grpc-over-http2.ts.
+ *
+ * node:http2 rather than an HTTP/2 client of our own: the project had one (frames, flow control,
+ * HPACK; about 950 lines), about 90 µs of CPU cheaper per call, but a 100-pod start makes about
+ * 1,350 CRI calls, and the density bench could not tell the two apart on the kubelet's CPU for that
+ * start (docs/benchmarks.md, "The CRI's HTTP/2 client"). Loaded on the first call, so importing the
+ * CRI client does not load it.
  */
 import type * as Http2 from 'node:http2';
 import net from 'node:net';
 import { lazyBuiltin } from '../lib/lazy-builtin.js';
-import { http2StreamError, type StreamHandler } from '../lib/http2/client-connection.js';
 
 const http2Module = lazyBuiltin<typeof Http2>('node:http2');
 
 // RFC 9113 §7's CANCEL, which nghttp2 sends for a stream its owner no longer wants.
 const NGHTTP2_CANCEL = 0x8;
 
-export interface NodeHttp2ConnectionOptions {
+// How long close() waits for the reset streams and GOAWAY to go out before it cuts the socket.
+const CLOSE_GRACE_MS = 1000;
+
+/** What a stream's owner hears, in order: headers (maybe twice: response, then trailers), data, then one end. */
+export interface StreamHandler {
+  onHeaders(fields: Map<string, string>, endStream: boolean): void;
+  onData(chunk: Buffer): void;
+  /** The server ended the stream (END_STREAM). */
+  onEnd(): void;
+  /** The stream was reset, refused, or the connection went: the answer will not come. */
+  onError(error: Http2StreamError): void;
+}
+
+/**
+ * Why a stream ended without an answer; `code` is the HTTP/2 error code when there is one. Not a
+ * class of its own: the gRPC layer turns it into a call's error (see to-cri-error.ts).
+ */
+export type Http2StreamError = Error & { code?: number };
+
+export function http2StreamError(message: string, code?: number): Http2StreamError {
+  return code === undefined ? new Error(message) : Object.assign(new Error(message), { code });
+}
+
+export interface Http2ConnectionOptions {
   /** The receive window of each stream and of the connection, which sets how fast a large answer comes. */
   windowBytes: number;
 }
 
-export class NodeHttp2Connection {
+/**
+ * One session; the caller makes a new connection when this one reports `onClose` or stops taking
+ * streams (`acceptsStreams`: after GOAWAY, or once the session closed or failed).
+ */
+export class Http2Connection {
   private readonly session: Http2.ClientHttp2Session;
   private readonly streams = new Map<number, { stream: Http2.ClientHttp2Stream; handler: StreamHandler }>();
   private nextId = 1;
@@ -29,7 +61,7 @@ export class NodeHttp2Connection {
   /** Called once, when the connection can carry nothing more (closed, failed, or told to go away). */
   onClose: ((error: Error | undefined) => void) | undefined;
 
-  constructor(socketPath: string, options: NodeHttp2ConnectionOptions) {
+  constructor(socketPath: string, options: Http2ConnectionOptions) {
     const session = http2Module().connect('http://localhost', {
       createConnection: () => net.connect(socketPath),
       settings: { initialWindowSize: options.windowBytes, enablePush: false },
@@ -78,9 +110,13 @@ export class NodeHttp2Connection {
     const entry = { stream, handler };
     this.streams.set(id, entry);
     let error: Error | undefined;
+    let trailersEnded = false;
     const onHeaders = (h: Http2.IncomingHttpHeaders, flags: number): void => {
-      // nghttp2's END_STREAM flag; the answer's end comes with 'end' in any case.
-      if (this.streams.get(id) === entry) handler.onHeaders(headerFields(h), (flags & 0x1) !== 0);
+      if (this.streams.get(id) !== entry) return;
+      // nghttp2's END_STREAM flag: a trailers-only answer, or the trailers.
+      const endStream = (flags & 0x1) !== 0;
+      trailersEnded ||= endStream;
+      handler.onHeaders(headerFields(h), endStream);
     };
     stream.on('response', onHeaders);
     stream.on('trailers', onHeaders);
@@ -90,9 +126,11 @@ export class NodeHttp2Connection {
     stream.on('error', (err) => (error = err));
     stream.on('close', () => {
       if (!this.streams.delete(id)) return;
-      // Only a stream that closed with NO_ERROR got its END_STREAM: node emits 'end' for a stream
-      // cut off by the connection's end as well.
-      if (stream.rstCode === 0 && error === undefined) handler.onEnd();
+      // node closes a stream cut off by the server's GOAWAY and the socket's end as it closes one
+      // the server ended (NO_ERROR, 'end'). A gRPC answer ends on its trailers, so a stream that
+      // closes without them while the session is being torn down did not get its end.
+      const ended = stream.rstCode === 0 && error === undefined;
+      if (ended && (trailersEnded || !this.session.destroyed)) handler.onEnd();
       else handler.onError(streamFailure(stream.rstCode, error, !this.acceptsStreams));
     });
     stream.end(body);
@@ -114,7 +152,10 @@ export class NodeHttp2Connection {
       this.cancel(id);
       handler.onError(closing);
     }
-    if (!this.session.closed) this.session.close();
+    if (this.session.closed) return;
+    // Graceful, so the resets and GOAWAY go out first; bounded, for a runtime that stopped reading.
+    this.session.close();
+    setTimeout(() => this.session.destroy(), CLOSE_GRACE_MS).unref();
   }
 
   private reportClose(error: Error | undefined): void {
@@ -124,7 +165,7 @@ export class NodeHttp2Connection {
   }
 }
 
-/** A stream that ended without its answer: the connection's failure, the server's reset, or node's own reason. */
+/** Why a stream ended without its answer: the connection's failure, the server's reset, or node's own reason. */
 function streamFailure(
   rstCode: number | undefined,
   error: Error | undefined,
@@ -132,7 +173,11 @@ function streamFailure(
 ): Error {
   const cause = error?.cause;
   if (cause instanceof Error) return http2StreamError(`connection error: ${cause.message}`);
-  if (connectionGone) return http2StreamError(`connection closed (code ${rstCode})`, rstCode);
+  if (connectionGone) {
+    return rstCode === undefined || rstCode === 0
+      ? http2StreamError('connection closed')
+      : http2StreamError(`connection closed (code ${rstCode})`, rstCode);
+  }
   if (rstCode !== undefined && rstCode !== 0)
     return http2StreamError(`stream reset by the server (code ${rstCode})`, rstCode);
   return http2StreamError(error?.message ?? 'connection closed');
