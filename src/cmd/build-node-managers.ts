@@ -6,6 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Node, NodeAllocatable } from '../api/node.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
+import { checkFailCgroupV1, checkKernelTunables } from '../cm/host-checks.js';
 import { detectSwapSettings, type NodeSwapSettings } from '../cm/swap.js';
 import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
 import type { MemoryManager } from '../cm/memorymanager/memory-manager.js';
@@ -63,7 +64,9 @@ export async function buildNodeManagers(
   // Upstream makes these at start: the pod log folder and the legacy /var/log/containers symlink folder.
   await mkdir(config.podLogsDir, { recursive: true });
   await mkdir(opts.legacyContainerLogsDir ?? LEGACY_CONTAINER_LOGS_DIR, { recursive: true });
-  // Upstream refuses LimitedSwap on cgroup v1 before it makes the container manager.
+  // Upstream refuses these hosts before it makes the container manager, and sets the kernel's tunables.
+  await checkFailCgroupV1(config.failCgroupV1);
+  await checkKernelTunables(config.protectKernelDefaults);
   const swap = await detectSwapSettings(config);
   const containerManager = await (opts.createContainerManager ?? createContainerManager)({
     config,

@@ -17,6 +17,8 @@ interface UnusedSetting {
   read(config: ResolvedKubeletConfig, flags: KubeletFlags): unknown;
   /** Durations are resolved to milliseconds; shown with their unit. */
   milliseconds?: boolean;
+  /** Only named when this holds (a setting upstream reads only behind a gate). */
+  when?(config: ResolvedKubeletConfig): boolean;
 }
 
 const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): UnusedSetting => ({
@@ -28,14 +30,15 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 /** Parsed and validated, not acted on (yet). */
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('enableContentionProfiling', 'enableContentionProfiling'),
-  field('failCgroupV1', 'failCgroupV1'),
-  field('hairpinMode', 'hairpinMode'),
   field('kernelMemcgNotification', 'kernelMemcgNotification'),
   field('kubeletCgroups', 'kubeletCgroups'),
   field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'),
-  field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
+  // Upstream reads it only for MemoryQoS (alpha, off by default), which is named itself when on.
+  {
+    ...field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
+    when: (c) => c.featureGates.MemoryQoS === true,
+  },
   field('podCIDR', 'podCIDR'),
-  field('protectKernelDefaults', 'protectKernelDefaults'),
   field('systemCgroups', 'systemCgroups'),
   field('topologyManagerPolicy', 'topologyManagerPolicy'),
   field('topologyManagerScope', 'topologyManagerScope'),
@@ -65,6 +68,7 @@ export function unusedSettingsInEffect(config: ResolvedKubeletConfig, flags: Kub
   const defaultFlags = defaultKubeletFlags();
   const out: string[] = [];
   for (const s of UNUSED_SETTINGS) {
+    if (s.when && !s.when(config)) continue;
     const value = s.read(config, flags);
     if (JSON.stringify(value) === JSON.stringify(s.read(defaults, defaultFlags))) continue;
     const unit = s.milliseconds && typeof value === 'number' ? 'ms' : '';

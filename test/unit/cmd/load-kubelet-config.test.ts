@@ -148,6 +148,27 @@ describe('loadKubeletConfig', () => {
     );
   });
 
+  test('hairpinMode is not named as not acted on (upstream reads it nowhere); memoryThrottlingFactor only with MemoryQoS', async () => {
+    await run([
+      '--config',
+      writeConfig(
+        `${HEADER}hairpinMode: hairpin-veth\nmemoryThrottlingFactor: 0.5\nprotectKernelDefaults: true\nfailCgroupV1: true\n`,
+        'h.yaml',
+      ),
+    ]);
+    const unused = warnings.filter((w) => w.includes('not acted on')).join('\n');
+    assert.ok(!/hairpinMode|protectKernelDefaults|failCgroupV1/.test(unused), unused);
+    assert.ok(!unused.includes('memoryThrottlingFactor'), unused);
+    warnings.length = 0;
+    await run([
+      '--config',
+      writeConfig(`${HEADER}featureGates: {MemoryQoS: true}\nmemoryThrottlingFactor: 0.5\n`, 'q.yaml'),
+    ]);
+    const withGate = warnings.filter((w) => w.includes('not acted on')).join('\n');
+    assert.match(withGate, /memoryThrottlingFactor=0.5/);
+    assert.match(withGate, /featureGates.MemoryQoS=true/);
+  });
+
   test('enforcing system-reserved or kube-reserved needs the cgroup named, as upstream validates', async () => {
     const message = await failure([
       '--config',
