@@ -42,6 +42,10 @@ export class ApiSource implements ApiPodLookup {
   private readonly stopController = new AbortController();
   private running: Promise<void> | undefined;
   private sendScheduled = false;
+  // The marked copy of each object the reflector holds. Every SET carries the whole set of pods; an
+  // object the watch did not replace is handed over as the same copy again, which PodConfig takes as
+  // unchanged without cloning and comparing it (n pods starting would cost n² of those otherwise).
+  private readonly marked = new WeakMap<Pod, Pod>();
 
   constructor(private readonly options: ApiSourceOptions) {
     this.clock = options.clock ?? realClock;
@@ -101,13 +105,22 @@ export class ApiSource implements ApiPodLookup {
   }
 
   // A list hands over each object, then the set: coalesce a burst of changes into one SET.
+  private markedCopy(pod: Pod): Pod {
+    let copy = this.marked.get(pod);
+    if (!copy) {
+      copy = markSource(pod);
+      this.marked.set(pod, copy);
+    }
+    return copy;
+  }
+
   private scheduleSend(): void {
     if (this.sendScheduled || !this.reflector.hasSynced()) return;
     this.sendScheduled = true;
     queueMicrotask(() => {
       this.sendScheduled = false;
       if (this.stopController.signal.aborted) return;
-      this.options.send({ op: 'SET', pods: this.reflector.list().map(markSource) });
+      this.options.send({ op: 'SET', pods: this.reflector.list().map((pod) => this.markedCopy(pod)) });
     });
   }
 }

@@ -94,6 +94,38 @@ describe('ApiSource', () => {
     }
   });
 
+  it('hands over an unchanged pod as the object it sent before, so PodConfig skips comparing it', async () => {
+    server.store.create('pods', podObject('steady'));
+    const raw: SourceUpdate[] = [];
+    const source = new ApiSource({ client, nodeName: NODE, send: (u) => raw.push(u) });
+    source.start();
+    try {
+      await waitFor(
+        'the first SET',
+        () => raw.some((u) => u.pods.some((p) => p.metadata.name === 'steady')),
+        5000,
+        20,
+      );
+      const before = raw.at(-1)!;
+      server.store.create('pods', podObject('newcomer'));
+      await waitFor(
+        'the SET with newcomer',
+        () => raw.at(-1)!.pods.some((p) => p.metadata.name === 'newcomer'),
+        5000,
+        20,
+      );
+      const after = raw.at(-1)!;
+      const steady = (u: SourceUpdate) => u.pods.find((p) => p.metadata.name === 'steady');
+      assert.ok(steady(before));
+      assert.equal(steady(after), steady(before), 'the same object for a pod the watch did not change');
+      assert.equal(steady(after)!.metadata.annotations?.['kubernetes.io/config.source'], 'api');
+    } finally {
+      await source.stop();
+      server.store.delete('pods', 'steady', 'default', { gracePeriodSeconds: 0 });
+      server.store.delete('pods', 'newcomer', 'default', { gracePeriodSeconds: 0 });
+    }
+  });
+
   it('waits for the node to be registered before watching', async () => {
     let registered = false;
     const raw: SourceUpdate[] = [];
