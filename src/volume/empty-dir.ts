@@ -13,7 +13,7 @@ import type { Pod, Quantity } from '../api/core-v1.js';
 import { resourceConfigForPod } from '../cm/resource-config.js';
 import { quantityValue } from '../api/quantity.js';
 import { logger } from '../lib/log.js';
-import { mountTypeAt, removeAllOneFilesystem } from './mounter.js';
+import { removeAllOneFilesystem } from './mounter.js';
 import type {
   MounterArgs,
   VolumeAttributes,
@@ -104,7 +104,7 @@ export async function setUpEmptyDir(
   const { dir, metaDir, medium } = setup;
   const readyFile = path.join(metaDir, READY_FILE_NAME);
   if (await exists(readyFile)) {
-    if (medium === 'memory' && (await mountTypeAt(host.mounter, dir)) === 'tmpfs') return;
+    if (medium === 'memory' && (await host.mounter.memoryFilesystemAt(dir)) === 'tmpfs') return;
     if (medium === 'disk' && (await exists(dir))) return;
     // Only if someone removed the volume by hand: start over.
     log.warn('Volume ready file exists, but the volume does not; setting it up again', {
@@ -115,7 +115,7 @@ export async function setUpEmptyDir(
   }
   await setupDir(dir);
   if (medium === 'memory') {
-    const type = await mountTypeAt(host.mounter, dir);
+    const type = await host.mounter.memoryFilesystemAt(dir);
     if (type !== 'tmpfs') {
       const options = setup.sizeBytes !== undefined && setup.sizeBytes > 0 ? [`size=${setup.sizeBytes}`] : [];
       log.v(3, 'Mounting tmpfs for volume', { dir, options });
@@ -138,7 +138,7 @@ export async function tearDownEmptyDir(host: VolumeHost, dir: string, metaDir: s
     log.v(2, 'Unmount skipped because path does not exist', { path: dir });
     return;
   }
-  const type = await mountTypeAt(host.mounter, dir);
+  const type = await host.mounter.memoryFilesystemAt(dir);
   if (type === 'tmpfs' || type === 'hugetlbfs') await host.mounter.unmount(dir);
   await removeAllOneFilesystem(host.mounter, dir);
 }

@@ -4,7 +4,7 @@
  * table is read asynchronously, never on a hot path more than once per operation.
  */
 import { execFile } from 'node:child_process';
-import { lstat, readdir, realpath, rmdir, unlink } from 'node:fs/promises';
+import { lstat, readdir, realpath, rmdir, stat, statfs, unlink } from 'node:fs/promises';
 import { readSmallTextFile } from '../lib/read-small-file.js';
 import path from 'node:path';
 import { logger } from '../lib/log.js';
@@ -37,7 +37,17 @@ export interface Mounter {
   unmount(target: string): Promise<void>;
   /** The mount table of the kubelet's mount namespace. */
   list(): Promise<MountInfo[]>;
+  /** `tmpfs` or `hugetlbfs` when one is mounted at exactly p (an emptyDir's medium), else undefined. */
+  memoryFilesystemAt(p: string): Promise<MemoryFilesystem | undefined>;
 }
+
+export type MemoryFilesystem = 'tmpfs' | 'hugetlbfs';
+
+// statfs(2)'s f_type of the two (linux/magic.h).
+const MEMORY_FILESYSTEM_MAGIC = new Map<number, MemoryFilesystem>([
+  [0x01021994, 'tmpfs'],
+  [0x958458f6, 'hugetlbfs'],
+]);
 
 /** Decodes mountinfo's octal escapes (`\040` for a space). */
 function unescapeOctal(s: string): string {
@@ -124,6 +134,36 @@ export class SystemMounter implements Mounter {
   async list(): Promise<MountInfo[]> {
     return parseMountInfo(await readSmallTextFile(this.mountInfoPath));
   }
+
+  /**
+   * From statfs and stat, as upstream's GetMountMedium, rather than the mount table: the table grows
+   * with every pod (and every other mount on the machine) and the kernel writes it out whole on each
+   * read, which a pod's projected volume asked for on every sync. Only a path on a memory filesystem
+   * that has its parent's device (a bind mount of the same filesystem looks so) needs the table.
+   */
+  async memoryFilesystemAt(p: string): Promise<MemoryFilesystem | undefined> {
+    const target = await canonical(p);
+    let type: MemoryFilesystem | undefined;
+    try {
+      type = MEMORY_FILESYSTEM_MAGIC.get((await statfs(target)).type);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+    // Neither filesystem at p nor anywhere it could come from: nothing of the two is mounted at p.
+    if (type === undefined) return undefined;
+    const [self, parent] = await Promise.all([stat(target), stat(path.dirname(target))]);
+    if (self.dev !== parent.dev) return type;
+    return memoryFilesystemIn(await this.list(), target);
+  }
+}
+
+/** What the table says is mounted at exactly the canonical path target, if it is tmpfs or hugetlbfs. */
+export function memoryFilesystemIn(table: MountInfo[], target: string): MemoryFilesystem | undefined {
+  let found: MountInfo | undefined;
+  // The last of equal mount points is the one on top.
+  for (const m of table) if (m.mountPoint === target) found = m;
+  return found?.fsType === 'tmpfs' || found?.fsType === 'hugetlbfs' ? found.fsType : undefined;
 }
 
 function describeExit(e: Error & { code?: number | string; killed?: boolean }): string {
@@ -158,14 +198,6 @@ export function mountOf(table: MountInfo[], canonicalPath: string): MountInfo | 
     if (!best || m.mountPoint.length >= best.mountPoint.length) best = m;
   }
   return best;
-}
-
-/** The fsType of the mount at exactly p, or undefined when p is not a mount point. */
-export async function mountTypeAt(mounter: Mounter, p: string): Promise<string | undefined> {
-  const target = await canonical(p);
-  let found: MountInfo | undefined;
-  for (const m of await mounter.list()) if (m.mountPoint === target) found = m;
-  return found?.fsType;
 }
 
 /** True when child is base or lies under it (upstream: PathWithinBase, on cleaned absolute paths). */

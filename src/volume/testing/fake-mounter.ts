@@ -4,7 +4,7 @@
  */
 import { realpath } from 'node:fs/promises';
 import path from 'node:path';
-import type { MountInfo, Mounter } from '../mounter.js';
+import { memoryFilesystemIn, type MemoryFilesystem, type MountInfo, type Mounter } from '../mounter.js';
 
 export interface FakeMountCall {
   op: 'mount' | 'unmount';
@@ -71,6 +71,10 @@ export class FakeMounter implements Mounter {
 
   list(): Promise<MountInfo[]> {
     return Promise.resolve([...this.table]);
+  }
+
+  async memoryFilesystemAt(p: string): Promise<MemoryFilesystem | undefined> {
+    return memoryFilesystemIn(this.table, await realpath(p).catch(() => path.resolve(p)));
   }
 
   mounted(): string[] {
