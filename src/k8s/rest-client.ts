@@ -9,6 +9,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import tls from 'node:tls';
 import { readFile } from 'node:fs/promises';
 import type { ObjectMeta } from '../api/core-v1.js';
 import { realClock, type Clock } from '../lib/clock.js';
@@ -118,6 +119,14 @@ export const WATCH_DEADLINE_GRACE_MS = 15_000;
 const TOKEN_FILE_REFRESH_MS = 60_000;
 /** Idle keep-alive connections are closed after this, before a server would (Go's is 90 s). */
 const IDLE_SOCKET_TIMEOUT_MS = 60_000;
+/**
+ * Connections for calls other than watches, at most. client-go multiplexes everything on one HTTP/2
+ * connection; over HTTP/1.1 each call in flight needs a connection of its own, and without a bound a
+ * burst (a hundred pods' tokens and statuses at once) opened one TLS connection per call, each a
+ * handshake and a secure context, then closed them all a minute later. Calls beyond it wait for a free
+ * connection under their own deadline; at the kubelet's QPS few are ever waiting.
+ */
+export const MAX_CALL_CONNECTIONS = 8;
 
 /** The User-Agent the kubelet sends: `kubelet/v1.30.0 (linux/amd64) tskubelet`. */
 export function defaultUserAgent(kubernetesVersion = 'v1.30.0'): string {
@@ -159,6 +168,8 @@ export class RestClient {
   private readonly clock: Clock;
   private readonly limiter: RateLimiter;
   private agent: http.Agent;
+  // Watches hold a connection for minutes each: they get one of their own, outside the calls' bound.
+  private watchAgent: http.Agent;
   private readonly transport: typeof http | typeof https;
   private readonly base: URL;
   private readonly log: Logger;
@@ -174,21 +185,28 @@ export class RestClient {
     this.base = new URL(this.config.server);
     const secure = this.base.protocol === 'https:';
     this.transport = secure ? https : http;
-    this.agent = this.makeAgent();
+    [this.agent, this.watchAgent] = this.makeAgents();
   }
 
-  private makeAgent(): http.Agent {
+  private makeAgents(): [calls: http.Agent, watches: http.Agent] {
     const common = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
-    if (this.base.protocol !== 'https:') return new http.Agent(common);
-    return new https.Agent({
-      ...common,
+    if (this.base.protocol !== 'https:')
+      return [new http.Agent({ ...common, maxSockets: MAX_CALL_CONNECTIONS }), new http.Agent(common)];
+    // One secure context for every connection: given the PEM texts instead, node parses the CA, the
+    // certificate and the key again for each connection it opens.
+    const secureContext = tls.createSecureContext({
       ...(this.config.caPem ? { ca: this.config.caPem } : {}),
       ...(this.config.clientCertPem
         ? { cert: this.config.clientCertPem, key: this.config.clientKeyPem }
         : {}),
+    });
+    const options: https.AgentOptions = {
+      ...common,
+      secureContext,
       ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
       rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
-    });
+    };
+    return [new https.Agent({ ...options, maxSockets: MAX_CALL_CONNECTIONS }), new https.Agent(options)];
   }
 
   /**
@@ -198,9 +216,9 @@ export class RestClient {
    */
   setClientCertificate(certPem: string, keyPem: string): void {
     this.config = { ...this.config, clientCertPem: certPem, clientKeyPem: keyPem };
-    const old = this.agent;
-    this.agent = this.makeAgent();
-    old.destroy();
+    const old = [this.agent, this.watchAgent];
+    [this.agent, this.watchAgent] = this.makeAgents();
+    for (const agent of old) agent.destroy();
   }
 
   /** A client for the kubeconfig at path (--kubeconfig). */
@@ -216,6 +234,7 @@ export class RestClient {
   /** Closes idle connections; open watches end. */
   close(): void {
     this.agent.destroy();
+    this.watchAgent.destroy();
   }
 
   // ---- verbs ----------------------------------------------------------------------------------------
@@ -314,7 +333,7 @@ export class RestClient {
     );
     let res: http.IncomingMessage;
     try {
-      res = await this.send(spec, deadline.signal);
+      res = await this.send(spec, deadline.signal, this.watchAgent);
     } catch (err) {
       deadline.dispose();
       throw this.transportError(spec, err, deadline.signal, options.signal);
@@ -439,7 +458,11 @@ export class RestClient {
     }
   }
 
-  private async send(spec: RequestSpec, signal: AbortSignal): Promise<http.IncomingMessage> {
+  private async send(
+    spec: RequestSpec,
+    signal: AbortSignal,
+    agent = this.agent,
+  ): Promise<http.IncomingMessage> {
     signal.throwIfAborted();
     const url = new URL(this.base.pathname.replace(/\/+$/, '') + spec.path, this.base);
     for (const [k, v] of Object.entries(spec.query ?? {}))
@@ -455,11 +478,7 @@ export class RestClient {
       headers['Content-Length'] = String(payload.length);
     }
     return new Promise((resolve, reject) => {
-      const req = this.transport.request(
-        url,
-        { method: spec.method, headers, agent: this.agent, signal },
-        resolve,
-      );
+      const req = this.transport.request(url, { method: spec.method, headers, agent, signal }, resolve);
       req.on('error', reject);
       req.end(payload);
     });

@@ -223,6 +223,19 @@ describe('k8s RestClient on the wire', () => {
     server = http.createServer((req, res) => {
       seen.push(req.headers);
       if (req.url?.startsWith('/api/v1/namespaces/slow')) return; // never answers
+      if (req.url?.includes('watch=true')) {
+        // A watch that stays open, with no event.
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.flushHeaders();
+        return;
+      }
+      if (req.url?.startsWith('/api/v1/namespaces/delayed')) {
+        setTimeout(() => {
+          res.writeHead(200, { 'Content-Type': 'application/json' });
+          res.end('{"kind":"Namespace","metadata":{"name":"delayed"}}');
+        }, 20);
+        return;
+      }
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.end('{"kind":"Namespace","metadata":{"name":"x"}}');
     });
@@ -243,6 +256,34 @@ describe('k8s RestClient on the wire', () => {
     assert.match(h['user-agent'] ?? '', /^kubelet\/v1\.30\.0 \(linux\/(amd64|arm64)\) tskubelet$/);
     assert.equal(h.accept, 'application/json');
     assert.equal(h.authorization, 'Bearer t');
+  });
+
+  it('carries a burst of calls on a few connections, which open watches do not take', async () => {
+    let connections = 0;
+    const count = () => connections++;
+    server.on('connection', count);
+    const client = new RestClient({ config: { server: url }, qps: -1 });
+    const ac = new AbortController();
+    try {
+      const watches = [];
+      for (let i = 0; i < 12; i++) {
+        const w = await client.watch(
+          { resource: 'pods', namespace: `w${i}` },
+          { timeoutSeconds: 60, signal: ac.signal },
+        );
+        assert.ok(w.ok);
+        watches.push(w.object);
+      }
+      assert.equal(connections, 12);
+      const calls = Array.from({ length: 40 }, () => client.get({ resource: 'namespaces', name: 'delayed' }));
+      for (const r of await Promise.all(calls)) assert.ok(r.ok);
+      assert.ok(connections - 12 <= 8, `the 40 calls opened ${connections - 12} connections`);
+      for (const w of watches) w.close();
+    } finally {
+      ac.abort();
+      client.close();
+      server.off('connection', count);
+    }
   });
 
   it('gives up at its deadline', async () => {
