@@ -10,7 +10,8 @@ import { createReadStream } from 'node:fs';
 import path from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createGzip, constants as zlibConstants } from 'node:zlib';
+import type * as Zlib from 'node:zlib';
+import { lazyBuiltin } from '../lib/lazy-builtin.js';
 import type { ServerState } from './kubelet-server.js';
 import { nodeLogRoots, openWithin, serveNodeLogs } from './node-logs.js';
 import {
@@ -23,6 +24,9 @@ import {
   type NodeLogQuery,
 } from './node-log-query.js';
 import { methodNotAllowed, sendText, type RequestContext } from './request-context.js';
+
+// Only a gzip-accepting query needs zlib; loading it at import would weigh on every kubelet's start.
+const zlib = lazyBuiltin<typeof Zlib>('node:zlib');
 
 /** Upstream's deadline for one query, journalctl runs included. */
 export const NODE_LOG_QUERY_TIMEOUT_MS = 30_000;
@@ -101,7 +105,7 @@ async function streamQuery(
     settings.timeoutMs,
   );
   const signal = AbortSignal.any([ctx.signal, deadline.signal]);
-  const out: Writable = gzip ? createGzip({ level: zlibConstants.Z_BEST_SPEED }) : res;
+  const out: Writable = gzip ? zlib().createGzip({ level: zlib().constants.Z_BEST_SPEED }) : res;
   const sent = gzip ? pipeline(out as Readable & Writable, res).catch(() => undefined) : Promise.resolve();
   try {
     await copyQuery(settings, await nodeLogRoots(state), q, out, signal);
