@@ -7,6 +7,7 @@ import { mutableCopy } from '../lib/deep-readonly.js';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
+import { backOffRequeueMs, hardFailures } from '../kuberuntime/back-off-results.js';
 import { nodeRef } from '../api/node.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
@@ -18,7 +19,12 @@ import { POD_STARTUP_DURATION_BUCKETS } from './pod-startup-latency-tracker.js';
 import type { PodLifecycleEvent } from '../pleg/generic-pleg.js';
 import { isMirrorPod } from '../api/pod-source.js';
 import { PodManager } from '../pod/pod-manager.js';
-import { NETWORK_NOT_READY_ERROR_MSG, type PodWorkers, type SyncPodType } from '../podworkers/pod-workers.js';
+import {
+  NETWORK_NOT_READY_ERROR_MSG,
+  type PodWorkers,
+  type SyncPodOutcome,
+  type SyncPodType,
+} from '../podworkers/pod-workers.js';
 import type { ProbeUpdate } from '../prober/prober-manager.js';
 import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
@@ -74,8 +80,6 @@ export class Kubelet implements ServerHost {
   private podWorkers!: PodWorkers;
   /** Why each container last failed to start, so the next status shows why it waits. */
   private readonly reasonCache = new ReasonCache();
-  /** Pods whose last sync stopped at a back-off: they are looked at again on each tick until it runs out. */
-  private readonly inBackoff = new Set<string>();
   /**
    * What the kubelet itself decided about the status of pods it stops (upstream: the kill's
    * PodStatusFunc), laid over every status generated for them, so that a preempted pod stays
@@ -255,8 +259,6 @@ export class Kubelet implements ServerHost {
 
   private handleSyncTick(): void {
     const due = new Set(this.opts.workQueue.getReady());
-    for (const uid of this.inBackoff) due.add(uid);
-    this.inBackoff.clear();
     // Pods past their active deadline are synced now, to be failed (upstream getPodsToSync).
     for (const pod of this.podManager.getPods())
       this.forPod(pod, 'activeDeadline', () => {
@@ -486,7 +488,7 @@ export class Kubelet implements ServerHost {
     _mirrorPod: Pod | undefined,
     podStatus: KubePodStatus,
     signal: AbortSignal,
-  ): Promise<{ isTerminal: boolean }> {
+  ): Promise<SyncPodOutcome> {
     const uid = pod.metadata.uid ?? '';
     // A pod's first sync: how long it waited for its worker since this kubelet first saw it.
     const seenMs = updateType === 'create' ? this.firstSeenMs.get(uid) : undefined;
@@ -551,9 +553,7 @@ export class Kubelet implements ServerHost {
     const result = await this.runtime.syncPod(pod, podStatus, this.backoff, signal);
     this.reasonCache.update(uid, result);
     if (result.failed) {
-      const hard = result.results.filter(
-        (r) => r.reason !== undefined && r.reason !== 'CrashLoopBackOff' && r.reason !== 'ImagePullBackOff',
-      );
+      const hard = hardFailures(result.results);
       if (hard.length > 0) {
         throw new KubeletError(
           'CRI_ERROR',
@@ -562,9 +562,9 @@ export class Kubelet implements ServerHost {
             .join('; '),
         );
       }
-      // Only back-offs: look again each tick so the container restarts when its back-off runs out,
-      // rather than at the next resync as upstream does (up to 1.5 min later than the back-off says).
-      this.inBackoff.add(uid);
+      // Only back-offs: look again when the first runs out, so the container restarts when its back-off
+      // says rather than at the next resync as upstream does (up to 1.5 min later).
+      return { isTerminal: false, requeueAfterMs: backOffRequeueMs(result.results) };
     }
     return { isTerminal: false };
   }
@@ -637,7 +637,6 @@ export class Kubelet implements ServerHost {
     this.opts.prober?.removePod(pod);
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
       this.reasonCache.remove(uid, c.name);
-    this.inBackoff.delete(uid);
     this.firstSeenMs.delete(uid);
     // A cgroup that still has processes is left for housekeeping to retry.
     if (!(await this.opts.containerManager.removePodCgroup(uid))) {

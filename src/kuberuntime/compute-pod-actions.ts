@@ -408,7 +408,8 @@ export function getStableKey(pod: Pod, container: Container): string {
 }
 
 export type BackOffDecision =
-  { inBackOff: false } | { inBackOff: true; reason: 'CrashLoopBackOff'; message: string };
+  | { inBackOff: false }
+  | { inBackOff: true; reason: 'CrashLoopBackOff'; message: string; retryAfterMs: number };
 
 /**
  * Whether starting the container again must wait: measured from when its newest attempt exited.
@@ -432,6 +433,7 @@ export function doBackOff(
       inBackOff: true,
       reason: 'CrashLoopBackOff',
       message: `back-off ${formatGoDuration(backoff.get(key))} restarting failed container=${container.name} pod=${formatPod(pod)}`,
+      retryAfterMs: backoff.remainingMs(key, exited.finishedAtMs),
     };
   }
   backoff.next(key);

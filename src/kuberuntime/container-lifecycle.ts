@@ -51,7 +51,8 @@ export const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30;
 // ext4's file name limit, for the legacy log symlinks.
 const MAX_FILE_NAME_LENGTH = 255;
 
-export type StartFailure = { reason: string; message: string };
+/** retryAfterMs: set for an image pull back-off, the time left on it. */
+export type StartFailure = { reason: string; message: string; retryAfterMs?: number };
 
 /** One container to start in a pod whose sandbox exists. */
 export interface ContainerStart {
@@ -158,7 +159,7 @@ export class ContainerLifecycle {
     );
     if (!pulled.ok) {
       warn(`Error: ${pulled.reason}`);
-      return { reason: pulled.reason, message: pulled.message };
+      return { reason: pulled.reason, message: pulled.message, retryAfterMs: pulled.retryAfterMs };
     }
 
     const previous = findContainerStatusByName(podStatus, container.name);

@@ -36,7 +36,8 @@ export type ImageFailureReason =
  * (upstream asks again in getImageUser).
  */
 export type EnsureImageResult =
-  { ok: true; imageRef: string; image?: Image } | { ok: false; reason: ImageFailureReason; message: string };
+  | { ok: true; imageRef: string; image?: Image }
+  | { ok: false; reason: ImageFailureReason; message: string; retryAfterMs?: number };
 
 // The CRI errors a runtime may prefix its pull errors with (cri-api pkg/errors).
 const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
@@ -257,7 +258,12 @@ export class ImagePuller {
     if (last !== undefined && this.opts.backoff.isInBackoffSince(key, last)) {
       const message = `Back-off pulling image "${requested}"`;
       emit('Normal', EventReason.BackOffPullImage, message, 'info');
-      return { ok: false, reason: 'ImagePullBackOff', message };
+      return {
+        ok: false,
+        reason: 'ImagePullBackOff',
+        message,
+        retryAfterMs: this.opts.backoff.remainingMs(key, last),
+      };
     }
 
     emit('Normal', EventReason.PullingImage, `Pulling image "${requested}"`, 'info');

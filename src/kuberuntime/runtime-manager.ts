@@ -430,6 +430,7 @@ export class KubeGenericRuntimeManager implements Runtime {
       log.v(3, 'Back-off restarting failed container', { err: wait.message });
       r.reason = wait.reason;
       r.message = wait.message;
+      r.retryAfterMs = wait.retryAfterMs;
       return false;
     }
     this.startMetrics?.containerStarting(type);
@@ -448,6 +449,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     if (failure) {
       r.reason = failure.reason;
       r.message = failure.message;
+      if (failure.retryAfterMs !== undefined) r.retryAfterMs = failure.retryAfterMs;
       this.startMetrics?.containerStartFailed(type, failure.reason);
       if (failure.reason !== 'ImagePullBackOff') {
         log.error('Container start failed in pod', {

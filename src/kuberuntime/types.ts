@@ -89,6 +89,8 @@ export interface SyncResult {
   /** Upstream's reason when it failed: CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerConfigError, CreateContainerError, RunContainerError, … */
   reason?: string;
   message?: string;
+  /** For a back-off (CrashLoopBackOff, ImagePullBackOff): how long until it runs out and a retry may go ahead. */
+  retryAfterMs?: number;
 }
 
 export interface PodSyncResult {

@@ -41,6 +41,12 @@ export class Backoff {
     return this.clock.now() - eventTimeMs < entry.delayMs;
   }
 
+  /** How long until isInBackoffSince(key, eventTimeMs) turns false; 0 when it already is. */
+  remainingMs(key: string, eventTimeMs: number): number {
+    if (!this.isInBackoffSince(key, eventTimeMs)) return 0;
+    return eventTimeMs + this.get(key) - this.clock.now();
+  }
+
   reset(key: string): void {
     this.entries.delete(key);
   }

@@ -63,15 +63,26 @@ export interface UpdatePodOptions {
 }
 
 /** The kubelet's side of the lanes: what each state does. Errors are retried after a back-off. */
+/** What a successful syncPod tells the worker about the pod's next sync. */
+export interface SyncPodOutcome {
+  /** The pod has run to completion under its restart policy. */
+  isTerminal: boolean;
+  /**
+   * The pod waits only on back-offs: sync it again this soon, when the first runs out, rather than at
+   * the resync interval (which still caps it).
+   */
+  requeueAfterMs?: number;
+}
+
 export interface PodSyncer {
-  /** Brings the pod to its spec. Returns isTerminal when it has run to completion under its restart policy. */
+  /** Brings the pod to its spec. */
   syncPod(
     updateType: SyncPodType,
     pod: Pod,
     mirrorPod: Pod | undefined,
     podStatus: KubePodStatus,
     signal: AbortSignal,
-  ): Promise<{ isTerminal: boolean }>;
+  ): Promise<SyncPodOutcome>;
   /** Stops every container of the pod within the grace period (undefined: the pod's own). */
   syncTerminatingPod(
     pod: Pod,
@@ -497,10 +508,10 @@ export class PodWorkersImpl implements PodWorkers {
       const podRef = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
       log.v(4, 'Processing pod event', { pod: podRef, podUID: uid, updateType: type });
 
-      let isTerminal = false;
+      let outcome: SyncPodOutcome = { isTerminal: false };
       let syncError: unknown;
       try {
-        isTerminal = await this.runSync(uid, type, update, status, signal);
+        outcome = await this.runSync(uid, type, update, status, signal);
       } catch (err) {
         syncError = err ?? new Error('sync failed');
       }
@@ -531,13 +542,13 @@ export class PodWorkersImpl implements PodWorkers {
           }
           this.completeTerminating(uid);
           phaseTransition = true;
-        } else if (isTerminal) {
+        } else if (outcome.isTerminal) {
           log.v(4, 'Pod is terminal', { pod: podRef, podUID: uid });
           this.completeSync(uid);
           phaseTransition = true;
         }
       }
-      this.completeWork(uid, phaseTransition, syncError);
+      this.completeWork(uid, phaseTransition, syncError, outcome.requeueAfterMs);
       this.observeWork(update, update.updateType);
       const current = this.statuses.get(uid);
       if (!current?.pendingUpdate) {
@@ -562,7 +573,7 @@ export class PodWorkersImpl implements PodWorkers {
     update: UpdatePodOptions,
     status: PodSyncStatus,
     signal: AbortSignal,
-  ): Promise<boolean> {
+  ): Promise<SyncPodOutcome> {
     let podStatus: KubePodStatus | undefined;
     if (!update.runningPod) {
       // Decide on state the PLEG has read since this pod's last sync, never on what the last sync already saw.
@@ -571,14 +582,12 @@ export class PodWorkersImpl implements PodWorkers {
         throw new Error(`error determining status: ${entry.error.message}`, { cause: entry.error });
       podStatus = entry.status;
     }
-    let isTerminal = false;
     // From here on the sync counts as done at its end, failed or not: the next one needs fresher state.
     try {
-      isTerminal = await this.dispatchSync(type, update, podStatus, status, signal);
+      return await this.dispatchSync(type, update, podStatus, status, signal);
     } finally {
       status.lastSyncTimeMs = this.clock.now();
     }
-    return isTerminal;
   }
 
   private async dispatchSync(
@@ -587,8 +596,7 @@ export class PodWorkersImpl implements PodWorkers {
     podStatus: KubePodStatus | undefined,
     status: PodSyncStatus,
     signal: AbortSignal,
-  ): Promise<boolean> {
-    let isTerminal = false;
+  ): Promise<SyncPodOutcome> {
     switch (type) {
       case 'TerminatedPod':
         await this.syncer.syncTerminatedPod(update.pod!, podStatus!, signal);
@@ -602,22 +610,31 @@ export class PodWorkersImpl implements PodWorkers {
         }
         break;
       case 'SyncPod':
-        ({ isTerminal } = await this.syncer.syncPod(
+        return await this.syncer.syncPod(
           update.updateType,
           update.pod!,
           update.mirrorPod,
           podStatus!,
           signal,
-        ));
-        break;
+        );
     }
-    return isTerminal;
+    return { isTerminal: false };
   }
 
-  /** Requeues the pod: at once after a state change, after the resync interval when well, after a back-off when not. */
-  private completeWork(uid: string, phaseTransition: boolean, syncError: unknown): void {
+  /**
+   * Requeues the pod: at once after a state change; when its containers wait out a back-off, as it runs
+   * out; after the resync interval when well; after the error back-off when not.
+   */
+  private completeWork(
+    uid: string,
+    phaseTransition: boolean,
+    syncError: unknown,
+    requeueAfterMs: number | undefined,
+  ): void {
     if (phaseTransition) this.workQueue.enqueue(uid, 0);
-    else if (syncError === undefined) this.workQueue.enqueue(uid, this.jitter(this.resyncIntervalMs));
+    else if (syncError === undefined && requeueAfterMs !== undefined) {
+      this.workQueue.enqueue(uid, Math.min(Math.max(0, requeueAfterMs), this.resyncIntervalMs));
+    } else if (syncError === undefined) this.workQueue.enqueue(uid, this.jitter(this.resyncIntervalMs));
     else if (errorMessage(syncError).includes(NETWORK_NOT_READY_ERROR_MSG)) {
       this.workQueue.enqueue(uid, this.jitter(TRANSIENT_BACK_OFF_MS));
     } else this.workQueue.enqueue(uid, this.jitter(this.backOffPeriodMs));

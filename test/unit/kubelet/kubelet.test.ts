@@ -20,8 +20,9 @@ import {
   type MemoryAllocator,
 } from '../../../src/kubelet/kubelet.js';
 import { SMTAlignmentError } from '../../../src/cm/cpumanager/policy-static.js';
+import type { EventRecorder } from '../../../src/kuberuntime/event-recorder.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
-import { realClock } from '../../../src/lib/clock.js';
+import { FakeClock, realClock, type Clock } from '../../../src/lib/clock.js';
 import { setLogSink } from '../../../src/lib/log.js';
 import { GenericPLEG } from '../../../src/pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
@@ -57,11 +58,17 @@ async function tempDir(): Promise<string> {
   return dir;
 }
 
-function runtimeManager(fake: FakeRuntime, dir: string): KubeGenericRuntimeManager {
+function runtimeManager(
+  fake: FakeRuntime,
+  dir: string,
+  clock: Clock = realClock,
+  recorder?: EventRecorder,
+): KubeGenericRuntimeManager {
   return new KubeGenericRuntimeManager({
     runtimeService: fake,
     imageService: fake,
-    clock: realClock,
+    clock,
+    ...(recorder ? { recorder } : {}),
     podLogsDir: path.join(dir, 'logs'),
     rootDir: path.join(dir, 'root'),
     resolvConf: path.join(dir, 'resolv.conf'),
@@ -81,10 +88,24 @@ function startNode(
     deviceAdmission?: DeviceAdmission;
     cpuAllocator?: CPUAllocator;
     memoryAllocator?: MemoryAllocator;
+    clock?: Clock;
+    runtimeEvents?: boolean;
   } = {},
 ): Node {
-  const clock = realClock;
-  const runtime = runtimeManager(fake, dir);
+  const clock = opts.clock ?? realClock;
+  const events: Node['events'] = [];
+  // The runtime's own events (Created, Started, BackOff, …) only where a test asks for them.
+  const runtime = runtimeManager(
+    fake,
+    dir,
+    clock,
+    opts.runtimeEvents
+      ? {
+          event: (p, _fieldPath, type, reason, message) =>
+            events.push({ pod: p.metadata.name ?? '', type, reason, message }),
+        }
+      : undefined,
+  );
   const containerManager = new FakeContainerManager();
   const podCache = new InMemoryPodCache();
   const pleg = new GenericPLEG({ runtime, cache: podCache, clock, relistPeriodMs: 50 });
@@ -93,7 +114,6 @@ function startNode(
   const send = podConfig.channel('file');
   const sendApi = opts.withApi ? podConfig.channel('api') : undefined;
   const statusManager = new LocalStatusManager({ clock });
-  const events: Node['events'] = [];
   const metrics = new MetricsRegistry();
   const kubelet: Kubelet = new Kubelet({
     nodeName: 'node-a',
@@ -547,4 +567,62 @@ test('container GC asks the pod workers when it decides: a pod that ran while ho
 
   node.send({ op: 'SET', pods: [] });
   await waitFor('the deleted pod to be unwanted', () => isPodWanted?.('uid-done') === false, 5000, 20);
+});
+
+test('a pod whose container waits in crash-loop back-off is synced again when the back-off runs out, not every tick', async () => {
+  const dir = await tempDir();
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  fake.addImage('busybox:1.36');
+  const node = startNode(fake, dir, { clock, runtimeEvents: true });
+  /** Moves the fake clock in PLEG-sized steps, letting the real I/O of each sync finish in between. */
+  const runUntil = async <T>(what: string, fn: () => T | undefined, maxFakeMs: number): Promise<T> => {
+    for (let elapsed = 0; elapsed <= maxFakeMs; elapsed += 50) {
+      const v = fn();
+      if (v) return v;
+      clock.advance(50);
+      for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 1));
+    }
+    throw new Error(`timed out (fake ${maxFakeMs} ms) waiting for ${what}`);
+  };
+  const backOffs = () => node.events.filter((e) => e.reason === 'BackOff').length;
+
+  node.send({ op: 'SET', pods: [pod('crash', 'uid-crash')] });
+  const first = await runUntil('the container to run', () => runningContainers(fake, 'uid-crash')[0], 5000);
+  // The first exit restarts at once (and starts the back-off); the second waits 10 s.
+  fake.exitContainer(first, 1);
+  const second = await runUntil(
+    'the first restart',
+    () => runningContainers(fake, 'uid-crash').find((id) => id !== first),
+    5000,
+  );
+  fake.exitContainer(second, 1);
+  const exitedAtMs = clock.now();
+  await runUntil('the first BackOff', () => backOffs() > 0, 5000);
+  // The exit's own syncs (its PLEG event, and the update that arrived meanwhile) are done within a second.
+  await runUntil('a second to pass', () => clock.now() - exitedAtMs >= 1000 || undefined, 2000);
+  const backOffsAfterExit = backOffs();
+  const createsBefore = fake.callsOf('createContainer').length;
+
+  await runUntil(
+    'the restart after the back-off',
+    () => runningContainers(fake, 'uid-crash').find((id) => id !== first && id !== second),
+    20_000,
+  );
+  const restartedAfterMs = clock.now() - exitedAtMs;
+  assert.ok(
+    restartedAfterMs >= 10_000,
+    `restarted ${restartedAfterMs} ms after the exit, before its 10 s back-off`,
+  );
+  assert.ok(
+    restartedAfterMs <= 12_000,
+    `restarted ${restartedAfterMs} ms after the exit: late for a 10 s back-off`,
+  );
+  assert.equal(fake.callsOf('createContainer').length, createsBefore + 1);
+  assert.ok(backOffsAfterExit <= 2, `${backOffsAfterExit} BackOff events for one exit`);
+  assert.equal(
+    backOffs(),
+    backOffsAfterExit,
+    'no BackOff while the back-off ran: the pod was not synced each tick while it waited',
+  );
 });

@@ -432,8 +432,13 @@ describe('crash-loop back-off', () => {
       inBackOff: true,
       reason: 'CrashLoopBackOff',
       message: 'back-off 10s restarting failed container=app pod=web_prod(u-1)',
+      retryAfterMs: 10_000,
     });
-    clock.advance(10_000);
+    // What is left of it, for the pod's next sync.
+    clock.advance(4_000);
+    const later = doBackOff(p, app, s, backoff);
+    assert.equal(later.inBackOff && later.retryAfterMs, 6_000);
+    clock.advance(6_000);
     assert.deepEqual(doBackOff(p, app, s, backoff), { inBackOff: false });
     const delays: string[] = [];
     for (let i = 0; i < 6; i++) {

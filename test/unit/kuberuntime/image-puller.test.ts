@@ -125,6 +125,7 @@ test('a failed pull is ErrImagePull, then ImagePullBackOff for 10 s, then 20 s a
     ok: false,
     reason: 'ImagePullBackOff',
     message: 'Back-off pulling image "nosuch:1"',
+    retryAfterMs: 5_000,
   });
   assert.equal(fake.callsOf('pullImage').length, 1);
 

@@ -10,6 +10,7 @@ import { MetricsRegistry } from '../../../src/lib/metrics.js';
 import {
   PodWorkersImpl,
   type PodSyncer,
+  type SyncPodOutcome,
   type SyncPodType,
   type UpdatePodOptions,
 } from '../../../src/podworkers/pod-workers.js';
@@ -27,7 +28,7 @@ interface Call {
   podStatus?: KubePodStatus;
   gracePeriodSeconds?: number;
   signal: AbortSignal;
-  resolve: (isTerminal?: boolean) => void;
+  resolve: (isTerminal?: boolean, requeueAfterMs?: number) => void;
   reject: (err: Error) => void;
 }
 
@@ -42,20 +43,21 @@ class ScriptedSyncer implements PodSyncer {
     uid: string,
     extra: Partial<Call>,
     signal: AbortSignal,
-  ): Promise<boolean> {
+  ): Promise<SyncPodOutcome> {
     return new Promise((resolve, reject) => {
       const call: Call = {
         kind,
         uid,
         signal,
         ...extra,
-        resolve: (t) => resolve(t ?? false),
+        resolve: (t, requeueAfterMs) =>
+          resolve({ isTerminal: t ?? false, ...(requeueAfterMs === undefined ? {} : { requeueAfterMs }) }),
         reject,
       };
       this.calls.push(call);
       // A sync honours its signal, as the real ones do through their CRI calls.
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-      if (this.auto) resolve(kind === 'sync' ? this.autoTerminal : false);
+      if (this.auto) resolve({ isTerminal: kind === 'sync' ? this.autoTerminal : false });
     });
   }
 
@@ -66,8 +68,7 @@ class ScriptedSyncer implements PodSyncer {
     podStatus: KubePodStatus,
     signal: AbortSignal,
   ) {
-    const isTerminal = await this.record('sync', pod.metadata.uid!, { updateType, pod, podStatus }, signal);
-    return { isTerminal };
+    return this.record('sync', pod.metadata.uid!, { updateType, pod, podStatus }, signal);
   }
 
   async syncTerminatingPod(
@@ -244,6 +245,32 @@ describe('PodWorkers syncing', () => {
     await flushPromises();
     assert.ok(logLines.some((l) => l.includes('Error syncing pod, skipping') && l.includes('ErrImagePull')));
     clock.advance(9_999);
+    assert.deepEqual(workQueue.getReady(), []);
+    clock.advance(1);
+    assert.deepEqual(workQueue.getReady(), ['a']);
+  });
+
+  it('syncs a pod that waits only on a back-off again when the back-off runs out, not after a second', async () => {
+    const { syncer, relist, update, workQueue, clock } = setup();
+    await relist();
+    await update({ updateType: 'create', pod: makePod('a') });
+    syncer.last().resolve(false, 20_000);
+    await flushPromises();
+    clock.advance(1_000);
+    assert.deepEqual(workQueue.getReady(), []);
+    clock.advance(18_999);
+    assert.deepEqual(workQueue.getReady(), []);
+    clock.advance(1);
+    assert.deepEqual(workQueue.getReady(), ['a']);
+  });
+
+  it('caps a back-off requeue at the resync interval', async () => {
+    const { syncer, relist, update, workQueue, clock } = setup();
+    await relist();
+    await update({ updateType: 'create', pod: makePod('a') });
+    syncer.last().resolve(false, 300_000);
+    await flushPromises();
+    clock.advance(59_999);
     assert.deepEqual(workQueue.getReady(), []);
     clock.advance(1);
     assert.deepEqual(workQueue.getReady(), ['a']);
