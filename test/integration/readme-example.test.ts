@@ -165,14 +165,17 @@ describe("the README's example at the default verbosity", () => {
       );
   });
 
-  test('`tskubelet events` lists the BackOff events with their counts', async () => {
+  test('`tskubelet events` lists the BackOff events with their counts', async (t) => {
     const stdout = await cli('events');
     const rows = stdout.split('\n');
     assert.match(rows[0] ?? '', /^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE/);
     const backOff = rows.filter((r) => /\sBackOff\s/.test(r) && r.includes(`pod/crashloop-${nodeName}`));
     assert.equal(backOff.length, 1, stdout);
     const count = Number(/\(x(\d+) over \S+\)/.exec(backOff[0]!)?.[1]);
-    assert.ok(count >= 10, `a BackOff each sync for about a minute, counted: ${backOff[0]}`);
+    t.diagnostic(`BackOff after about a minute: ${backOff[0]}`);
+    // The pod is synced when each back-off runs out (10 s, 20 s, 40 s), not each second: a few per
+    // exit, where a sync each second while waiting counted about 50 in the minute.
+    assert.ok(count >= 2 && count <= 20, `a BackOff for each exit in back-off, counted: ${backOff[0]}`);
     assert.match(backOff[0]!, /Back-off restarting failed container fail in pod crashloop-/);
     const dns = rows.filter(
       (r) => /\sMissingClusterDNS\s/.test(r) && r.includes(`pod/crashloop-${nodeName}`),
