@@ -297,6 +297,12 @@ function markdownTable(header: string[], rows: string[][]): string {
   ].join('\n');
 }
 
+/** The rows of a table: the requests some side made in a median round (a median of 0 everywhere is no row). */
+function keysOf(sides: { summary: TrafficSummary }[], rows: (s: TrafficSummary) => TrafficRows): string[] {
+  const keys = new Set(sides.flatMap((s) => Object.keys(rows(s.summary))));
+  return [...keys].filter((k) => sides.some((s) => (rows(s.summary)[k]?.requests ?? 0) > 0)).sort();
+}
+
 /** The traffic of each kubelet side by side, for one size, as markdown. */
 export function trafficMarkdown(
   n: number,
@@ -304,7 +310,7 @@ export function trafficMarkdown(
 ): string {
   const out: string[] = [];
   const names = sides.map((s) => s.name);
-  const keys = [...new Set(sides.flatMap((s) => Object.keys(s.summary.perPod)))].sort();
+  const keys = keysOf(sides, (s) => s.perPod);
   const cells = (pick: (s: TrafficSummary) => number | undefined) => sides.map((s) => fmt(pick(s.summary)));
   const rows = keys.map((k) => [
     `\`${k}\``,
@@ -359,7 +365,7 @@ export function trafficMarkdown(
         ],
       ),
   );
-  const steadyKeys = [...new Set(sides.flatMap((s) => Object.keys(s.summary.steadyPerMin)))].sort();
+  const steadyKeys = keysOf(sides, (s) => s.steadyPerMin);
   out.push(
     `Steady state, ${n} pods running: requests per minute\n\n` +
       markdownTable(
@@ -367,7 +373,7 @@ export function trafficMarkdown(
         steadyKeys.map((k) => [`\`${k}\``, ...cells((s) => s.steadyPerMin[k]?.requests)]),
       ),
   );
-  const startupKeys = [...new Set(sides.flatMap((s) => Object.keys(s.summary.startup)))].sort();
+  const startupKeys = keysOf(sides, (s) => s.startup);
   out.push(
     `From the kubelet's start to the first create (registration, first lists and watches): requests\n\n` +
       markdownTable(
