@@ -80,6 +80,8 @@ export class MemoryManager implements HintProvider {
   private pendingAdmissionPod: Pod | undefined;
   private allocatableMemory: MemoryBlock[] = [];
   private writes: Promise<void> = Promise.resolve();
+  /** The state's generation the last queued write will store. */
+  private storedGeneration = -1;
 
   constructor(
     private readonly rootDir: string,
@@ -237,11 +239,17 @@ export class MemoryManager implements HintProvider {
   }
 
   private storeState(): Promise<void> {
+    this.storedGeneration = this.state.generation;
     return writeMemoryManagerCheckpoint(this.rootDir, this.checkpoint());
   }
 
-  /** Writes one after another, each of the state as it is when its turn comes. */
+  /**
+   * Writes one after another, each of the state as it is when its turn comes; nothing when the state
+   * has not changed (a BestEffort pod, or any pod under None, writes nothing, as upstream).
+   */
   private queueStore(): void {
+    if (this.state.generation === this.storedGeneration) return;
+    this.storedGeneration = this.state.generation;
     this.writes = this.writes.then(() =>
       this.storeState().catch((err: unknown) =>
         log.error('Store state to checkpoint error', { err: errorMessage(err) }),

@@ -62,6 +62,8 @@ export function cloneAssignments(a: ContainerMemoryAssignments): ContainerMemory
 export class MemoryManagerState {
   private machineState: NUMANodeMap = new Map();
   private assignments: ContainerMemoryAssignments = new Map();
+  /** Counts the changes, so the manager writes the checkpoint only when there is something new. */
+  generation = 0;
 
   getMachineState(): NUMANodeMap {
     return cloneNUMANodeMap(this.machineState);
@@ -69,6 +71,7 @@ export class MemoryManagerState {
 
   setMachineState(m: NUMANodeMap): void {
     this.machineState = cloneNUMANodeMap(m);
+    this.generation++;
   }
 
   /** undefined when the container has no blocks (upstream's nil). */
@@ -81,6 +84,7 @@ export class MemoryManagerState {
     let pod = this.assignments.get(podUID);
     if (!pod) this.assignments.set(podUID, (pod = new Map()));
     pod.set(containerName, cloneBlocks(blocks));
+    this.generation++;
   }
 
   getMemoryAssignments(): ContainerMemoryAssignments {
@@ -89,6 +93,7 @@ export class MemoryManagerState {
 
   setMemoryAssignments(a: ContainerMemoryAssignments): void {
     this.assignments = cloneAssignments(a);
+    this.generation++;
   }
 
   delete(podUID: string, containerName: string): void {
@@ -96,5 +101,6 @@ export class MemoryManagerState {
     if (!pod) return;
     pod.delete(containerName);
     if (pod.size === 0) this.assignments.delete(podUID);
+    this.generation++;
   }
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -264,6 +264,30 @@ test('a checkpoint of another policy, a corrupt one or one that does not fit the
       }),
       /\[memorymanager\] the expected machine state is different from the real one/,
     );
+  } finally {
+    await done();
+  }
+});
+
+test('the checkpoint is written only when the state changes (None, BestEffort pods: never)', async () => {
+  const { config, rootDir, done } = await setup();
+  const file = path.join(rootDir, 'memory_manager_state');
+  try {
+    for (const policyName of ['None', 'Static']) {
+      await rm(file, { force: true });
+      const m = await createMemoryManager({ ...config, policyName });
+      m.start(() => []);
+      const before = (await stat(file)).mtimeMs;
+      await new Promise((r) => setTimeout(r, 20));
+      const be: Pod = {
+        metadata: { name: 'be', uid: 'be' },
+        spec: { containers: [{ name: 'c', image: 'i' }] },
+      };
+      m.allocatePod(be);
+      m.cpusetMemsFor(be, be.spec.containers[0]!);
+      await m.stop();
+      assert.equal((await stat(file)).mtimeMs, before, policyName);
+    }
   } finally {
     await done();
   }
