@@ -22,7 +22,10 @@ import {
   type MergeCase,
 } from './upstream-merge-cases.js';
 
-const h = (nodes: number[] | null, preferred: boolean): TopologyHint => ({ numaNodeAffinity: nodes, preferred });
+const h = (nodes: number[] | null, preferred: boolean): TopologyHint => ({
+  numaNodeAffinity: nodes,
+  preferred,
+});
 
 const TWO_NODES = new NUMAInfo(
   [0, 1],
@@ -120,15 +123,28 @@ test('which merged hints each policy admits (the canAdmitPodResult tables)', () 
   assert.equal(new RestrictedPolicy(TWO_NODES).name, 'restricted');
   // What merge returns carries the verdict: a hint that is not preferred is refused by restricted.
   const noCommonNode: TopologyHints[] = [new Map([['a', [h([0], true)]]]), new Map([['b', [h([1], true)]]])];
-  assert.deepEqual(new BestEffortPolicy(TWO_NODES).merge(noCommonNode), { hint: h([0, 1], false), admit: true });
-  assert.deepEqual(new RestrictedPolicy(TWO_NODES).merge(noCommonNode), { hint: h([0, 1], false), admit: false });
-  assert.deepEqual(new SingleNumaNodePolicy(TWO_NODES).merge(noCommonNode), { hint: h(null, false), admit: false });
+  assert.deepEqual(new BestEffortPolicy(TWO_NODES).merge(noCommonNode), {
+    hint: h([0, 1], false),
+    admit: true,
+  });
+  assert.deepEqual(new RestrictedPolicy(TWO_NODES).merge(noCommonNode), {
+    hint: h([0, 1], false),
+    admit: false,
+  });
+  assert.deepEqual(new SingleNumaNodePolicy(TWO_NODES).merge(noCommonNode), {
+    hint: h(null, false),
+    admit: false,
+  });
 });
 
 test('none merges nothing and admits everything (TestPolicyNoneMerge)', () => {
   const none = new NonePolicy();
   assert.equal(none.name, 'none');
-  for (const hints of [[], [new Map([['resource', [h([0, 1], true)]]])], [new Map([['r', [h([0, 1], false)]]])]])
+  for (const hints of [
+    [],
+    [new Map([['resource', [h([0, 1], true)]]])],
+    [new Map([['r', [h([0, 1], false)]]])],
+  ])
     assert.deepEqual(none.merge(), { hint: h(null, false), admit: true }, JSON.stringify(hints));
 });
 
