@@ -7,6 +7,7 @@
 import type { ResourceQuantity } from '../api/quantity.js';
 import { addQuantity, parseQuantity, quantityOf } from '../api/quantity.js';
 import { createMemoryManager, type MemoryManager } from '../cm/memorymanager/memory-manager.js';
+import type { TopologyAffinityStore } from '../cm/topologymanager/topology-hint.js';
 import { readMachineInfo } from '../nodestatus/machine-info.js';
 import { capacityFromMachineInfo, hardEvictionReservation } from '../nodestatus/setters.js';
 import type { BuildContext } from './build-context.js';
@@ -29,8 +30,13 @@ async function nodeAllocatableReservation({
   return out;
 }
 
-export function buildMemoryManager(ctx: BuildContext): Promise<MemoryManager> {
+/** affinity: the topology manager, whose chosen NUMA affinity allocation follows. */
+export function buildMemoryManager(
+  ctx: BuildContext,
+  affinity?: TopologyAffinityStore,
+): Promise<MemoryManager> {
   return createMemoryManager({
+    ...(affinity ? { affinity } : {}),
     policyName: ctx.config.memoryManagerPolicy,
     reservedMemory: ctx.config.reservedMemory,
     nodeAllocatableReservation: () => nodeAllocatableReservation(ctx),

@@ -11,6 +11,8 @@ import { detectSwapSettings, type NodeSwapSettings } from '../cm/swap.js';
 import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
 import type { MemoryManager } from '../cm/memorymanager/memory-manager.js';
 import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
+import { addTopologyHintProviders } from '../cm/topology-admission.js';
+import { createTopologyManager, type TopologyManager } from '../cm/topologymanager/topology-manager.js';
 import { nodeAnyWay, readInitialNode } from '../kubelet/admission.js';
 import { SysctlAllowlist } from '../kubelet/sysctl-allowlist.js';
 import { errorMessage } from '../lib/errors.js';
@@ -40,6 +42,8 @@ export interface NodeManagers {
   readonly cpuManager: CPUManager | undefined;
   /** Under None too: it then manages nothing but keeps memory_manager_state, as upstream. */
   readonly memoryManager: MemoryManager;
+  /** Admission's resource allocation: the CPU, memory and device managers under its policy. */
+  readonly topologyManager: TopologyManager;
   readonly pluginManager: PluginManager;
   readonly volumeManager: VolumeManagerImpl;
   /** Made only with an API client: standalone pods' runtimeClassName is not looked up (upstream). */
@@ -87,10 +91,18 @@ export async function buildNodeManagers(
       cluster ? new ApiNodeInfoManager(cluster.kubeClient, nodeName) : standaloneNodeInfoManager,
     ),
   );
+  // The resource managers read the NUMA affinity it chooses, so it comes first (as upstream's).
+  const topologyManager = await createTopologyManager({
+    policyName: config.topologyManagerPolicy,
+    scopeName: config.topologyManagerScope,
+    policyOptions: config.topologyManagerPolicyOptions,
+    featureGates: config.featureGates,
+  });
   // Device plugins register on <root-dir>/device-plugins/kubelet.sock (upstream: /var/lib/kubelet/device-plugins).
   const deviceManager = new DeviceManager({
     socketDir: path.join(flags.rootDirectory, DEVICE_PLUGINS_DIR_NAME),
     clock,
+    topology: { numaNodes: topologyManager.numaNodes, affinity: topologyManager },
   });
   // A device plugin may also join through plugins_registry, as upstream's watcher allows.
   pluginManager.addHandler(PluginType.DevicePlugin, deviceManager.pluginWatcherHandler());
@@ -105,8 +117,10 @@ export async function buildNodeManagers(
     topologyManagerPolicy: config.topologyManagerPolicy,
     clock,
     runtime: clients.runtime,
+    affinity: topologyManager,
   });
-  const memoryManager = await buildMemoryManager(ctx);
+  const memoryManager = await buildMemoryManager(ctx, topologyManager);
+  addTopologyHintProviders(topologyManager, { cpuManager, memoryManager, deviceManager });
 
   const initialNode = await initialNodeOrUndefined(ctx, clients, signal);
   const apiNode = cluster ? () => cluster.nodeReflector.get(undefined, nodeName) : undefined;
@@ -145,6 +159,7 @@ export async function buildNodeManagers(
     deviceManager,
     cpuManager,
     memoryManager,
+    topologyManager,
     pluginManager,
     volumeManager,
     runtimeClassManager: cluster ? new RuntimeClassManager(cluster.kubeClient, clock) : undefined,

@@ -929,6 +929,32 @@ export const FLAG_SPECS: readonly FlagSpec[] = [
       'A comma separated list of memory reservations for NUMA nodes. (e.g. --reserved-memory 0:memory=1Gi,hugepages-1M=2Gi --reserved-memory 1:memory=2Gi). The total sum for each memory type should be equal to the sum of kube-reserved, system-reserved and eviction-threshold.',
   }),
   c({
+    name: 'topology-manager-policy',
+    kind: 'string',
+    group: 'Resources, cgroups and eviction',
+    field: 'topologyManagerPolicy',
+    defaultText: 'none',
+    usage:
+      "Topology Manager policy to use. Possible values: 'none', 'best-effort', 'restricted', 'single-numa-node'.",
+  }),
+  c({
+    name: 'topology-manager-scope',
+    kind: 'string',
+    group: 'Resources, cgroups and eviction',
+    field: 'topologyManagerScope',
+    defaultText: 'container',
+    usage:
+      "Scope to which topology hints applied. Topology Manager collects hints from Hint Providers and applies them to defined scope to ensure the pod admission. Possible values: 'container', 'pod'.",
+  }),
+  c({
+    name: 'topology-manager-policy-options',
+    kind: 'mapStringString',
+    group: 'Resources, cgroups and eviction',
+    field: 'topologyManagerPolicyOptions',
+    usage:
+      'A set of key=value Topology Manager policy options to use, to fine tune their behaviour. If not supplied, keep the default behaviour.',
+  }),
+  c({
     name: 'allowed-unsafe-sysctls',
     kind: 'stringSlice',
     group: 'Resources, cgroups and eviction',

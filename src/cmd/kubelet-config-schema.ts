@@ -99,6 +99,7 @@ const CONFIG_SCHEMA = {
   memoryManagerPolicy: 'string',
   topologyManagerPolicy: 'string',
   topologyManagerScope: 'string',
+  topologyManagerPolicyOptions: 'stringMap',
   runtimeRequestTimeout: 'duration',
   hairpinMode: 'string',
   maxPods: 'int',

@@ -4,6 +4,8 @@ import { isIP } from 'node:net';
 import { parseQuantity } from '../api/quantity.js';
 import { CPUSet } from '../cm/cpumanager/cpu-set.js';
 import { errorMessage } from '../lib/errors.js';
+import { TOPOLOGY_POLICIES } from '../cm/topologymanager/policies.js';
+import { TOPOLOGY_SCOPES } from '../cm/topologymanager/scope.js';
 import { goQuote } from '../lib/go-quote.js';
 import { validateReservedMemoryConfiguration } from '../cm/memorymanager/reserved-memory.js';
 import { TAINT_EFFECTS } from './kubelet-config-schema.js';
@@ -233,6 +235,8 @@ function validateServingAndLimits(
 /** Cgroups, TLS, node allocatable enforcement, pod sources and runtime endpoints. */
 function validateCgroupsAndEndpoints(r: ResolvedKubeletConfig, { check, oneOf }: FieldChecks): void {
   oneOf('cgroupDriver', r.cgroupDriver, ['cgroupfs', 'systemd']);
+  oneOf('topologyManagerPolicy', r.topologyManagerPolicy, TOPOLOGY_POLICIES);
+  oneOf('topologyManagerScope', r.topologyManagerScope, TOPOLOGY_SCOPES);
   oneOf('hairpinMode', r.hairpinMode, ['promiscuous-bridge', 'hairpin-veth', 'none']);
   oneOf('authorization.mode', r.authorization.mode, ['AlwaysAllow', 'Webhook']);
   check(r.cgroupRoot === '' || r.cgroupRoot.startsWith('/'), 'cgroupRoot', 'must be an absolute cgroup name');

@@ -116,6 +116,7 @@ export interface KubeletConfiguration {
   memoryManagerPolicy?: string;
   topologyManagerPolicy?: string;
   topologyManagerScope?: string;
+  topologyManagerPolicyOptions?: Record<string, string>;
   runtimeRequestTimeout?: string;
   hairpinMode?: string;
   maxPods?: number;
@@ -244,6 +245,7 @@ export interface ResolvedKubeletConfig {
   memoryManagerPolicy: string;
   topologyManagerPolicy: string;
   topologyManagerScope: string;
+  topologyManagerPolicyOptions: Record<string, string>;
   runtimeRequestTimeoutMs: number;
   hairpinMode: 'promiscuous-bridge' | 'hairpin-veth' | 'none';
   maxPods: number;
@@ -547,6 +549,7 @@ function resolveListenersAndManagers(c: KubeletConfiguration, duration: Duration
     memoryManagerPolicy: c.memoryManagerPolicy ?? 'None',
     topologyManagerPolicy: c.topologyManagerPolicy ?? 'none',
     topologyManagerScope: c.topologyManagerScope ?? 'container',
+    topologyManagerPolicyOptions: { ...c.topologyManagerPolicyOptions },
     runtimeRequestTimeoutMs: duration('runtimeRequestTimeout', c.runtimeRequestTimeout),
     hairpinMode: (c.hairpinMode ?? 'promiscuous-bridge') as ResolvedKubeletConfig['hairpinMode'],
   };

@@ -40,8 +40,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   },
   field('podCIDR', 'podCIDR'),
   field('systemCgroups', 'systemCgroups'),
-  field('topologyManagerPolicy', 'topologyManagerPolicy'),
-  field('topologyManagerScope', 'topologyManagerScope'),
   field('volumePluginDir', 'volumePluginDir'),
 ];
 
@@ -57,6 +55,8 @@ export const FEATURE_GATES_ACTED_ON: readonly string[] = [
   'KubeletPodResourcesGet',
   'NodeLogQuery',
   'NodeSwap',
+  'TopologyManagerPolicyBetaOptions',
+  'TopologyManagerPolicyOptions',
 ];
 
 /**

@@ -32,15 +32,15 @@ export interface KubeletOptions {
   /** Cluster mode: the mirror pods of the static pods. */
   mirrorPods?: MirrorPods;
   /**
-   * The device manager's admission (upstream: the topology manager's admit handler over it, asked
-   * after the sysctls and before the predicates): devices are allocated for every container of a pod
-   * that asks for a device plugin's resource.
+   * What admission asks of the device manager beyond allocation: whether a pod must wait in the
+   * admission queue for a plugin, and the devices held (the predicates' allocatable).
    */
   deviceAdmission?: DeviceAdmission;
-  /** The CPU manager, asked after AppArmor and before the devices, as upstream's topology admit handler orders its providers. */
-  cpuAllocator?: CPUAllocator;
-  /** The memory manager, asked after the CPU manager (until a topology manager asks both per container). */
-  memoryAllocator?: MemoryAllocator;
+  /**
+   * The topology manager's admit handler, asked after AppArmor and before the predicates: it merges
+   * the CPU, memory and device managers' NUMA hints under its policy and has each allocate in turn.
+   */
+  topologyAdmission?: TopologyAdmission;
   /** The eviction manager's admit handler, asked first (upstream adds it before the others). */
   evictionAdmit?: (pod: Pod) => { admit: true } | { admit: false; reason: string; message: string };
   /** The node shutdown manager's admit handler, asked last (upstream adds it after the others). */
@@ -85,24 +85,25 @@ export interface KubeletOptions {
   healthChecks?: HealthChecker[];
 }
 
-/** What admission asks of the CPU manager (its static policy). */
-export interface CPUAllocator {
-  /** Exclusive CPUs for the pod's containers that qualify; throws why not (an error with a `reason` names the rejection). */
-  allocate(pod: Pod): void;
-}
-
-/** What admission asks of the memory manager. */
-export interface MemoryAllocator {
-  /** Memory for every container of pod, init containers first; throws the manager's error. */
-  allocatePod(pod: Pod): void;
+/** The topology manager's admit handler (upstream: the AllocateResourcesPodAdmitHandler). */
+export interface TopologyAdmission {
+  /**
+   * The verdict on the pod, its resources allocated when admitted; synchronous unless a provider
+   * answers later (a device plugin). activePods are the pods holding resources now.
+   */
+  admit(
+    pod: Pod,
+    activePods: readonly Pod[],
+  ):
+    | { admit: true }
+    | { admit: false; reason: string; message: string }
+    | Promise<{ admit: true } | { admit: false; reason: string; message: string }>;
 }
 
 /** What admission asks of the device manager. */
 export interface DeviceAdmission {
   /** Whether any container of pod asks for a device plugin's resource (so admission must wait for the plugin). */
   podRequestsDevices(pod: Pod): boolean;
-  /** Allocates devices for every container of pod; throws why it cannot. */
-  allocatePod(pod: Pod): Promise<void>;
   /** Devices held per resource: the node's allocatable is never counted below them. */
   allocatedDeviceCounts(): ReadonlyMap<string, number>;
 }

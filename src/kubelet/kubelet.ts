@@ -62,7 +62,7 @@ const SYNC_LOOP_STALL_MS = 2 * 60_000;
  */
 const ORPHANED_POD_GRACE_PERIOD_SECONDS = 1;
 
-export type { CPUAllocator, DeviceAdmission, KubeletOptions, MemoryAllocator } from './kubelet-options.js';
+export type { DeviceAdmission, KubeletOptions, TopologyAdmission } from './kubelet-options.js';
 
 /** How long after a pod's containers stopped the PLEG is asked to relist (see syncTerminatingPod). */
 const RELIST_AFTER_TERMINATION_MS = 50;

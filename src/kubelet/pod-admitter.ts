@@ -1,15 +1,16 @@
 /**
  * Node admission as the sync loop runs it (upstream: the admit handlers of canAdmitPod): the eviction
- * handler, the sysctl allowlist, AppArmor and the CPU manager, then the device manager's Allocate
- * (queued, one pod at a time, since plugins answer asynchronously), then the predicates against the
- * node and the node shutdown manager. Only the verdict is decided here; the kubelet acts on it.
+ * handler, the sysctl allowlist, AppArmor, the topology manager's handler (which has the CPU, memory
+ * and device managers allocate; queued, one pod at a time, when a device plugin must answer), then
+ * the predicates against the node and the node shutdown manager. Only the verdict is decided here;
+ * the kubelet acts on it.
  */
 import type { Pod } from '../api/core-v1.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { AdmissionReason, canAdmitPod, sanitizeNodeAllocatable } from './admission.js';
 import { AppArmorValidator } from './apparmor-validator.js';
-import type { CPUAllocator, DeviceAdmission, KubeletOptions, MemoryAllocator } from './kubelet-options.js';
+import type { DeviceAdmission, KubeletOptions, TopologyAdmission } from './kubelet-options.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
 
 const log = logger('kubelet');
@@ -20,8 +21,7 @@ export interface PodAdmitterOptions extends Pick<
   KubeletOptions,
   'evictionAdmit' | 'shutdownAdmit' | 'sysctlAllowlist' | 'appArmorValidator' | 'getNode'
 > {
-  cpuAllocator?: CPUAllocator;
-  memoryAllocator?: MemoryAllocator;
+  topologyAdmission?: TopologyAdmission;
   deviceAdmission?: DeviceAdmission;
   /** The pods that hold resources now (the kubelet's active pods). */
   activePods: () => Pod[];
@@ -68,41 +68,45 @@ export class PodAdmitter {
    */
   admitPod(pod: Pod): AdmitVerdict {
     try {
-      return this.admitBeforeDevices(pod) ?? this.admitPredicates(pod);
+      const before = this.admitBeforeResources(pod);
+      if (before) return before;
+      const resources = this.admitResources(pod);
+      // Only a pod that must queue (it asks a device plugin) can get an answer later.
+      if (resources instanceof Promise)
+        throw new Error('resource allocation answered asynchronously outside the admission queue');
+      return resources ?? this.admitPredicates(pod);
     } catch (err) {
       return unexpectedAdmissionError(err);
     }
   }
 
   /** Upstream's eviction handler comes first, then the sysctl allowlist, then AppArmor; undefined when all admit. */
-  private admitBeforeDevices(pod: Pod): AdmitVerdict | undefined {
+  private admitBeforeResources(pod: Pod): AdmitVerdict | undefined {
     const eviction = this.opts.evictionAdmit?.(pod);
     if (eviction && !eviction.admit) return eviction;
     const sysctls = this.sysctlAllowlist.admit(pod);
     if (!sysctls.admit) return sysctls;
     const appArmor = this.appArmorValidator.admit(pod);
     if (!appArmor.admit) return appArmor;
-    return this.allocateCPUs(pod);
+    return undefined;
   }
 
   /**
-   * upstream's admission.GetPodAdmitResult of the CPU or memory manager's Allocate error: its own
-   * reason when it has one (SMTAlignmentError), else UnexpectedAdmissionError.
+   * The topology manager's verdict, resources allocated when it admits (a refusal carries the
+   * provider's reason: TopologyAffinityError, SMTAlignmentError, else UnexpectedAdmissionError);
+   * undefined when it admits.
    */
-  private allocateCPUs(pod: Pod): AdmitVerdict | undefined {
-    try {
-      this.opts.cpuAllocator?.allocate(pod);
-      this.opts.memoryAllocator?.allocatePod(pod);
-      return undefined;
-    } catch (err) {
-      const reason = (err as { reason?: unknown }).reason;
-      if (typeof reason === 'string') return { admit: false, reason, message: errorMessage(err) };
-      return {
-        admit: false,
-        reason: AdmissionReason.UnexpectedAdmissionError,
-        message: `Allocate failed due to ${errorMessage(err)}, which is unexpected`,
-      };
-    }
+  private admitResources(pod: Pod): AdmitVerdict | undefined | Promise<AdmitVerdict | undefined> {
+    const handler = this.opts.topologyAdmission;
+    if (!handler) return undefined;
+    const uid = pod.metadata.uid ?? '';
+    // Pods queued behind this one hold nothing yet.
+    const active = this.opts
+      .activePods()
+      .filter((p) => p.metadata.uid !== uid && !this.pendingAdmission.has(p.metadata.uid ?? ''));
+    const result = handler.admit(pod, active);
+    if (result instanceof Promise) return result.then((r) => (r.admit ? undefined : r));
+    return result.admit ? undefined : result;
   }
 
   /** The predicates, against a node whose allocatable covers the devices already held (upstream: UpdatePluginResources). */
@@ -129,7 +133,7 @@ export class PodAdmitter {
       let verdict: AdmitVerdict;
       try {
         verdict =
-          this.admitBeforeDevices(pod) ?? (await this.allocateDevices(pod)) ?? this.admitPredicates(pod);
+          this.admitBeforeResources(pod) ?? (await this.admitResources(pod)) ?? this.admitPredicates(pod);
       } catch (err) {
         verdict = unexpectedAdmissionError(err);
       } finally {
@@ -150,22 +154,5 @@ export class PodAdmitter {
     void tail.then(() => {
       if (this.admissionTail === tail) this.admissionTail = undefined;
     });
-  }
-
-  /** The device manager's verdict (upstream: admission.GetPodAdmitResult of Allocate's error); undefined when it admits. */
-  private async allocateDevices(pod: Pod): Promise<AdmitVerdict | undefined> {
-    const devices = this.opts.deviceAdmission;
-    // A pod that asks for no device has nothing to allocate (upstream's Allocate loops over nothing).
-    if (!devices?.podRequestsDevices(pod)) return undefined;
-    try {
-      await devices.allocatePod(pod);
-      return undefined;
-    } catch (err) {
-      return {
-        admit: false,
-        reason: AdmissionReason.UnexpectedAdmissionError,
-        message: `Allocate failed due to ${errorMessage(err)}, which is unexpected`,
-      };
-    }
   }
 }

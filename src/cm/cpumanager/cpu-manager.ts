@@ -5,7 +5,7 @@
  * the CPUs of pods no longer active, and keeps the state in `<root-dir>/cpu_manager_state`.
  * The `none` policy has no manager at all (createCPUManager returns undefined).
  */
-import type { Pod } from '../../api/core-v1.js';
+import type { Container, Pod } from '../../api/core-v1.js';
 import { quantityMilliValue } from '../../api/quantity.js';
 import type { Clock, TimerHandle } from '../../lib/clock.js';
 import { errorMessage, KubeletError } from '../../lib/errors.js';
@@ -14,6 +14,7 @@ import { loopPeriodMs } from '../../lib/loop-period.js';
 import type { LinuxContainerResources, RuntimeService } from '../../cri/types.js';
 import path from 'node:path';
 import { goQuote } from '../../lib/go-quote.js';
+import type { HintProvider, TopologyAffinityStore, TopologyHints } from '../topologymanager/topology-hint.js';
 import {
   CPU_MANAGER_CHECKPOINT,
   readCPUManagerCheckpoint,
@@ -47,6 +48,8 @@ export interface CPUManagerConfig {
   sysfsRoot?: string;
   clock: Clock;
   runtime: Pick<RuntimeService, 'listContainers' | 'updateContainerResources'>;
+  /** The topology manager: where allocation reads the NUMA affinity chosen for each container. */
+  affinity?: Pick<TopologyAffinityStore, 'getAffinity'>;
 }
 
 /** Go's %v of a map[string]string: map[k1:v1 k2:v2], keys sorted. */
@@ -127,16 +130,23 @@ export async function createCPUManager(config: CPUManagerConfig): Promise<CPUMan
       '[cpumanager] the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero',
     );
   // Fractional CPUs cannot be exclusive anyway, so the reservation is rounded up.
-  const policy = new StaticPolicy(topology, Math.ceil(milli / 1000), reserved, config.policyOptions, {
-    featureGates: config.featureGates ?? {},
-    topologyManagerPolicy: config.topologyManagerPolicy ?? 'none',
-  });
+  const policy = new StaticPolicy(
+    topology,
+    Math.ceil(milli / 1000),
+    reserved,
+    config.policyOptions,
+    {
+      featureGates: config.featureGates ?? {},
+      topologyManagerPolicy: config.topologyManagerPolicy ?? 'none',
+    },
+    config.affinity,
+  );
   const manager = new CPUManager(config, policy);
   await manager.restoreState();
   return manager;
 }
 
-export class CPUManager {
+export class CPUManager implements HintProvider {
   private readonly state = new CPUManagerState();
   /** containerID → the cpuset last sent through UpdateContainerResources. */
   private readonly lastUpdated = new Map<string, string>();
@@ -185,16 +195,27 @@ export class CPUManager {
     await this.writes;
   }
 
+  /** Where the container's exclusive CPUs could come from (upstream: GetTopologyHints). */
+  getTopologyHints(pod: Pod, container: Container): TopologyHints {
+    this.removeStaleState();
+    return this.policy.getTopologyHints(this.state, pod, container);
+  }
+
+  /** Where the pod's exclusive CPUs could come from (upstream: GetPodTopologyHints). */
+  getPodTopologyHints(pod: Pod): TopologyHints {
+    this.removeStaleState();
+    return this.policy.getPodTopologyHints(this.state, pod);
+  }
+
   /**
-   * Exclusive CPUs for each container of pod that qualifies, init containers first (upstream: the
-   * topology manager's admit handler calling Allocate). Throws the policy's error; the state is
-   * written in the background.
+   * Exclusive CPUs for the container when it qualifies, on the NUMA nodes the topology manager chose
+   * (upstream: Allocate, which its admit handler calls for each container, init containers first).
+   * Throws the policy's error; the state is written in the background.
    */
-  allocate(pod: Pod): void {
+  allocate(pod: Pod, container: Container): void {
     this.removeStaleState();
     try {
-      for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
-        this.policy.allocate(this.state, pod, c);
+      this.policy.allocate(this.state, pod, container);
     } finally {
       this.queueStore();
     }

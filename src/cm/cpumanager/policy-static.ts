@@ -8,6 +8,13 @@ import type { Container, Pod } from '../../api/core-v1.js';
 import { getPodQOS } from '../../api/qos.js';
 import { milliValueOf, parseQuantity, valueOf } from '../../api/quantity.js';
 import { KubeletError } from '../../lib/errors.js';
+import { iterateAffinities } from '../topologymanager/numa-affinity.js';
+import type {
+  NUMAAffinity,
+  TopologyAffinityStore,
+  TopologyHint,
+  TopologyHints,
+} from '../topologymanager/topology-hint.js';
 import { takeByTopologyNUMAPacked } from './cpu-assignment.js';
 import { takeByTopologyNUMADistributed } from './cpu-assignment-distributed.js';
 import { CPUSet } from './cpu-set.js';
@@ -25,6 +32,11 @@ export const POLICY_NONE = 'none';
 
 /** Admission's failure reason for SMTAlignmentError (upstream's ErrorSMTAlignment). */
 export const SMT_ALIGNMENT_ERROR = 'SMTAlignmentError';
+
+/** Where the policy reads the affinity the topology manager chose; without one, none is chosen. */
+const NO_AFFINITY_STORE: Pick<TopologyAffinityStore, 'getAffinity'> = {
+  getAffinity: () => ({ numaNodeAffinity: null, preferred: false }),
+};
 
 /** full-pcpus-only cannot give the container whole physical cores. */
 export class SMTAlignmentError extends KubeletError {
@@ -66,6 +78,7 @@ export class StaticPolicy {
     reservedCPUs: CPUSet,
     options: Readonly<Record<string, string>> = {},
     context: PolicyOptionsContext = {},
+    private readonly affinity: Pick<TopologyAffinityStore, 'getAffinity'> = NO_AFFINITY_STORE,
   ) {
     this.options = parseStaticPolicyOptions(options, context);
     validateStaticPolicyOptions(this.options, topology, context);
@@ -161,17 +174,95 @@ export class StaticPolicy {
       this.updateCPUsToReuse(pod, container, existing);
       return;
     }
-    const allocatable = this.getAvailableCPUs(s).union(this.cpusToReuse.get(uid) ?? CPUSet.EMPTY);
-    // Upstream's allocateCPUs: what the affinity covers first, then the rest by topology.
-    let cpus = CPUSet.EMPTY;
-    if (numaAffinity) {
-      const aligned = this.getAlignedCPUs(numaAffinity, allocatable);
-      cpus = this.takeByTopology(aligned, Math.min(numCPUs, aligned.size));
-    }
-    cpus = cpus.union(this.takeByTopology(allocatable.difference(cpus), numCPUs - cpus.size));
-    s.setDefaultCPUSet(s.getDefaultCPUSet().difference(cpus));
+    const cpus = this.allocateCPUs(
+      s,
+      numCPUs,
+      numaAffinity ?? this.affinity.getAffinity(uid, container.name).numaNodeAffinity,
+      this.cpusToReuse.get(uid) ?? CPUSet.EMPTY,
+    );
     s.setCPUSet(uid, container.name, cpus);
     this.updateCPUsToReuse(pod, container, cpus);
+  }
+
+  /**
+   * numCPUs out of the shared pool and reusable: as many as can be from the NUMA nodes of affinity
+   * (when the topology manager chose some), the rest from anywhere (upstream: allocateCPUs).
+   */
+  private allocateCPUs(
+    s: CPUManagerState,
+    numCPUs: number,
+    affinity: NUMAAffinity | null,
+    reusable: CPUSet,
+  ): CPUSet {
+    const allocatable = this.getAvailableCPUs(s).union(reusable);
+    let result = CPUSet.EMPTY;
+    if (affinity !== null) {
+      const aligned = this.getAlignedCPUs(affinity, allocatable);
+      result = this.takeByTopology(aligned, Math.min(numCPUs, aligned.size));
+    }
+    result = result.union(this.takeByTopology(allocatable.difference(result), numCPUs - result.size));
+    s.setDefaultCPUSet(s.getDefaultCPUSet().difference(result));
+    return result;
+  }
+
+  /** The container's CPU hints for the topology manager (upstream: GetTopologyHints); undefined when it needs no exclusive CPUs. */
+  getTopologyHints(s: CPUManagerState, pod: Pod, container: Container): TopologyHints {
+    const requested = guaranteedCPUs(pod, container);
+    if (requested === 0) return undefined;
+    const uid = pod.metadata.uid ?? '';
+    const allocated = s.getCPUSet(uid, container.name);
+    if (allocated) {
+      // A container admitted before (a kubelet restart) keeps its CPUs: its hints are where they are.
+      if (allocated.size !== requested) return new Map([['cpu', []]]);
+      return new Map([['cpu', this.generateCPUTopologyHints(allocated, CPUSet.EMPTY, requested)]]);
+    }
+    const reusable = this.cpusToReuse.get(uid) ?? CPUSet.EMPTY;
+    return new Map([['cpu', this.generateCPUTopologyHints(this.getAvailableCPUs(s), reusable, requested)]]);
+  }
+
+  /** The whole pod's CPU hints (upstream: GetPodTopologyHints). */
+  getPodTopologyHints(s: CPUManagerState, pod: Pod): TopologyHints {
+    const requested = podGuaranteedCPUs(pod);
+    if (requested === 0) return undefined;
+    const uid = pod.metadata.uid ?? '';
+    let assigned = CPUSet.EMPTY;
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+      const allocated = s.getCPUSet(uid, c.name);
+      if (!allocated) continue;
+      if (allocated.size !== guaranteedCPUs(pod, c)) return new Map([['cpu', []]]);
+      assigned = assigned.union(allocated);
+    }
+    if (assigned.size === requested)
+      return new Map([['cpu', this.generateCPUTopologyHints(assigned, CPUSet.EMPTY, requested)]]);
+    const reusable = (this.cpusToReuse.get(uid) ?? CPUSet.EMPTY).union(assigned);
+    return new Map([['cpu', this.generateCPUTopologyHints(this.getAvailableCPUs(s), reusable, requested)]]);
+  }
+
+  /**
+   * One hint per set of NUMA nodes that holds every reusable CPU and, with the available ones, at
+   * least request CPUs; preferred when no smaller set of nodes has request CPUs on this machine
+   * (upstream: generateCPUTopologyHints).
+   */
+  generateCPUTopologyHints(available: CPUSet, reusable: CPUSet, request: number): TopologyHint[] {
+    const details = this.topology.details;
+    const nodes = details.numaNodes().list();
+    let minAffinitySize = nodes.length;
+    const found: NUMAAffinity[] = [];
+    iterateAffinities(nodes, (affinity) => {
+      if (details.cpusInNUMANodes(...affinity).size >= request && affinity.length < minAffinitySize)
+        minAffinitySize = affinity.length;
+      const inMask = (cpu: number): boolean => affinity.includes(details.byCPU.get(cpu)?.numaNodeId ?? -1);
+      if (!reusable.list().every(inMask)) return;
+      const matching = reusable.size + available.list().filter(inMask).length;
+      if (matching >= request) found.push(affinity);
+    });
+    return found.map((affinity) => ({
+      numaNodeAffinity: affinity,
+      // align-by-socket also prefers a hint on no more sockets than the request needs.
+      preferred:
+        (this.options.alignBySocket && this.isHintSocketAligned(affinity, minAffinitySize)) ||
+        affinity.length === minAffinitySize,
+    }));
   }
 
   /** Returns the container's CPUs to the shared pool, unless a sibling (a reusing container) holds them. */
@@ -223,6 +314,16 @@ export class StaticPolicy {
     const isInit = (pod.spec.initContainers ?? []).some((c) => c.name === container.name);
     this.cpusToReuse.set(uid, isInit ? reusable.union(cpus) : reusable.difference(cpus));
   }
+}
+
+/**
+ * The exclusive CPUs the pod needs at once: its app containers' sum, or its largest init container's
+ * when that is more (upstream: podGuaranteedCPUs).
+ */
+export function podGuaranteedCPUs(pod: Pod): number {
+  const byInit = Math.max(0, ...(pod.spec.initContainers ?? []).map((c) => guaranteedCPUs(pod, c)));
+  const byApps = pod.spec.containers.reduce((sum, c) => sum + guaranteedCPUs(pod, c), 0);
+  return Math.max(byInit, byApps);
 }
 
 /** The container's exclusive CPU count: its integer CPU request in a Guaranteed pod, else 0. */

@@ -5,13 +5,14 @@
  * and asks the plugin to Allocate them, hands the answer (env, mounts, device nodes, annotations) to
  * the container's config, and checkpoints who holds what so that a restart keeps it.
  *
- * Without a topology manager every device has no NUMA affinity, so selection is: devices an init
- * container released first, then the plugin's GetPreferredAllocation (when it offers one), then any
- * healthy free device.
+ * Selection: devices an init container released first; then, when the topology manager chose a NUMA
+ * affinity, the devices on its nodes (the plugin's preference among them first); then the plugin's
+ * GetPreferredAllocation (when it offers one), then devices elsewhere, then those of no node.
  */
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '../../api/core-v1.js';
+import { podLimits } from '../../api/pod-resources.js';
 import { parseQuantity, valueOf } from '../../api/quantity.js';
 import type { Clock } from '../../lib/clock.js';
 import { errorMessage, KubeletError } from '../../lib/errors.js';
@@ -26,6 +27,8 @@ import { PluginEndpoint, StoppedEndpoint, type Endpoint } from './endpoint.js';
 import type { Device, RegisterRequest } from './generated/deviceplugin/v1beta1/deviceplugin.js';
 import { PodDevices, type DevicesPerNuma, type DeviceRunContainerOptions } from './pod-devices.js';
 import { isExtendedResourceName, RegistrationServer, SUPPORTED_VERSIONS } from './registration-server.js';
+import type { HintProvider, TopologyAffinityStore, TopologyHints } from '../topologymanager/topology-hint.js';
+import { deviceTopologyHints, filterByAffinity, type DeviceHintSource } from './topology-hints.js';
 
 export type { DeviceRunContainerOptions } from './pod-devices.js';
 
@@ -81,6 +84,8 @@ export interface DeviceManagerOptions {
   clock: Clock;
   /** Default: dial the plugin's socket over gRPC. */
   endpointFactory?: EndpointFactory;
+  /** The machine's NUMA nodes and the topology manager's chosen affinities; without them, no alignment. */
+  topology?: { numaNodes: readonly number[]; affinity: Pick<TopologyAffinityStore, 'getAffinity'> };
 }
 
 /** A failed allocation, which admission reports as upstream's UnexpectedAdmissionError. */
@@ -122,7 +127,7 @@ function wholeValue(q: string | number): number {
   }
 }
 
-export class DeviceManager {
+export class DeviceManager implements HintProvider {
   readonly socketDir: string;
   private readonly clock: Clock;
   private readonly endpointFactory: EndpointFactory;
@@ -141,9 +146,11 @@ export class DeviceManager {
   private sourcesReady: () => boolean = () => false;
   private checkpointWrite: Promise<void> = Promise.resolve();
   private started = false;
+  private readonly topology: DeviceManagerOptions['topology'];
 
   constructor(opts: DeviceManagerOptions) {
     this.socketDir = opts.socketDir;
+    this.topology = opts.topology;
     this.clock = opts.clock;
     this.endpointFactory = opts.endpointFactory ?? realEndpointFactory(opts.clock);
     this.server = new RegistrationServer(this.socketDir, (name, socket, req) =>
@@ -363,10 +370,62 @@ export class DeviceManager {
   }
 
   /**
-   * Allocates devices for one container of a pod being admitted (upstream: Allocate): the caller
-   * goes through the init containers first, then the others. Throws DeviceAllocationError.
+   * The admit handler's allocation for one container (upstream: Allocate): nothing at all for a pod
+   * that asks for no device (so its admission stays synchronous), else allocateContainer.
    */
-  async allocate(pod: Pod, container: Container): Promise<void> {
+  allocate(pod: Pod, container: Container): void | Promise<void> {
+    if (!this.podRequestsDevices(pod)) return undefined;
+    return this.allocateContainer(pod, container);
+  }
+
+  /** Where the container's devices could come from (upstream: GetTopologyHints). */
+  getTopologyHints(pod: Pod, container: Container): TopologyHints {
+    this.pendingAdmissionPod = pod;
+    this.updateAllocatedDevices();
+    const uid = pod.metadata.uid ?? '';
+    const requests = new Map<string, number>();
+    for (const [resource, q] of Object.entries(container.resources?.limits ?? {}))
+      if (this.isDevicePluginResource(resource)) requests.set(resource, wholeValue(q));
+    return deviceTopologyHints(
+      this.hintSource(),
+      requests,
+      (r) => this.podDevices.containerDevices(uid, container.name, r),
+      (r) => this.devicesToReuse.get(uid)?.get(r) ?? new Set(),
+    );
+  }
+
+  /** Where the pod's devices could come from (upstream: GetPodTopologyHints). */
+  getPodTopologyHints(pod: Pod): TopologyHints {
+    this.pendingAdmissionPod = pod;
+    this.updateAllocatedDevices();
+    const uid = pod.metadata.uid ?? '';
+    const requests = new Map<string, number>();
+    for (const [resource, q] of podLimits(pod))
+      if (this.isDevicePluginResource(resource)) requests.set(resource, Number(valueOf(q)));
+    return deviceTopologyHints(
+      this.hintSource(),
+      requests,
+      (r) => this.podDevices.podDevices(uid, r),
+      () => new Set(),
+    );
+  }
+
+  private hintSource(): DeviceHintSource {
+    return {
+      numaNodes: this.topology?.numaNodes ?? [],
+      devicesOf: (r) => this.allDevices.get(r),
+      availableOf: (r) => {
+        const inUse = this.allocatedDevices.get(r) ?? new Set<string>();
+        return new Set([...(this.healthyDevices.get(r) ?? [])].filter((d) => !inUse.has(d)));
+      },
+    };
+  }
+
+  /**
+   * Allocates devices for one container of a pod being admitted: the caller goes through the init
+   * containers first, then the others. Throws DeviceAllocationError.
+   */
+  async allocateContainer(pod: Pod, container: Container): Promise<void> {
     const uid = pod.metadata.uid ?? '';
     this.pendingAdmissionPod = pod;
     let reuse = this.devicesToReuse.get(uid);
@@ -387,7 +446,8 @@ export class DeviceManager {
 
   /** Allocates every container of pod in upstream's order; the admission entry point. */
   async allocatePod(pod: Pod): Promise<void> {
-    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) await this.allocate(pod, c);
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers])
+      await this.allocateContainer(pod, c);
   }
 
   private async allocateContainerResources(
@@ -499,17 +559,36 @@ export class DeviceManager {
       throw new DeviceAllocationError(
         `requested number of devices unavailable for ${resource}. Requested: ${needed}, Available: ${available.size}`,
       );
-    // No topology manager: every available device is of no NUMA affinity, so the plugin's
-    // preference comes first, then whatever is free.
-    const candidates = new Set([...available, ...allocated]);
+    const affinity = this.topology?.affinity.getAffinity(podUid, container).numaNodeAffinity ?? null;
+    const { aligned, unaligned, noAffinity } = filterByAffinity(
+      affinity,
+      this.allDevices.get(resource),
+      available,
+    );
+    // More aligned devices than needed: the plugin chooses among them.
+    if (needed < aligned.size) {
+      const preferred = await this.callGetPreferredAllocationIfAvailable(
+        resource,
+        new Set([...aligned, ...allocated]),
+        allocated,
+        required,
+      );
+      if (allocateRemainingFrom([...preferred].filter((d) => aligned.has(d)))) return allocated;
+      if (allocateRemainingFrom(aligned)) return allocated;
+      throw new DeviceAllocationError(
+        `unexpectedly allocated less resources than required. Requested: ${required}, Got: ${required - needed}`,
+      );
+    }
+    if (allocateRemainingFrom(aligned)) return allocated;
     const preferred = await this.callGetPreferredAllocationIfAvailable(
       resource,
-      candidates,
+      new Set([...available, ...allocated]),
       allocated,
       required,
     );
     if (allocateRemainingFrom([...preferred].filter((d) => available.has(d)))) return allocated;
-    if (allocateRemainingFrom(available)) return allocated;
+    if (allocateRemainingFrom(unaligned)) return allocated;
+    if (allocateRemainingFrom(noAffinity)) return allocated;
     throw new DeviceAllocationError(
       `unexpectedly allocated less resources than required. Requested: ${required}, Got: ${required - needed}`,
     );
@@ -569,7 +648,7 @@ export class DeviceManager {
         podUID: uid,
         containerName: container.name,
       });
-      await this.allocate(pod, container);
+      await this.allocateContainer(pod, container);
     }
     return this.podDevices.deviceRunContainerOptions(uid, container.name);
   }

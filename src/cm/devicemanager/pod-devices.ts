@@ -67,6 +67,14 @@ export class PodDevices {
     return info ? new Set(allIds(info.deviceIds)) : undefined;
   }
 
+  /** The devices of resource that any container of the pod holds. */
+  podDevices(podUid: string, resource: string): Set<string> {
+    const out = new Set<string>();
+    for (const byResource of this.devs.get(podUid)?.values() ?? [])
+      for (const id of allIds(byResource.get(resource)?.deviceIds ?? new Map())) out.add(id);
+    return out;
+  }
+
   /** Per resource, the devices of one container (podresources' view). */
   containerResources(podUid: string, container: string): Map<string, DevicesPerNuma> {
     const out = new Map<string, DevicesPerNuma>();

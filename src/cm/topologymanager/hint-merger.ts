@@ -44,7 +44,10 @@ export function filterProvidersHints(providersHints: readonly TopologyHints[]): 
 }
 
 /** The combination's hint (upstream: mergePermutation). */
-export function mergePermutation(defaultAffinity: NUMAAffinity, permutation: readonly TopologyHint[]): MergedHint {
+export function mergePermutation(
+  defaultAffinity: NUMAAffinity,
+  permutation: readonly TopologyHint[],
+): MergedHint {
   let preferred = true;
   const affinities: NUMAAffinity[] = [];
   for (const hint of permutation) {
@@ -77,7 +80,8 @@ function narrowestHint(hints: readonly TopologyHint[]): NUMAAffinity | undefined
   let narrowest: NUMAAffinity | undefined;
   for (const h of hints) {
     if (h.numaNodeAffinity === null) continue;
-    if (narrowest === undefined || isNarrowerThan(h.numaNodeAffinity, narrowest)) narrowest = h.numaNodeAffinity;
+    if (narrowest === undefined || isNarrowerThan(h.numaNodeAffinity, narrowest))
+      narrowest = h.numaNodeAffinity;
   }
   return narrowest;
 }

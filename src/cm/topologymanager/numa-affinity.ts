@@ -66,6 +66,7 @@ export function affinityString(a: NUMAAffinity | null): string {
   let value = 0n;
   for (const id of a) value |= 1n << BigInt(id);
   const bits = value.toString(2);
-  for (let shift = 62; shift > 0; shift -= 2) if (value > 1n << BigInt(shift)) return bits.padStart(shift + 2, '0');
+  for (let shift = 62; shift > 0; shift -= 2)
+    if (value > 1n << BigInt(shift)) return bits.padStart(shift + 2, '0');
   return bits.padStart(2, '0');
 }

@@ -73,7 +73,10 @@ export async function discoverNUMAInfo(sysfsRoot: string, withDistances: boolean
       });
       const values = text.trim().split(/\s+/).map(Number);
       if (values.some((v) => !Number.isInteger(v) || v < 0))
-        throw new KubeletError('INVALID_CONFIG', `error getting NUMA distances: ${file}: ${JSON.stringify(text)}`);
+        throw new KubeletError(
+          'INVALID_CONFIG',
+          `error getting NUMA distances: ${file}: ${JSON.stringify(text)}`,
+        );
       distances.set(node, values);
     }
   }

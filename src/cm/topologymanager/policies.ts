@@ -77,7 +77,10 @@ export class SingleNumaNodePolicy implements Policy {
     // prefer-closest-numa-nodes never applies: every candidate is a single node.
     let hint = new HintMerger(this.numaInfo, filtered, false).merge();
     // Every node means no preference at all, which single-numa-node reports as no affinity.
-    if (hint.numaNodeAffinity !== null && isEqualAffinity(hint.numaNodeAffinity, this.numaInfo.defaultAffinity()))
+    if (
+      hint.numaNodeAffinity !== null &&
+      isEqualAffinity(hint.numaNodeAffinity, this.numaInfo.defaultAffinity())
+    )
       hint = { numaNodeAffinity: null, preferred: hint.preferred };
     return { hint, admit: this.canAdmitPodResult(hint) };
   }

@@ -47,7 +47,10 @@ function checkOptionAvailable(name: string, gateOn: FeatureGateReader): void {
       `Topology Manager Policy option ${JSON.stringify(name)} is not supported by tskubelet (upstream v1.31 adds it); machines with more than 8 NUMA nodes are refused`,
     );
   if (!BETA_OPTIONS.includes(name))
-    throw new KubeletError('INVALID_CONFIG', `unknown Topology Manager Policy option: ${JSON.stringify(name)}`);
+    throw new KubeletError(
+      'INVALID_CONFIG',
+      `unknown Topology Manager Policy option: ${JSON.stringify(name)}`,
+    );
   if (!gateOn('TopologyManagerPolicyBetaOptions'))
     throw new KubeletError(
       'INVALID_CONFIG',

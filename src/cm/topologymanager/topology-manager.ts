@@ -20,7 +20,11 @@ import {
   RestrictedPolicy,
   SingleNumaNodePolicy,
 } from './policies.js';
-import { featureGateReader, parseTopologyPolicyOptions, type TopologyPolicyOptions } from './policy-options.js';
+import {
+  featureGateReader,
+  parseTopologyPolicyOptions,
+  type TopologyPolicyOptions,
+} from './policy-options.js';
 import { SCOPE_CONTAINER, SCOPE_NONE, SCOPE_POD, TopologyScope, type AdmitResult } from './scope.js';
 import type { HintProvider, TopologyAffinityStore, TopologyHint } from './topology-hint.js';
 
@@ -113,7 +117,9 @@ export async function createTopologyManager(config: TopologyManagerConfig): Prom
   try {
     numaInfo = await discoverNUMAInfo(config.sysfsRoot ?? '/sys', opts.preferClosestNUMA);
   } catch (err) {
-    throw new KubeletError('INVALID_CONFIG', `cannot discover NUMA topology: ${errorMessage(err)}`, { cause: err });
+    throw new KubeletError('INVALID_CONFIG', `cannot discover NUMA topology: ${errorMessage(err)}`, {
+      cause: err,
+    });
   }
   if (numaInfo.nodes.length > MAX_ALLOWABLE_NUMA_NODES)
     throw new KubeletError(

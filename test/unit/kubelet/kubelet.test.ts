@@ -13,12 +13,10 @@ import { PodConfig, type SourceChannel } from '../../../src/config/pod-config.js
 import { FakeRuntime } from '../../../src/cri/testing/fake-runtime.js';
 import { FakeContainerManager } from '../../../src/cm/testing/fake-container-manager.js';
 import { MetricsRegistry } from '../../../src/lib/metrics.js';
-import {
-  Kubelet,
-  type CPUAllocator,
-  type DeviceAdmission,
-  type MemoryAllocator,
-} from '../../../src/kubelet/kubelet.js';
+import { Kubelet, type DeviceAdmission } from '../../../src/kubelet/kubelet.js';
+import { NonePolicy } from '../../../src/cm/topologymanager/policies.js';
+import type { HintProvider } from '../../../src/cm/topologymanager/topology-hint.js';
+import { TopologyManager } from '../../../src/cm/topologymanager/topology-manager.js';
 import { SMTAlignmentError } from '../../../src/cm/cpumanager/policy-static.js';
 import type { EventRecorder } from '../../../src/kuberuntime/event-recorder.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
@@ -86,10 +84,10 @@ function startNode(
     allocatable?: Record<string, string>;
     networkErrors?: () => string[];
     deviceAdmission?: DeviceAdmission;
-    cpuAllocator?: CPUAllocator;
-    memoryAllocator?: MemoryAllocator;
     clock?: Clock;
     runtimeEvents?: boolean;
+    /** The topology manager's providers, in order, under its none policy (as built by default). */
+    hintProviders?: HintProvider[];
   } = {},
 ): Node {
   const clock = opts.clock ?? realClock;
@@ -140,8 +138,7 @@ function startNode(
     containerManager,
     metrics,
     deviceAdmission: opts.deviceAdmission,
-    ...(opts.cpuAllocator ? { cpuAllocator: opts.cpuAllocator } : {}),
-    ...(opts.memoryAllocator ? { memoryAllocator: opts.memoryAllocator } : {}),
+    topologyAdmission: topologyManagerOf(opts.hintProviders ?? []),
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
   });
   kubelet.start();
@@ -151,6 +148,17 @@ function startNode(
   };
   cleanups.push(stop);
   return { kubelet, containerManager, send, sendApi, statusManager, runtime, events, metrics, stop };
+}
+
+function topologyManagerOf(providers: HintProvider[]): TopologyManager {
+  const m = new TopologyManager(new NonePolicy(), 'none', []);
+  for (const p of providers) m.addHintProvider(p);
+  return m;
+}
+
+/** A provider with no hints that allocates with allocate. */
+function allocatingProvider(allocate: HintProvider['allocate']): HintProvider {
+  return { getTopologyHints: () => undefined, getPodTopologyHints: () => undefined, allocate };
 }
 
 function pod(name: string, uid: string, script = 'sleep 3600'): Pod {
@@ -401,18 +409,23 @@ test('admission that waits on a device plugin: the pods behind it wait their tur
   const gate = new Promise<void>((r) => (release = r));
   const deviceAdmission: DeviceAdmission = {
     podRequestsDevices: (p) => p.metadata.name !== 'plain',
-    allocatePod: async (p) => {
-      order.push(`allocate ${p.metadata.name}`);
+    allocatedDeviceCounts: () => new Map([['example.com/dev', 1]]),
+  };
+  // As the device manager answers: at once for a pod without devices, later for the others.
+  const devices = allocatingProvider((p) => {
+    if (p.metadata.name === 'plain') return undefined;
+    order.push(`allocate ${p.metadata.name}`);
+    return (async () => {
       if (p.metadata.name === 'gpu') await gate;
       if (p.metadata.name === 'greedy')
         throw new Error(
           'requested number of devices unavailable for example.com/dev. Requested: 3, Available: 1',
         );
-    },
-    allocatedDeviceCounts: () => new Map([['example.com/dev', 1]]),
-  };
+    })();
+  });
   const node = startNode(fake, dir, {
     deviceAdmission,
+    hintProviders: [devices],
     allocatable: { cpu: '4', memory: '8Gi', pods: '10' },
   });
   node.send({
@@ -449,14 +462,15 @@ test('the CPU manager refuses at admission with its own reason (SMTAlignmentErro
   const dir = await tempDir();
   const fake = newFake();
   const allocated: string[] = [];
-  const cpuAllocator: CPUAllocator = {
-    allocate: (p) => {
-      if (p.metadata.name === 'smt') throw new SMTAlignmentError(1, 2);
-      if (p.metadata.name === 'big') throw new Error('not enough cpus available to satisfy request');
-      allocated.push(p.metadata.name ?? '');
-    },
-  };
-  const node = startNode(fake, dir, { cpuAllocator, allocatable: { cpu: '4', memory: '8Gi', pods: '10' } });
+  const cpus = allocatingProvider((p) => {
+    if (p.metadata.name === 'smt') throw new SMTAlignmentError(1, 2);
+    if (p.metadata.name === 'big') throw new Error('not enough cpus available to satisfy request');
+    allocated.push(p.metadata.name ?? '');
+  });
+  const node = startNode(fake, dir, {
+    hintProviders: [cpus],
+    allocatable: { cpu: '4', memory: '8Gi', pods: '10' },
+  });
   node.send({ op: 'SET', pods: [pod('smt', 'uid-smt'), pod('big', 'uid-big'), pod('ok', 'uid-ok')] });
   const failed = (uid: string): Promise<Pod> =>
     waitFor(
@@ -485,17 +499,15 @@ test("the memory manager refuses at admission as upstream: UnexpectedAdmissionEr
   const dir = await tempDir();
   const fake = newFake();
   const allocated: string[] = [];
-  const memoryAllocator: MemoryAllocator = {
-    allocatePod: (p) => {
-      if (p.metadata.name === 'big')
-        throw new Error(
-          '[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available',
-        );
-      allocated.push(p.metadata.name ?? '');
-    },
-  };
+  const memory = allocatingProvider((p) => {
+    if (p.metadata.name === 'big')
+      throw new Error(
+        '[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with enough memory is available',
+      );
+    allocated.push(p.metadata.name ?? '');
+  });
   const node = startNode(fake, dir, {
-    memoryAllocator,
+    hintProviders: [memory],
     allocatable: { cpu: '4', memory: '8Gi', pods: '10' },
   });
   node.send({ op: 'SET', pods: [pod('big', 'uid-big'), pod('ok', 'uid-ok')] });

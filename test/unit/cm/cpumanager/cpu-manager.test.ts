@@ -78,8 +78,7 @@ test('allocate, reconcile through UpdateContainerResources, checkpoint, restart,
     const be = pod('be', undefined);
     let active = [gu, be];
     m.start(() => active);
-    m.allocate(gu);
-    m.allocate(be);
+    for (const p of [gu, be]) for (const c of p.spec.containers) m.allocate(p, c);
     // Reserved: one CPU (500m + 500m), the lowest core's first thread: 0. Exclusive: a whole core.
     assert.equal(m.policy.reservedCPUs.toString(), '0');
     assert.equal(m.cpusetFor('gu', 'c'), '2,8');
