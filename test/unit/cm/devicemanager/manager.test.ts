@@ -17,7 +17,11 @@ import type {
   AllocateResponse,
   Device,
 } from '../../../../src/cm/devicemanager/generated/deviceplugin/v1beta1/deviceplugin.js';
-import { DeviceManager, type EndpointFactory } from '../../../../src/cm/devicemanager/manager.js';
+import {
+  DeviceManager,
+  type DeviceManagerOptions,
+  type EndpointFactory,
+} from '../../../../src/cm/devicemanager/manager.js';
 import { validateRegistration } from '../../../../src/cm/devicemanager/registration-server.js';
 import { FakeClock } from '../../../../src/lib/clock.js';
 import { TestDevicePlugin } from '../../../helpers/test-device-plugin.js';
@@ -56,13 +60,13 @@ class FakeEndpoint implements Endpoint {
     };
   }
   async preStartContainer(): Promise<void> {}
-  push(devices: { id: string; healthy?: boolean }[]): void {
+  push(devices: { id: string; healthy?: boolean; numa?: number[] }[]): void {
     this.handler.onDevices(
       this.resourceName,
       devices.map((d) => ({
         ID: d.id,
         health: d.healthy === false ? 'Unhealthy' : 'Healthy',
-        topology: undefined,
+        topology: d.numa ? { nodes: d.numa.map((ID) => ({ ID })) } : undefined,
       })),
     );
   }
@@ -107,8 +111,13 @@ describe('device manager', () => {
     };
   };
 
-  const newManager = async (): Promise<DeviceManager> => {
-    const m = new DeviceManager({ socketDir: dir, clock, endpointFactory: factory });
+  const newManager = async (topology?: DeviceManagerOptions['topology']): Promise<DeviceManager> => {
+    const m = new DeviceManager({
+      socketDir: dir,
+      clock,
+      endpointFactory: factory,
+      ...(topology ? { topology } : {}),
+    });
     await m.start(
       () => active,
       () => true,
@@ -136,6 +145,57 @@ describe('device manager', () => {
   afterEach(async () => {
     await manager.stop();
     await rm(dir, { recursive: true, force: true });
+  });
+
+  test("topology hints from the devices' ListAndWatch topology, and allocation aligned to the chosen affinity", async () => {
+    await manager.stop();
+    let affinity: number[] | null = [1];
+    manager = await newManager({
+      numaNodes: [0, 1],
+      affinity: { getAffinity: () => ({ numaNodeAffinity: affinity, preferred: true }) },
+    });
+    const e = await register();
+    e.push([{ id: 'a', numa: [0] }, { id: 'b', numa: [1] }, { id: 'c', numa: [1] }, { id: 'd' }]);
+    const one = pod('p1', 1);
+    const main = one.spec.containers[0]!;
+    const hint = (nodes: number[], preferred: boolean) => ({ numaNodeAffinity: nodes, preferred });
+    assert.deepEqual(
+      manager.getTopologyHints(one, main),
+      new Map([[RES, [hint([0], true), hint([1], true), hint([0, 1], false)]]]),
+    );
+    assert.deepEqual(
+      manager.getPodTopologyHints(pod('p1', 2)),
+      new Map([[RES, [hint([1], true), hint([0, 1], false)]]]),
+    );
+    // Three devices have a node, so three fit only on both nodes; five do not fit at all.
+    const three = pod('p1', 3);
+    const five = pod('p1', 5);
+    assert.deepEqual(
+      manager.getTopologyHints(three, three.spec.containers[0]!),
+      new Map([[RES, [hint([0, 1], true)]]]),
+    );
+    assert.deepEqual(manager.getTopologyHints(five, five.spec.containers[0]!), new Map([[RES, []]]));
+    // Affinity to node 1: its device, not the lowest-named one.
+    active.push(one);
+    await manager.allocate(one, main);
+    assert.deepEqual(e.allocations, [['b']]);
+    // Two asked with affinity to node 0: its one device, then one from elsewhere.
+    affinity = [0];
+    const two = pod('p2', 2);
+    active.push(two);
+    await manager.allocate(two, two.spec.containers[0]!);
+    assert.deepEqual(e.allocations.at(-1), ['a', 'c']);
+    // A pod that asks for no device allocates nothing, at once.
+    assert.equal(manager.allocate(pod('p3', 0), main), undefined);
+  });
+
+  test('a resource whose devices report no NUMA node has no preference', async () => {
+    const e = await register();
+    e.push([{ id: 'a' }, { id: 'b' }]);
+    assert.deepEqual(
+      manager.getTopologyHints(pod('p1', 1), pod('p1', 1).spec.containers[0]!),
+      new Map([[RES, [{ numaNodeAffinity: null, preferred: true }]]]),
+    );
   });
 
   test('registration is refused for an unknown version or a resource that is not extended', async () => {
