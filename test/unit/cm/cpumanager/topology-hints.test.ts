@@ -166,7 +166,7 @@ test('allocation takes the CPUs of the chosen NUMA node first, then any (upstrea
     const topology = await discoverTopology(sysfs.root);
     let affinity: number[] | null = [1];
     const store = { getAffinity: () => ({ numaNodeAffinity: affinity, preferred: true }) };
-    const policy = new StaticPolicy(topology, 0, CPUSet.EMPTY, {}, store);
+    const policy = new StaticPolicy(topology, 0, CPUSet.EMPTY, {}, {}, store);
     const s = new CPUManagerState();
     policy.start(s);
     const two = pod([guaranteed('a', '2')]);
