@@ -158,11 +158,6 @@ export class MemoryManager implements HintProvider {
     }
   }
 
-  /** Every container of pod, init containers first: admission's call while no topology manager runs. */
-  allocatePod(pod: Pod): void {
-    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) this.allocate(pod, c);
-  }
-
   removeContainer(podUID: string, containerName: string): void {
     this.policy.removeContainer(this.state, podUID, containerName);
     this.queueStore();

@@ -8,6 +8,7 @@ import { parseQuantity } from '../../../../src/api/quantity.js';
 import { unmarshalCheckpoint } from '../../../../src/cm/memorymanager/checkpoint.js';
 import {
   createMemoryManager,
+  type MemoryManager,
   type MemoryManagerConfig,
 } from '../../../../src/cm/memorymanager/memory-manager.js';
 import { readNUMANodeMemory } from '../../../../src/cm/memorymanager/numa-memory.js';
@@ -32,6 +33,11 @@ async function fakeSysfs(): Promise<string> {
   // Not a node: the kernel keeps other files beside them.
   await writeFile(path.join(root, 'devices/system/node', 'online'), '0-1\n');
   return root;
+}
+
+/** Every container of pod, init containers first, as the topology manager's pod scope allocates. */
+function allocatePod(m: MemoryManager, pod: Pod): void {
+  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) m.allocate(pod, c);
 }
 
 function guaranteed(uid: string, memory: string, hugepages2Mi?: string, init?: Container[]): Pod {
@@ -164,7 +170,7 @@ test('allocates, offers hints, sets cpuset.mems, frees stale pods and keeps it a
       { numaNodeAffinity: [1], preferred: true },
       { numaNodeAffinity: [0, 1], preferred: false },
     ]);
-    m.allocatePod(big);
+    allocatePod(m, big);
     assert.equal(m.cpusetMemsFor(big, big.spec.containers[0]!), '0');
     assert.deepEqual(m.getMemory('big', 'app'), [
       { numaAffinity: [0], type: 'memory', size: 6 * GB },
@@ -173,18 +179,18 @@ test('allocates, offers hints, sets cpuset.mems, frees stale pods and keeps it a
     // Node 0 has 512Mi of memory left: a 1Gi pod goes to node 1.
     const small = guaranteed('small', '1Gi');
     active.push(small);
-    m.allocatePod(small);
+    allocatePod(m, small);
     assert.equal(m.cpusetMemsFor(small, small.spec.containers[0]!), '1');
     // 7Gi fits no single node any more, and node 0 is in use alone: no hint, no allocation.
     const huge = guaranteed('huge', '7Gi');
     assert.equal(m.getTopologyHints(huge, huge.spec.containers[0]!)?.size, 0);
-    assert.throws(() => m.allocatePod(huge), /no NUMA nodes with enough memory is available/);
+    assert.throws(() => allocatePod(m, huge), /no NUMA nodes with enough memory is available/);
     // BestEffort and Burstable pods get nothing and no cpuset.mems.
     const be: Pod = {
       metadata: { name: 'be', uid: 'be' },
       spec: { containers: [{ name: 'c', image: 'i' }] },
     };
-    m.allocatePod(be);
+    allocatePod(m, be);
     assert.equal(m.cpusetMemsFor(be, be.spec.containers[0]!), '');
 
     await m.stop();
@@ -201,7 +207,7 @@ test('allocates, offers hints, sets cpuset.mems, frees stale pods and keeps it a
     // The big pod goes: its memory is freed at the next admission (upstream's removeStaleState).
     active.splice(0, 1);
     const next = guaranteed('next', '6Gi');
-    m.allocatePod(next);
+    allocatePod(m, next);
     assert.equal(m.cpusetMemsFor(next, next.spec.containers[0]!), '0');
     assert.equal(m.getMemory('big', 'app').length, 0);
     await m.stop();
@@ -221,7 +227,7 @@ test("an init container's memory goes back once the next container is created", 
     };
     const p = guaranteed('p', '1Gi', undefined, [init]);
     m.start(() => [p]);
-    m.allocatePod(p);
+    allocatePod(m, p);
     // The app reuses the init container's bytes: 2Gi held in all, not 3Gi.
     assert.equal(m.checkpoint().machineState?.get(0)?.memoryMap?.get('memory')?.reserved, 2 * GB);
     assert.equal(m.cpusetMemsFor(p, init), '0');
@@ -283,7 +289,7 @@ test('the checkpoint is written only when the state changes (None, BestEffort po
         metadata: { name: 'be', uid: 'be' },
         spec: { containers: [{ name: 'c', image: 'i' }] },
       };
-      m.allocatePod(be);
+      allocatePod(m, be);
       m.cpusetMemsFor(be, be.spec.containers[0]!);
       await m.stop();
       assert.equal((await stat(file)).mtimeMs, before, policyName);
