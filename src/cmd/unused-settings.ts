@@ -38,7 +38,6 @@ export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
     ...field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
     when: (c) => c.featureGates.MemoryQoS === true,
   },
-  field('podCIDR', 'podCIDR'),
   field('systemCgroups', 'systemCgroups'),
   field('volumePluginDir', 'volumePluginDir'),
 ];

@@ -30,6 +30,7 @@ const OPERATION_NAMES: Record<string, string> = {
   containerStats: 'container_stats',
   listContainerStats: 'list_container_stats',
   status: 'status',
+  updateRuntimeConfig: 'update_runtime_config',
   listImages: 'list_images',
   imageStatus: 'image_status',
   pullImage: 'pull_image',

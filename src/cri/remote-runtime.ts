@@ -35,6 +35,7 @@ import {
   StopContainerRequest,
   StopPodSandboxRequest,
   UpdateContainerResourcesRequest,
+  UpdateRuntimeConfigRequest,
   VersionRequest,
 } from './generated/runtime/v1/api.js';
 import { grpcMethods } from '../lib/grpc-definitions.js';
@@ -343,5 +344,12 @@ export class RemoteRuntimeService implements RuntimeService {
     if (status.conditions.length < 2)
       throw invalidResponse('Status', 'RuntimeReady or NetworkReady condition is not set');
     return { status, info: { ...res.info } };
+  }
+
+  async updateRuntimeConfig(podCIDR: string, opts?: CallOptions): Promise<void> {
+    const req = UpdateRuntimeConfigRequest.fromPartial({
+      runtimeConfig: { networkConfig: { podCidr: podCIDR } },
+    });
+    await this.call(RS.updateRuntimeConfig, req, opts);
   }
 }

@@ -433,6 +433,8 @@ export interface RuntimeService {
     verbose?: boolean,
     opts?: CallOptions,
   ): Promise<{ status: RuntimeStatus; info: Record<string, string> }>;
+  /** Hands the runtime the node's pod CIDR (upstream's UpdateRuntimeConfig, its only field today). */
+  updateRuntimeConfig(podCIDR: string, opts?: CallOptions): Promise<void>;
 }
 
 /** runtime.v1.ImageService, as the kubelet uses it. */

@@ -452,6 +452,9 @@ export class FakeCriServer {
         return this.version;
       case 'Status':
         return { status: { conditions: this.runtimeConditions }, info: {} };
+      // containerd keeps the CIDR only for a CNI config template; tests read the request from lastRequests.
+      case 'UpdateRuntimeConfig':
+        return {};
 
       case 'RunPodSandbox':
         return {

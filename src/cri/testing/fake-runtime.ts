@@ -424,6 +424,10 @@ export class FakeRuntime implements RuntimeService, ImageService {
       .map((c) => this.statsOf(c));
   }
 
+  async updateRuntimeConfig(podCIDR: string, opts?: CallOptions): Promise<void> {
+    this.enter('updateRuntimeConfig', [podCIDR], opts);
+  }
+
   async status(
     _verbose?: boolean,
     opts?: CallOptions,
