@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { Node, NodeAllocatable } from '../api/node.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
 import { checkFailCgroupV1, checkKernelTunables } from '../cm/host-checks.js';
+import { startKubeletCgroupEnforcer } from '../cm/kubelet-cgroup.js';
 import { detectSwapSettings, type NodeSwapSettings } from '../cm/swap.js';
 import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
 import type { MemoryManager } from '../cm/memorymanager/memory-manager.js';
@@ -72,6 +73,7 @@ export async function buildNodeManagers(
   await checkFailCgroupV1(config.failCgroupV1);
   await checkKernelTunables(config.protectKernelDefaults);
   const swap = await detectSwapSettings(config);
+  await startKubeletCgroupEnforcer(config.kubeletCgroups, signal);
   const containerManager = await (opts.createContainerManager ?? createContainerManager)({
     config,
     clock,

@@ -31,7 +31,6 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('enableContentionProfiling', 'enableContentionProfiling'),
   field('kernelMemcgNotification', 'kernelMemcgNotification'),
-  field('kubeletCgroups', 'kubeletCgroups'),
   field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'),
   // Upstream reads it only for MemoryQoS (alpha, off by default), which is named itself when on.
   {

@@ -140,6 +140,11 @@ export class KubeletProcess {
     this.child?.kill(signal);
   }
 
+  /** The kubelet process's id, while it runs. */
+  get pid(): number | undefined {
+    return this.isRunning() ? this.child?.pid : undefined;
+  }
+
   isRunning(): boolean {
     return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
   }
