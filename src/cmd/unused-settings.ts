@@ -19,6 +19,11 @@ interface UnusedSetting {
   milliseconds?: boolean;
   /** Only named when this holds (a setting upstream reads only behind a gate). */
   when?(config: ResolvedKubeletConfig): boolean;
+  /**
+   * Named when this holds of its value, instead of when it differs from upstream's default: for a
+   * setting whose default is the part tskubelet does not do.
+   */
+  notActedOn?(value: unknown): boolean;
 }
 
 const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): UnusedSetting => ({
@@ -31,7 +36,8 @@ const field = <K extends keyof ResolvedKubeletConfig>(name: string, key: K): Unu
 export const UNUSED_SETTINGS: readonly UnusedSetting[] = [
   field('enableContentionProfiling', 'enableContentionProfiling'),
   field('kernelMemcgNotification', 'kernelMemcgNotification'),
-  field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'),
+  // tskubelet makes no iptables chains, which is what false asks for: only true (the default) is not acted on.
+  { ...field('makeIPTablesUtilChains', 'makeIPTablesUtilChains'), notActedOn: (v) => v === true },
   // Upstream reads it only for MemoryQoS (alpha, off by default), which is named itself when on.
   {
     ...field('memoryThrottlingFactor', 'memoryThrottlingFactor'),
@@ -68,7 +74,12 @@ export function unusedSettingsInEffect(config: ResolvedKubeletConfig, flags: Kub
   for (const s of UNUSED_SETTINGS) {
     if (s.when && !s.when(config)) continue;
     const value = s.read(config, flags);
-    if (JSON.stringify(value) === JSON.stringify(s.read(defaults, defaultFlags))) continue;
+    if (
+      s.notActedOn
+        ? !s.notActedOn(value)
+        : JSON.stringify(value) === JSON.stringify(s.read(defaults, defaultFlags))
+    )
+      continue;
     const unit = s.milliseconds && typeof value === 'number' ? 'ms' : '';
     out.push(`${s.name}=${JSON.stringify(value)}${unit}`);
   }

@@ -553,7 +553,8 @@ describe('loadKubeletConfig', () => {
       '--config',
       writeConfig(HEADER + 'maxPodz: 3\nauthentication:\n  anonymus: {}\n'),
     ]);
-    assert.equal(returned.length, 2);
+    // The other warning is the default makeIPTablesUtilChains=true, named as not acted on.
+    assert.equal(returned.filter((w) => !w.includes('parsed but not acted on')).length, 2);
     assert.ok(warnings.some((w) => w.includes('"maxPodz"')));
     assert.ok(warnings.some((w) => w.includes('"authentication.anonymus"')));
   });

@@ -153,6 +153,22 @@ describe('safe defaults', () => {
     );
   });
 
+  test('makeIPTablesUtilChains is named when true (upstream makes the chains; tskubelet does not), not when false', async () => {
+    writeFileSync(join(dir, 'ipt.yaml'), HEADER + 'makeIPTablesUtilChains: false\n');
+    await run(['--config', join(dir, 'ipt.yaml')]);
+    assert.ok(
+      !warnings.some((w) => /parsed but not acted on.*makeIPTablesUtilChains/.test(w)),
+      warnings.join('\n'),
+    );
+    warnings = [];
+    writeFileSync(join(dir, 'ipt.yaml'), HEADER + 'makeIPTablesUtilChains: true\n');
+    await run(['--config', join(dir, 'ipt.yaml')]);
+    assert.ok(
+      warnings.some((w) => /parsed but not acted on.*makeIPTablesUtilChains=true/.test(w)),
+      warnings.join('\n'),
+    );
+  });
+
   test('one warning line names every setting parsed but not acted on, with its value', async () => {
     writeFileSync(
       join(dir, 'c.yaml'),
