@@ -8,6 +8,7 @@ import { access, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
+import type { SwapSettings } from '../kuberuntime/container-swap.js';
 
 const log = logger('container_manager');
 
@@ -37,16 +38,6 @@ export async function checkSwap(failSwapOn: boolean, swapsFile = DEFAULT_SWAPS_F
   }
   const lines = text.trim().split('\n');
   if (lines.length > 1) throw new SwapOnError(lines);
-}
-
-/** What containers' swap limits are computed from (kuberuntime's SwapSettings has the same shape). */
-export interface NodeSwapSettings {
-  behavior: string;
-  nodeSwapEnabled: boolean;
-  controllerAvailable: boolean;
-  cgroupV2: boolean;
-  memoryCapacityBytes: number;
-  swapCapacityBytes: number;
 }
 
 /** The KubeletConfiguration fields this reads: pass the resolved config. */
@@ -106,7 +97,7 @@ async function swapControllerAvailable(
 export async function detectSwapSettings(
   config: SwapConfig,
   machine: SwapMachine = {},
-): Promise<NodeSwapSettings> {
+): Promise<SwapSettings> {
   const cgroupRoot = machine.cgroupRoot ?? '/sys/fs/cgroup';
   const cgroupV2 = await exists(path.join(cgroupRoot, 'cgroup.controllers'));
   const nodeSwapEnabled = config.featureGates.NodeSwap ?? true;

@@ -8,7 +8,7 @@ import type { Node, NodeAllocatable } from '../api/node.js';
 import { createContainerManager, type ContainerManager } from '../cm/container-manager.js';
 import { checkFailCgroupV1, checkKernelTunables } from '../cm/host-checks.js';
 import { startKubeletCgroupEnforcer } from '../cm/kubelet-cgroup.js';
-import { detectSwapSettings, type NodeSwapSettings } from '../cm/swap.js';
+import { detectSwapSettings } from '../cm/swap.js';
 import { createCPUManager, type CPUManager } from '../cm/cpumanager/cpu-manager.js';
 import type { MemoryManager } from '../cm/memorymanager/memory-manager.js';
 import { DEVICE_PLUGINS_DIR_NAME, DeviceManager } from '../cm/devicemanager/manager.js';
@@ -30,6 +30,7 @@ import type { BuildContext } from './build-context.js';
 import { buildMemoryManager } from './build-memory-manager.js';
 import type { RuntimeClients } from './build-runtime-clients.js';
 import { KUBELET_VERSION } from './version.js';
+import type { SwapSettings } from '../kuberuntime/container-swap.js';
 
 const log = logger('kubelet');
 
@@ -57,7 +58,7 @@ export interface NodeManagers {
   /** The Node's allocatable, for containers without limits (upstream defaultPodLimitsForDownwardAPI). */
   readonly nodeAllocatableForPods: () => NodeAllocatable | undefined;
   /** memorySwap.swapBehavior and the node's swap controller, for containers' swap limits. */
-  readonly swap: NodeSwapSettings;
+  readonly swap: SwapSettings;
 }
 
 export async function buildNodeManagers(

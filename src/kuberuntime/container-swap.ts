@@ -17,7 +17,7 @@ const log = logger('kuberuntime');
 /** cm.Cgroup2MaxSwapFilename. */
 const CGROUP2_MAX_SWAP_FILENAME = 'memory.swap.max';
 
-/** What the node says about swap, read once at start (cm/swap.ts detectSwapSettings). */
+/** What the node says about swap, read once at start (cm/swap.ts detectSwapSettings fills it in). */
 export interface SwapSettings {
   /** memorySwap.swapBehavior: '' (NoSwap), 'NoSwap' or 'LimitedSwap'. */
   behavior: string;
