@@ -62,7 +62,6 @@ export interface UpdatePodOptions {
   startTimeMs?: number;
 }
 
-/** The kubelet's side of the lanes: what each state does. Errors are retried after a back-off. */
 /** What a successful syncPod tells the worker about the pod's next sync. */
 export interface SyncPodOutcome {
   /** The pod has run to completion under its restart policy. */
@@ -74,6 +73,7 @@ export interface SyncPodOutcome {
   requeueAfterMs?: number;
 }
 
+/** The kubelet's side of the lanes: what each state does. Errors are retried after a back-off. */
 export interface PodSyncer {
   /** Brings the pod to its spec. */
   syncPod(
