@@ -104,7 +104,6 @@ export class ApiSource implements ApiPodLookup {
     await this.reflector.run(signal);
   }
 
-  // A list hands over each object, then the set: coalesce a burst of changes into one SET.
   private markedCopy(pod: Pod): Pod {
     let copy = this.marked.get(pod);
     if (!copy) {
@@ -114,6 +113,7 @@ export class ApiSource implements ApiPodLookup {
     return copy;
   }
 
+  // A list hands over each object, then the set: coalesce a burst of changes into one SET.
   private scheduleSend(): void {
     if (this.sendScheduled || !this.reflector.hasSynced()) return;
     this.sendScheduled = true;
