@@ -183,7 +183,17 @@ function copyJournal(
       if (!started && !signal.aborted && (q.boot ?? 0) === 0)
         out.write('\nerror: journal output not available\n');
     });
-    child.once('close', () => resolve());
+    // 'close' waits for both pipes to end, and a pipe paused for a client that left never does.
+    const dropOutput = (): void => {
+      child.stdout.destroy();
+      child.stderr.destroy();
+    };
+    if (signal.aborted) dropOutput();
+    else signal.addEventListener('abort', dropOutput, { once: true });
+    child.once('close', () => {
+      signal.removeEventListener('abort', dropOutput);
+      resolve();
+    });
   });
 }
 

@@ -335,6 +335,43 @@ describe('/logs/?query= on the kubelet API', () => {
     });
   });
 
+  test('a client that leaves without reading ends the query: the handler does not wait on the paused output', async () => {
+    const flood = join(dir, 'flood-journalctl');
+    writeFileSync(
+      flood,
+      '#!/bin/sh\nif [ "$1" = "--field" ]; then echo fake-unit.service; exit 0; fi\nexec yes journal-line\n',
+    );
+    chmodSync(flood, 0o755);
+    await withServer({ journalctlPath: flood }, async (s) => {
+      await new Promise<void>((resolve, reject) => {
+        const req = https.get(
+          { host: '127.0.0.1', port: s.port, path: '/logs/?query=fake-unit', rejectUnauthorized: false },
+          (res) => {
+            res.pause();
+            // Long enough for journalctl's output to fill every buffer on the way.
+            setTimeout(() => {
+              req.destroy();
+              resolve();
+            }, 500);
+          },
+        );
+        req.on('error', (err) => (err.message.includes('socket hang up') ? undefined : reject(err)));
+        req.setTimeout(10_000, () => req.destroy(new Error('no answer within 10 s')));
+      });
+      let metrics = '';
+      const logsInflight = /kubelet_http_inflight_requests\{[^}]*path="logs"[^}]*\} (\d+)/;
+      const inflight = async (): Promise<string | undefined> => {
+        metrics = (await request(s.port, '/metrics')).body;
+        return logsInflight.exec(metrics)?.[1];
+      };
+      const until = Date.now() + 5000;
+      while ((await inflight()) !== '0') {
+        if (Date.now() > until) assert.fail(`the /logs/ query still in flight 5 s after its client left`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    });
+  });
+
   test('journalctl is killed at the deadline and the answer ends there', async () => {
     const pidFile = join(dir, 'deadline.pid');
     await withServer({ journalctlPath: fakeJournalctl(pidFile), timeoutMs: 500 }, async (s) => {
