@@ -103,11 +103,12 @@ function policyFor(name: string, numaInfo: NUMAInfo, opts: TopologyPolicyOptions
  * policy, scope or policy option, and more than 8 NUMA nodes under any policy but none.
  */
 export async function createTopologyManager(config: TopologyManagerConfig): Promise<TopologyManager> {
+  // Before the policy, as upstream: under none too a bad option is refused, not ignored.
+  const opts = parseTopologyPolicyOptions(config.policyOptions, featureGateReader(config.featureGates ?? {}));
   if (config.policyName === POLICY_NONE) {
     log.info('Creating topology manager with none policy');
     return new TopologyManager(new NonePolicy(), SCOPE_NONE, []);
   }
-  const opts = parseTopologyPolicyOptions(config.policyOptions, featureGateReader(config.featureGates ?? {}));
   log.info('Creating topology manager with policy per scope', {
     topologyPolicyName: config.policyName,
     topologyScopeName: config.scopeName,

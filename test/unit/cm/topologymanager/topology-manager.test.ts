@@ -241,6 +241,11 @@ test('createTopologyManager refuses what upstream refuses at start (TestNewManag
         { policyName: 'restricted', policyOptions: { 'unknown-option': 'true' } } as never,
         /unknown Topology Manager Policy option: "unknown-option"/,
       ],
+      // Upstream parses the options before it looks at the policy: none refuses a bad one too.
+      [
+        { policyName: 'none', policyOptions: { 'unknown-option': 'true' } } as never,
+        /unknown Topology Manager Policy option: "unknown-option"/,
+      ],
       [{ policyName: 'best-effort', sysfsRoot: nine }, /unsupported on machines with more than 8 NUMA Nodes/],
       [
         { policyName: 'best-effort', policyOptions: { 'prefer-closest-numa-nodes': 'true' } } as never,
