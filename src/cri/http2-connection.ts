@@ -4,11 +4,11 @@
  * answer goes to a StreamHandler, and the connection says when it takes no more streams. The gRPC
  * framing above it is grpc-over-http2.ts.
  *
- * node:http2 rather than an HTTP/2 client of our own: the project had one (frames, flow control,
- * HPACK; about 950 lines), about 90 µs of CPU cheaper per call, but a 100-pod start makes about
- * 1,350 CRI calls, and the density bench could not tell the two apart on the kubelet's CPU for that
- * start (docs/benchmarks.md, "The CRI's HTTP/2 client"). Loaded on the first call, so importing the
- * CRI client does not load it.
+ * node:http2 rather than an HTTP/2 client of our own: one (frames, flow control, HPACK; about 950
+ * lines to keep) is about 90 µs of CPU cheaper per call, but a 100-pod start makes about 1,350 CRI
+ * calls, and the density bench cannot tell the two apart on the kubelet's CPU for that start
+ * (docs/benchmarks.md, "The CRI's HTTP/2 client"). Loaded on the first call, so importing the CRI
+ * client does not load it.
  */
 import type * as Http2 from 'node:http2';
 import net from 'node:net';
