@@ -155,6 +155,8 @@ export async function startKubeletCgroupEnforcer(
   if (name === '') return undefined;
   const enforcer = await KubeletCgroupEnforcer.create({ name });
   await enforcer.start();
-  signal.addEventListener('abort', () => enforcer.stop(), { once: true });
+  // The kubelet may have been told to stop while the first move ran: no timer may outlive it.
+  if (signal.aborted) enforcer.stop();
+  else signal.addEventListener('abort', () => enforcer.stop(), { once: true });
   return enforcer;
 }

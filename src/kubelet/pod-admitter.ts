@@ -72,8 +72,16 @@ export class PodAdmitter {
       if (before) return before;
       const resources = this.admitResources(pod);
       // Only a pod that must queue (it asks a device plugin) can get an answer later.
-      if (resources instanceof Promise)
+      if (resources instanceof Promise) {
+        // The pod is refused now, so a late answer must not surface as an unhandled rejection.
+        resources.catch((err: unknown) =>
+          log.error('Late resource allocation of a refused pod failed', {
+            pod: pod.metadata.name,
+            err: errorMessage(err),
+          }),
+        );
         throw new Error('resource allocation answered asynchronously outside the admission queue');
+      }
       return resources ?? this.admitPredicates(pod);
     } catch (err) {
       return unexpectedAdmissionError(err);
