@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFile, readdir, rmdir } from 'node:fs/promises';
 import { afterEach, describe, test } from 'node:test';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 describe('settings acted on at start (issue 37, item 6)', () => {
   const kubelets: KubeletProcess[] = [];
@@ -39,7 +40,18 @@ describe('settings acted on at start (issue 37, item 6)', () => {
         await k.start();
         const pid = k.pid;
         assert.ok(pid !== undefined);
-        const lines = (await readFile(`/proc/${pid}/cgroup`, 'utf8')).trim().split('\n');
+        // /healthz can answer before the node managers are built, so the first move may still be under way.
+        const readLines = async (): Promise<string[]> =>
+          (await readFile(`/proc/${pid}/cgroup`, 'utf8')).trim().split('\n');
+        const inCgroup = (line: string): boolean => line.split(':').slice(2).join(':') === name;
+        const lines = await waitFor(
+          'the kubelet in its cgroup in every hierarchy',
+          async () => {
+            const now = await readLines();
+            return now.every(inCgroup) && now;
+          },
+          20_000,
+        ).catch(async () => readLines());
         assert.ok(lines.length > 0);
         for (const line of lines) assert.equal(line.split(':').slice(2).join(':'), name, line);
         assert.doesNotMatch(await k.logs(), /Failed to ensure state|parsed but not acted on.*kubeletCgroups/);
