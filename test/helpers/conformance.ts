@@ -39,6 +39,18 @@ export function makePod(
   };
 }
 
+/** A pod of one container `main` that sleeps an hour with the given resources (Guaranteed, BestEffort…). */
+export function sleeperPod(namespace: string, name: string, resources?: Container['resources']): Pod {
+  const main: Container = {
+    name: 'main',
+    image: BUSYBOX,
+    imagePullPolicy: 'Never',
+    command: ['sleep', '3600'],
+    resources,
+  };
+  return makePod(namespace, name, { terminationGracePeriodSeconds: 1, containers: [main] });
+}
+
 export function containerStatus(p: Pod | undefined, name: string): ContainerStatus | undefined {
   return p?.status?.containerStatuses?.find((c) => c.name === name);
 }

@@ -9,27 +9,12 @@ import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Pod } from '../../src/api/core-v1.js';
+import { sleeperPod } from '../helpers/conformance.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const NAMESPACE = 'tskubelet-cpumanager-test';
-const BUSYBOX = 'docker.io/library/busybox:latest';
-
-function sleeper(name: string, resources: Pod['spec']['containers'][number]['resources']): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      terminationGracePeriodSeconds: 1,
-      containers: [
-        { name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sleep', '3600'], resources },
-      ],
-    },
-  };
-}
 
 const skip =
   process.getuid?.() !== 0
@@ -81,9 +66,12 @@ describe('CPU manager, static policy', { skip }, () => {
   test('a Guaranteed pod gets CPU 1 to itself; a BestEffort pod runs on the rest; both survive a restart', async () => {
     await kubelet.writeManifest(
       'guaranteed.json',
-      sleeper('guaranteed', { requests: { cpu: '1', memory: '32Mi' }, limits: { cpu: '1', memory: '32Mi' } }),
+      sleeperPod(NAMESPACE, 'guaranteed', {
+        requests: { cpu: '1', memory: '32Mi' },
+        limits: { cpu: '1', memory: '32Mi' },
+      }),
     );
-    await kubelet.writeManifest('besteffort.json', sleeper('besteffort', undefined));
+    await kubelet.writeManifest('besteffort.json', sleeperPod(NAMESPACE, 'besteffort'));
     await expectCPUs('guaranteed', '1');
     await expectCPUs('besteffort', '0');
 

@@ -11,29 +11,14 @@ import assert from 'node:assert/strict';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import type { Pod } from '../../src/api/core-v1.js';
 import { unmarshalCheckpoint } from '../../src/cm/memorymanager/checkpoint.js';
+import { sleeperPod } from '../helpers/conformance.js';
 import { CriInspector } from '../helpers/cri-inspect.js';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const NAMESPACE = 'tskubelet-memorymanager-test';
-const BUSYBOX = 'docker.io/library/busybox:latest';
 const CPUSET_V1 = '/sys/fs/cgroup/cpuset';
-
-function sleeper(name: string, resources: Pod['spec']['containers'][number]['resources']): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: NAMESPACE },
-    spec: {
-      terminationGracePeriodSeconds: 1,
-      containers: [
-        { name: 'main', image: BUSYBOX, imagePullPolicy: 'Never', command: ['sleep', '3600'], resources },
-      ],
-    },
-  };
-}
 
 async function skipReason(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return 'needs root to run pods';
@@ -125,9 +110,12 @@ describe('memory manager, Static policy', { skip: await skipReason() }, () => {
     await kubelet.start();
     await kubelet.writeManifest(
       'guaranteed.json',
-      sleeper('guaranteed', { requests: { cpu: '1', memory: '64Mi' }, limits: { cpu: '1', memory: '64Mi' } }),
+      sleeperPod(NAMESPACE, 'guaranteed', {
+        requests: { cpu: '1', memory: '64Mi' },
+        limits: { cpu: '1', memory: '64Mi' },
+      }),
     );
-    await kubelet.writeManifest('besteffort.json', sleeper('besteffort', undefined));
+    await kubelet.writeManifest('besteffort.json', sleeperPod(NAMESPACE, 'besteffort'));
     assert.deepEqual(await running('guaranteed'), { spec: '0', cgroup: '0' });
     assert.equal((await running('besteffort')).spec, undefined);
 
