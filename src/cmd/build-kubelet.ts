@@ -36,7 +36,6 @@ import { buildPodManagers } from './build-pod-managers.js';
 import { buildPodRuntime } from './build-pod-runtime.js';
 import { buildResourceManagers } from './build-resource-managers.js';
 import { buildRuntimeClients } from './build-runtime-clients.js';
-import { PodCIDRUpdater } from '../kuberuntime/pod-cidr.js';
 import { buildServers } from './build-servers.js';
 import { kubeletComponents } from './kubelet-components.js';
 import { LateBound } from './late-bound.js';
@@ -74,7 +73,7 @@ export async function buildKubelet(
   };
   const clients = buildRuntimeClients(boot.runtime(), ctx.clock);
   late.podStartupLatency = clients.podStartupLatency;
-  await new PodCIDRUpdater(clients.runtime).updateFromConfig(ctx.config.podCIDR);
+  await clients.podCIDR.updateFromConfig(ctx.config.podCIDR);
   const node = await buildNodeManagers(ctx, clients, signal);
   const podRuntime = buildPodRuntime(ctx, clients, node);
   // Steps 4 and 5 are made before the kubelet, which admits pods through them; they ask it for its pods once running.

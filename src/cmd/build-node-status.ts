@@ -81,6 +81,7 @@ export function buildNodeStatus(
         return shuttingDown ? [shuttingDown] : [];
       },
       devicePluginCapacity: () => node.deviceManager.getCapacity(),
+      updatePodCIDR: (cidr) => clients.podCIDR.update(cidr),
     });
   clusterNodeRef.set(clusterNode);
   return { shutdownManager, clusterNode };

@@ -45,6 +45,7 @@ export interface ClusterNodeOptions {
   recorder?: NodeEventRecorder;
   pressure?: NodeStatusManagerOptions['pressure'];
   devicePluginCapacity?: NodeStatusManagerOptions['devicePluginCapacity'];
+  updatePodCIDR?: NodeStatusManagerOptions['updatePodCIDR'];
   nodeLister?: () => Node | undefined;
   onRepeatedHeartbeatFailure?: () => void;
   /** Errors of other parts that make the node NotReady (the node shutdown manager's). */

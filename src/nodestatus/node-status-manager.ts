@@ -141,6 +141,11 @@ export interface NodeStatusManagerOptions {
   otherErrors?: () => string[];
   /** The device plugins' resources for capacity and allocatable (the device manager's GetCapacity). */
   devicePluginCapacity?: () => DevicePluginResources;
+  /**
+   * Hands the Node's spec.podCIDRs (comma-joined) to the runtime; resolves true when it changed, rejects
+   * when the runtime refused (upstream's updatePodCIDR).
+   */
+  updatePodCIDR?: (cidr: string) => Promise<boolean>;
   /** false registers the node cordoned. */
   registerSchedulable?: boolean;
   /** [0, 1): jitter of the update interval; tests pass () => 0. */
@@ -319,10 +324,29 @@ export class NodeStatusManager {
     inputsMaxAgeMs: number,
   ): Promise<{ node: Node; changed: boolean }> {
     const node = structuredClone(original);
+    const podCIDRChanged = await this.updatePodCIDR(node);
     const labelsRestored = ensureRequiredLabels(node, this.operatingSystem, this.architecture);
     await this.gatherInputs(signal, inputsMaxAgeMs);
     this.setNodeStatus(node);
-    return { node, changed: labelsRestored || nodeStatusHasChanged(original.status, node.status) };
+    return {
+      node,
+      changed: podCIDRChanged || labelsRestored || nodeStatusHasChanged(original.status, node.status),
+    };
+  }
+
+  /**
+   * The pod CIDR the control plane gave the node goes to the runtime; a change (or a failed attempt,
+   * which may still have changed it, as upstream reasons) makes the round report its status.
+   */
+  private async updatePodCIDR(node: Node): Promise<boolean> {
+    const cidrs = node.spec?.podCIDRs ?? [];
+    if (cidrs.length === 0 || !this.opts.updatePodCIDR) return false;
+    try {
+      return await this.opts.updatePodCIDR(cidrs.join(','));
+    } catch (err) {
+      log.error('Error updating pod CIDR', { err: errorMessage(err) });
+      return true;
+    }
   }
 
   private async patchNodeStatus(original: Node, node: Node, signal: AbortSignal): Promise<Node> {

@@ -287,6 +287,41 @@ describe('NodeStatusManager: status updates', () => {
     assert.equal(transition, '2026-01-01T00:00:00Z', 'a heartbeat is not a transition');
   });
 
+  it("hands the Node's spec.podCIDRs to the runtime and reports the round in which they changed", async () => {
+    const handed: string[] = [];
+    let refuse = false;
+    const h = await harness({
+      updatePodCIDR: async (cidr) => {
+        handed.push(cidr);
+        if (refuse) throw new Error('runtime said no');
+        const changed = handed.at(-2) !== cidr;
+        return changed;
+      },
+    });
+    h.manager.start();
+    await h.run(100);
+    assert.deepEqual(handed, [], 'no podCIDRs in the spec: nothing handed over');
+    const node = h.node()!;
+    h.client.store.update('nodes', {
+      ...node,
+      spec: { ...node.spec, podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24', 'fd00:1::/64'] },
+    } as never);
+    const patchesBefore = statusPatches(h.client).length;
+    await h.run(10_000, 1000);
+    assert.deepEqual(handed, ['10.244.1.0/24,fd00:1::/64']);
+    assert.equal(statusPatches(h.client).length, patchesBefore + 1, 'a changed pod CIDR reports the status');
+    await h.run(10_000, 1000);
+    assert.equal(statusPatches(h.client).length, patchesBefore + 1, 'unchanged: no report');
+    refuse = true;
+    await h.run(10_000, 1000);
+    assert.equal(
+      statusPatches(h.client).length,
+      patchesBefore + 2,
+      'a failed update still reports, as upstream',
+    );
+    assert.ok(logLines.some((l) => l.includes('Error updating pod CIDR') && l.includes('runtime said no')));
+  });
+
   it('retries a failed round up to five times, then waits for the next', async () => {
     const failures: number[] = [];
     const h = await harness({ onRepeatedHeartbeatFailure: () => failures.push(1) });
