@@ -395,11 +395,15 @@ kill_leftovers() {
 }
 
 # Unmounts everything under our folders, deepest first (rootfs overlays, sandbox shm, netns).
+# The example kubelet's --root-dir (scripts/run-example.sh): the kubelet makes it a mount point of its
+# own and mounts pod volumes under it, and once it is stopped nobody else unmounts them.
+EXAMPLE_ROOT_DIR=$STACK_DIR/kubelet
+
 unmount_all() {
   local mounts m
   # Field 5 of mountinfo is the mount point, with spaces and such written as octal escapes.
   mapfile -t mounts < <(awk '{print $5}' /proc/self/mountinfo | while read -r m; do printf '%b\n' "$m"; done |
-    grep -E "^($CD_DIR|$RUN_DIR)/" | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
+    grep -E "^($CD_DIR|$RUN_DIR)/|^$EXAMPLE_ROOT_DIR(/|\$)" | awk '{print length, $0}' | sort -rn | cut -d' ' -f2-)
   for m in "${mounts[@]}"; do
     umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || log "could not unmount $m"
   done
