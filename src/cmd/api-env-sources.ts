@@ -4,7 +4,7 @@
  * variables a container gets. Read from the API server when a container starts (upstream's
  * configMapAndSecretChangeDetectionStrategy "Get"; its default watches them instead).
  */
-import type { EnvSources, ServiceForEnv } from '../kuberuntime/container-env.js';
+import type { EnvSources, ServiceLister } from '../kuberuntime/container-env.js';
 import type { PullSecretSource } from '../kuberuntime/runtime-manager.js';
 import type { KubeObject, RestClient } from '../k8s/rest-client.js';
 
@@ -17,10 +17,6 @@ interface SecretObject extends KubeObject {
   data?: Record<string, string>;
 }
 
-interface ServiceObject extends KubeObject, ServiceForEnv {
-  metadata: { name?: string; namespace?: string };
-}
-
 /** A secret's base64 data, decoded as text (environment variables and docker configs are text). */
 function decodeSecretData(data: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = {};
@@ -28,7 +24,7 @@ function decodeSecretData(data: Record<string, string> | undefined): Record<stri
   return out;
 }
 
-export function apiEnvSources(client: RestClient): EnvSources & PullSecretSource {
+export function apiEnvSources(client: RestClient, services: ServiceLister): EnvSources & PullSecretSource {
   const getSecret = async (namespace: string, name: string, signal?: AbortSignal) => {
     const r = await client.get<SecretObject>({ resource: 'secrets', namespace, name }, { signal });
     if (!r.ok) {
@@ -50,13 +46,6 @@ export function apiEnvSources(client: RestClient): EnvSources & PullSecretSource
       }
       return { ...(r.object.data ?? {}) };
     },
-    async listServices(namespace, signal) {
-      const r = await client.list<ServiceObject>({ resource: 'services', namespace }, { signal });
-      if (!r.ok) throw new Error(r.status.message ?? r.reason);
-      return r.object.items.map((s) => ({
-        ...s,
-        metadata: { ...s.metadata, namespace: s.metadata.namespace ?? namespace },
-      }));
-    },
+    services,
   };
 }

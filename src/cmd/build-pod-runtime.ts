@@ -77,7 +77,7 @@ function runtimeManager(
   prober: ProberManager,
   pullProgress: PullProgressTracker,
 ): KubeGenericRuntimeManager {
-  const apiSources = cluster ? apiEnvSources(cluster.kubeClient) : undefined;
+  const apiSources = cluster ? apiEnvSources(cluster.kubeClient, cluster.serviceLister) : undefined;
   const maxParallelPodStarts =
     flags.maxParallelPodStarts ?? defaultMaxParallelPodStarts(os.availableParallelism());
   const { containerManager, volumeManager, deviceManager } = node;

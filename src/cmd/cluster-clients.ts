@@ -1,10 +1,11 @@
 /**
  * What cluster mode (--kubeconfig) adds to the wiring: the API clients, each with its own rate limit
  * as upstream (the kubelet's calls, events, and heartbeats without a limit), the event recorder, the
- * node informer, and the status manager's API half.
+ * node and services informers, and the status manager's API half.
  */
 import { ApiEventRecorder } from '../events/event-recorder.js';
 import { Reflector } from '../k8s/reflector.js';
+import { ApiServiceLister } from '../kubelet/service-lister.js';
 import { defaultUserAgent, RestClient } from '../k8s/rest-client.js';
 import type { Clock } from '../lib/clock.js';
 import type { Pod } from '../api/core-v1.js';
@@ -21,6 +22,8 @@ export interface ClusterClients {
   recorder: ApiEventRecorder;
   /** Upstream's node informer: the pod watch waits for its first list, and node status reads it. */
   nodeReflector: Reflector<Node>;
+  /** Upstream's services informer, for containers' service variables. */
+  serviceLister: ApiServiceLister;
   statusSink: ApiStatusSink;
   /** Every client presents this pair from now on; their old connections are closed (certificate rotation). */
   setClientCertificate(certPem: string, keyPem: string): void;
@@ -59,6 +62,7 @@ export async function createClusterClients(
     fieldSelector: `metadata.name=${nodeName}`,
     clock,
   });
+  const serviceLister = new ApiServiceLister(kubeClient, clock);
   const statusSink = new ApiStatusSink({
     client: kubeClient,
     clock,
@@ -71,6 +75,7 @@ export async function createClusterClients(
     heartbeatClient,
     recorder,
     nodeReflector,
+    serviceLister,
     statusSink,
     setClientCertificate(certPem, keyPem) {
       for (const c of [kubeClient, eventClient, heartbeatClient]) c.setClientCertificate(certPem, keyPem);

@@ -94,6 +94,10 @@ function nodeManagerComponents(
       loopComponent('nodeinformer', (s) => cluster.nodeReflector.run(s), {
         detail: () => ({ ...cluster.nodeReflector.status() }),
       }),
+    cluster &&
+      loopComponent('serviceinformer', (s) => cluster.serviceLister.run(s), {
+        detail: () => ({ ...cluster.serviceLister.status() }),
+      }),
     // ClusterNode starts the runtime-up loop, node status and the Lease side by side; listed apart,
     // the Lease stops first (its start here finds it running).
     clusterNode &&

@@ -4,6 +4,7 @@
  * containerResourceRuntimeValue, and third_party/forked/golang/expansion).
  */
 import type { Container, EnvVar, Pod, Quantity } from '../api/core-v1.js';
+import { isStaticPod } from '../api/pod-source.js';
 import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { EventRecorder } from './event-recorder.js';
@@ -91,8 +92,16 @@ export interface EnvSources {
     name: string,
     signal?: AbortSignal,
   ): Promise<Record<string, string> | undefined>;
-  /** The services of a namespace. */
-  listServices?(namespace: string, signal?: AbortSignal): Promise<ServiceForEnv[]>;
+  /** The cluster's services, from a list+watch (upstream's serviceLister); none in standalone mode. */
+  services?: ServiceLister;
+}
+
+/** A watched copy of the cluster's services (upstream: the kubelet's serviceLister and serviceHasSynced). */
+export interface ServiceLister {
+  /** True once the services have been listed at least once. */
+  hasSynced(): boolean;
+  /** The services of one namespace, as last seen. */
+  list(namespace: string): readonly ServiceForEnv[];
 }
 
 export interface EnvContext {
@@ -172,38 +181,32 @@ export function serviceEnvVars(services: readonly ServiceForEnv[]): { name: stri
  * The service variables of a pod in namespace (upstream getServiceEnvVarMap): the master service
  * `kubernetes` of `default` always, the namespace's own services only with enableServiceLinks.
  */
-export async function getServiceEnvVarMap(
+export function getServiceEnvVarMap(
   namespace: string,
   enableServiceLinks: boolean,
-  sources: EnvSources,
-  signal?: AbortSignal,
-): Promise<Map<string, string>> {
+  services: ServiceLister | undefined,
+): Map<string, string> {
   const env = new Map<string, string>();
   // Without an API client there are no services to tell the pod about.
-  if (!sources.listServices) return env;
+  if (!services) return env;
   const byName = new Map<string, ServiceForEnv>();
-  try {
-    const namespaces =
-      enableServiceLinks && namespace !== MASTER_SERVICE_NAMESPACE
-        ? [MASTER_SERVICE_NAMESPACE, namespace]
-        : [MASTER_SERVICE_NAMESPACE];
-    for (const ns of namespaces) {
-      for (const svc of await sources.listServices(ns, signal)) {
-        if (!isServiceIPSet(svc)) continue;
-        const name = svc.metadata.name ?? '';
-        const svcNs = svc.metadata.namespace ?? ns;
-        // A master service of `default` comes first; a same-named service of the pod's namespace does not replace it.
-        if (svcNs === MASTER_SERVICE_NAMESPACE && MASTER_SERVICES.has(name)) {
-          if (!byName.has(name)) byName.set(name, svc);
-        } else if (svcNs === namespace && enableServiceLinks) {
-          byName.set(name, svc);
-        }
+  const namespaces =
+    enableServiceLinks && namespace !== MASTER_SERVICE_NAMESPACE
+      ? [MASTER_SERVICE_NAMESPACE, namespace]
+      : [MASTER_SERVICE_NAMESPACE];
+  for (const ns of namespaces) {
+    for (const svc of services.list(ns)) {
+      if (!isServiceIPSet(svc)) continue;
+      const name = svc.metadata.name ?? '';
+      const svcNs = svc.metadata.namespace ?? ns;
+      // Master services first, so that with enableServiceLinks a same-named service of the pod's own
+      // namespace replaces one (upstream's test "master service in pod ns, service env vars").
+      if (svcNs === MASTER_SERVICE_NAMESPACE && MASTER_SERVICES.has(name)) {
+        if (!byName.has(name)) byName.set(name, svc);
+      } else if (svcNs === namespace && enableServiceLinks) {
+        byName.set(name, svc);
       }
     }
-  } catch (err) {
-    throw new KubeletError('CREATE_CONTAINER_CONFIG', 'failed to list services when setting up env vars', {
-      cause: err,
-    });
   }
   for (const e of serviceEnvVars([...byName.values()])) env.set(e.name, e.value);
   return env;
@@ -221,12 +224,13 @@ export async function makeEnvironmentVariables(
   ctx: EnvContext,
 ): Promise<{ name: string; value: string }[]> {
   const ns = pod.metadata.namespace ?? '';
-  const serviceEnv = await getServiceEnvVarMap(
-    ns,
-    pod.spec.enableServiceLinks !== false,
-    ctx.sources,
-    ctx.signal,
-  );
+  const services = ctx.sources.services;
+  // Without one list of services an API pod would miss KUBERNETES_SERVICE_HOST, which in-cluster
+  // clients read; a static pod may start before the API server is there at all.
+  if (services && !services.hasSynced() && !isStaticPod(pod)) {
+    throw configError('services have not yet been read at least once, cannot construct envvars');
+  }
+  const serviceEnv = getServiceEnvVarMap(ns, pod.spec.enableServiceLinks !== false, services);
   const env = new Map<string, string>();
   const mapping = mappingFuncFor(env, serviceEnv);
 

@@ -154,7 +154,7 @@ describe('buildBootstrap and buildKubelet', () => {
     assert.deepEqual(all.slice(-4), ['filesource', 'httpsource', 'kubeletserver', 'readonlyserver']);
   });
 
-  test('cluster mode adds the API clients, events, status manager, RuntimeClass manager, node informer, node status, Lease and API source', async () => {
+  test('cluster mode adds the API clients, events, status manager, RuntimeClass manager, node and services informers, node status, Lease and API source', async () => {
     assert.deepEqual(await names(await load(`--kubeconfig=${kubeconfig}`)), [
       'apiclients',
       'events',
@@ -170,6 +170,7 @@ describe('buildBootstrap and buildKubelet', () => {
       'statusmanager',
       'runtimeclassmanager',
       'nodeinformer',
+      'serviceinformer',
       'nodestatus',
       'nodelease',
       'oomwatcher',

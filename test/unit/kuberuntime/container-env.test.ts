@@ -8,6 +8,7 @@ import {
   mappingFuncFor,
   type EnvContext,
   type ServiceForEnv,
+  type ServiceLister,
 } from '../../../src/kuberuntime/container-env.js';
 import { isKubeletError } from '../../../src/lib/errors.js';
 
@@ -213,9 +214,10 @@ const services: Record<string, ServiceForEnv[]> = {
     { metadata: { name: 'headless', namespace: 'prod' }, spec: { clusterIP: 'None', ports: [{ port: 80 }] } },
   ],
 };
-const serviceSources = {
-  listServices: async (ns: string) => services[ns] ?? [],
-};
+function lister(byNs: Record<string, ServiceForEnv[]>, synced = true): ServiceLister {
+  return { hasSynced: () => synced, list: (ns) => byNs[ns] ?? [] };
+}
+const serviceSources = { services: lister(services) };
 
 test('service variables: the master service always, the namespace services with enableServiceLinks, as upstream names them', async () => {
   const c: Container = {
@@ -265,13 +267,96 @@ test('service variables: the master service always, the namespace services with 
 
   // Standalone: no API, no services.
   assert.deepEqual(await makeEnvironmentVariables(pod, { name: 'app' }, ctx()), []);
+});
+
+test('services not yet listed: an API pod fails as upstream words it, a static pod starts', async () => {
+  const unsynced = ctx({ sources: { services: lister({}, false) } });
+  const unlinked: Pod = { ...pod, spec: { ...pod.spec, enableServiceLinks: false } };
   await assert.rejects(
-    makeEnvironmentVariables(
-      pod,
-      { name: 'app' },
-      ctx({ sources: { listServices: () => Promise.reject(new Error('down')) } }),
+    makeEnvironmentVariables(unlinked, { name: 'app' }, unsynced),
+    (err: unknown) =>
+      isKubeletError(err) &&
+      err.code === 'CREATE_CONTAINER_CONFIG' &&
+      err.message === 'services have not yet been read at least once, cannot construct envvars',
+  );
+  const staticPod: Pod = {
+    ...unlinked,
+    metadata: { ...pod.metadata, annotations: { 'kubernetes.io/config.source': 'file' } },
+  };
+  assert.deepEqual(
+    await makeEnvironmentVariables(
+      staticPod,
+      { name: 'app', env: [{ name: 'FOO', value: 'BAR' }] },
+      unsynced,
     ),
-    /failed to list services when setting up env vars/,
+    [{ name: 'FOO', value: 'BAR' }],
+  );
+});
+
+/** upstream buildService: one TCP port, no name. */
+function svc(name: string, namespace: string, clusterIP: string, port: number): ServiceForEnv {
+  return { metadata: { name, namespace }, spec: { clusterIP, ports: [{ port, protocol: 'TCP' }] } };
+}
+
+// upstream TestMakeEnvironmentVariables' services: a `kubernetes` in test2 besides the master one,
+// and same-named services whose cluster IP is "None" or unset, which give no variables.
+const upstreamServices = lister({
+  default: [
+    svc('kubernetes', 'default', '1.2.3.1', 8081),
+    svc('not-special', 'default', '1.2.3.8', 8088),
+    svc('not-special', 'default', 'None', 8088),
+    svc('not-special', 'default', '', 8088),
+  ],
+  test1: [svc('test', 'test1', '1.2.3.3', 8083)],
+  test2: [
+    svc('kubernetes', 'test2', '1.2.3.4', 8084),
+    svc('test', 'test2', '1.2.3.5', 8085),
+    svc('test', 'test2', 'None', 8085),
+    svc('test', 'test2', '', 8085),
+  ],
+});
+
+function serviceVars(prefix: string, ip: string, port: number): Record<string, string> {
+  const url = `tcp://${ip}:${port}`;
+  return {
+    [`${prefix}_SERVICE_HOST`]: ip,
+    [`${prefix}_SERVICE_PORT`]: String(port),
+    [`${prefix}_PORT`]: url,
+    [`${prefix}_PORT_${port}_TCP`]: url,
+    [`${prefix}_PORT_${port}_TCP_PROTO`]: 'tcp',
+    [`${prefix}_PORT_${port}_TCP_PORT`]: String(port),
+    [`${prefix}_PORT_${port}_TCP_ADDR`]: ip,
+  };
+}
+
+test("upstream's service cases: master service in the pod's namespace, pod in the master namespace", async () => {
+  const envOf = async (namespace: string, enableServiceLinks: boolean) => {
+    const p: Pod = { metadata: { name: 'p', namespace }, spec: { enableServiceLinks, containers: [] } };
+    const env = await makeEnvironmentVariables(
+      p,
+      { name: 'c' },
+      ctx({ sources: { services: upstreamServices } }),
+    );
+    return Object.fromEntries(env.map((e) => [e.name, e.value]));
+  };
+  const master = serviceVars('KUBERNETES', '1.2.3.1', 8081);
+  assert.deepEqual(await envOf('test1', false), master, 'api server = Y, kubelet = Y');
+  assert.deepEqual(
+    await envOf('test1', true),
+    { ...serviceVars('TEST', '1.2.3.3', 8083), ...master },
+    'service env vars',
+  );
+  assert.deepEqual(await envOf('test2', false), master, 'master service in pod ns');
+  assert.deepEqual(
+    await envOf('test2', true),
+    { ...serviceVars('TEST', '1.2.3.5', 8085), ...serviceVars('KUBERNETES', '1.2.3.4', 8084) },
+    'master service in pod ns, service env vars',
+  );
+  assert.deepEqual(await envOf('default', false), master, 'pod in master service ns');
+  assert.deepEqual(
+    await envOf('default', true),
+    { ...serviceVars('NOT_SPECIAL', '1.2.3.8', 8088), ...master },
+    'pod in master service ns, service env vars',
   );
 });
 
