@@ -1,5 +1,5 @@
 /**
- * JSON or protobuf to the API server (`contentType`, `--kube-api-content-type`; issue 37): the CPU a
+ * JSON or protobuf to the API server (`contentType`, `--kube-api-content-type`): the CPU a
  * kubelet spends decoding what it receives most and encoding what it sends most, each way, per object.
  *
  * - JSON: the bytes to a string and JSON.parse; JSON.stringify and the string to bytes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cluster-mode density bench (bench/cluster-density.ts, issue 36): pods created through a real
+# The cluster-mode density bench (bench/cluster-density.ts): pods created through a real
 # kube-apiserver, tskubelet as the node, and with BENCH_PEER_KUBELET the upstream kubelet as the
 # node in alternating rounds (A B A B). This script brings up what the bench needs and takes it down
 # again, whatever the exit: a throw-away control plane on loopback (etcd and kube-apiserver of the

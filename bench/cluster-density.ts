@@ -1,5 +1,5 @@
 /**
- * Pod start density in cluster mode (issue 36): pods created through a real kube-apiserver and bound
+ * Pod start density in cluster mode: pods created through a real kube-apiserver and bound
  * to the node (spec.nodeName), tskubelet as the node and, with BENCH_PEER_KUBELET, the upstream
  * kubelet as the same node in alternating runs (A B A B). Run it through bench/cluster-density.sh
  * (npm run bench:cluster), which starts the control plane, the private containerd and the cgroup

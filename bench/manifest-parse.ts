@@ -1,5 +1,5 @@
 /**
- * How long a large manifest stalls the event loop while a static pod source reads it (issue 13: a
+ * How long a large manifest stalls the event loop while a static pod source reads it (a
  * 9 MB file parsed in place held /healthz for seconds). Prints, for a 9 MB manifest of each kind,
  * the longest event-loop delay (perf_hooks.monitorEventLoopDelay) while:
  *   - in place: decodeManifestSync, what the file source did before;

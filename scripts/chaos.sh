@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The chaos suite's long form (issue 13, point 7): 100 static pods, the kubelet killed 10 times and
+# The chaos suite's long form: 100 static pods, the kubelet killed 10 times and
 # containerd 6 times, a restart among hostile manifests, then a 5-minute API server outage in cluster
 # mode, against the built kubelet and a private containerd (scripts/runtime-stack.sh). CI runs the
 # short form of the same file through scripts/test.sh. CHAOS_PODS, CHAOS_KUBELET_KILLS,

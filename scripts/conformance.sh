@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kubernetes' own node conformance tests against tskubelet (issue 34): a throw-away control plane on
+# Kubernetes' own node conformance tests against tskubelet: a throw-away control plane on
 # loopback (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, certificates made here),
 # the private containerd of scripts/runtime-stack.sh with the e2e images imported, tskubelet joined
 # as the only node, and the `[NodeConformance]` specs of upstream's e2e.test run by ginkgo.

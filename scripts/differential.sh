@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The status differential's full form (issue 14, point 3): every scenario of test/differential (pod
+# The status differential's full form: every scenario of test/differential (pod
 # statuses and events against upstream v1.30's) at once on one kubelet, through the test API server
 # and a private containerd (scripts/runtime-stack.sh). `npm test` runs the short form, a third of
 # them (test/integration/differential-short.test.ts). DIFFERENTIAL_ONLY=<regexp> selects scenarios.

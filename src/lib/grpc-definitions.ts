@@ -2,7 +2,7 @@
  * The generated protos (`src/**\/generated`) describe their services as plain data (ts-proto's
  * `outputServices=generic-definitions`): a method's name, its message codecs and whether it streams.
  * They do not import a gRPC library, so a kubelet that serves and calls nothing over grpc-js never
- * loads it (it costs several MiB of memory: issue 15). This module turns those definitions into what
+ * loads it (it costs several MiB of memory). This module turns those definitions into what
  * a transport wants: grpc-js's method definitions (for its clients and servers, and for this project's
  * own gRPC channels, which read the same fields), and calls through a grpc-js loaded on first use.
  */

@@ -1,5 +1,5 @@
 /**
- * The chaos suite (issue 13, point 7) against the built kubelet and the private containerd. CI runs
+ * The chaos suite against the built kubelet and the private containerd. CI runs
  * the short form through `npm test`; `npm run chaos` runs the long one (scripts/chaos.sh). The form
  * comes from CHAOS_PODS, CHAOS_KUBELET_KILLS, CHAOS_CONTAINERD_KILLS and CHAOS_OUTAGE_S.
  *

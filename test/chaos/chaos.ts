@@ -1,5 +1,5 @@
 /**
- * The chaos harness (issue 13, point 7): many pods, then faults a node meets in real life (the
+ * The chaos harness: many pods, then faults a node meets in real life (the
  * kubelet killed with SIGKILL, containerd killed likewise, a restart with hostile manifests in the
  * folder, an API server outage) and, after each, a count of what was lost:
  *
@@ -350,7 +350,7 @@ export async function probeHealthz(port: number, timeoutMs = 5000): Promise<Heal
 }
 
 /**
- * Manifests a careless or hostile user may leave in the folder (issue 13, points 1, 2, 4, 5): each
+ * Manifests a careless or hostile user may leave in the folder: each
  * must be refused alone, without hanging the kubelet or touching any other pod. Their names sort
  * before the chaos pods' ("bad-" < "chaos-"), so that one which aborts a batch would take the good
  * pods after it down too.

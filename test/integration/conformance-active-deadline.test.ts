@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 3 (with the sync loop's active deadline handler): spec.activeDeadlineSeconds fails
+ * With the sync loop's active deadline handler: spec.activeDeadlineSeconds fails
  * the pod with reason DeadlineExceeded once it has been active that long, counted from its
  * startTime (upstream: pkg/kubelet/active_deadline.go; e2e "Pods should allow activeDeadlineSeconds
  * to be updated", test/e2e/common/node/pods.go). Its containers are stopped; the pod stays Failed.
@@ -19,7 +19,7 @@ import {
 const ns = `it-conf-deadline-${process.pid}`;
 const MESSAGE = 'Pod was active on the node longer than the specified deadline';
 
-describe('conformance: activeDeadlineSeconds (issue 6, point 3)', () => {
+describe('conformance: activeDeadlineSeconds', () => {
   let node: TestNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 6: a container's command and args against its image's Entrypoint and Cmd, as
+ * A container's command and args against its image's Entrypoint and Cmd, as
  * upstream's node conformance "Containers" cases (test/e2e/common/node/containers.go) check them.
  * The kubelet hands command and args to the runtime as they are; the runtime combines them with the
  * image: command replaces the Entrypoint and drops the Cmd, args replace only the Cmd.
@@ -17,7 +17,7 @@ import { freePort } from '../helpers/ports.js';
 
 const ns = `it-conf-cmd-${process.pid}`;
 
-describe('conformance: command and args against the image (issue 6, point 6)', () => {
+describe('conformance: command and args against the image', () => {
   let registry: TestRegistry;
   let image: string;
   let node: StandaloneNode | undefined;

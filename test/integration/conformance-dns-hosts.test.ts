@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 7: a pod's resolver configuration, its kubelet-managed /etc/hosts and its
+ * A pod's resolver configuration, its kubelet-managed /etc/hosts and its
  * hostname, read from inside its containers as upstream's conformance cases read them
  * (test/e2e/network/dns.go "DNS should support configurable pod DNS nameservers", "should provide
  * /etc/hosts entries for the cluster", test/e2e/common/node/kubelet_etc_hosts.go, and
@@ -36,7 +36,7 @@ function parseResolv(text: string): Resolv {
   return out;
 }
 
-describe('conformance: DNS, /etc/hosts and hostnames (issue 6, point 7)', () => {
+describe('conformance: DNS, /etc/hosts and hostnames', () => {
   let node: ClusterNode | undefined;
   let dir: string;
   let resolvConf: string;

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 5, the cluster-mode half: configMapKeyRef, secretKeyRef and envFrom through the
+ * The cluster-mode half of the environment: configMapKeyRef, secretKeyRef and envFrom through the
  * API, optional references, upstream's CreateContainerConfigError messages for missing ones, the
  * service variables (the `kubernetes` service of `default` always, the namespace's own unless
  * enableServiceLinks is false), and resource limits that default to the Node's allocatable
@@ -25,7 +25,7 @@ function parseEnv(text: string): Map<string, string> {
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-describe('conformance: the environment through the API (issue 6, point 5)', () => {
+describe('conformance: the environment through the API', () => {
   let node: ClusterNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 5, what standalone mode can show: a container's environment as upstream's node
+ * What standalone mode can show of a container's environment, as upstream's node
  * conformance "Variable Expansion" and "Downward API" cases check it (test/e2e/common/node/
  * expansion.go, downwardapi.go): values, `$(VAR)` in env, command and args with `$$` escaping,
  * fieldRef and resourceFieldRef. Without an API client a configMap or secret reference fails the
@@ -32,7 +32,7 @@ function parseEnv(text: string): Map<string, string> {
   return out;
 }
 
-describe('conformance: the environment, standalone (issue 6, point 5)', () => {
+describe('conformance: the environment, standalone', () => {
   let node: StandaloneNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 9, through the API: imagePullSecrets (a docker config JSON secret) sent to the
+ * Through the API: imagePullSecrets (a docker config JSON secret) sent to the
  * runtime as the pull's credentials, a missing secret reported (FailedToRetrieveImagePullSecret) and
  * the pull tried without it; and pulls in parallel when serializeImagePulls is off. The registry is
  * Debian's docker-registry on loopback, with basic auth (scripts/registry.sh).
@@ -14,7 +14,7 @@ import { freePort } from '../helpers/ports.js';
 
 const ns = `it-conf-pullc-${process.pid}`;
 
-describe('conformance: image pulls through the API (issue 6, point 9)', () => {
+describe('conformance: image pulls through the API', () => {
   let authRegistry: TestRegistry;
   let registry: TestRegistry;
   let recorder: PullRecorder;

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 9: images pulled from a real registry on loopback (Debian's docker-registry,
+ * Images pulled from a real registry on loopback (Debian's docker-registry,
  * started by scripts/registry.sh) as upstream's node conformance "Container Runtime ... when
  * running a container with a new image" cases (test/e2e/common/node/runtime.go) pull them: the pull
  * policies, ErrImagePull then ImagePullBackOff for an image that is not there, a registry that asks
@@ -19,7 +19,7 @@ import { freePort } from '../helpers/ports.js';
 const ns = `it-conf-pull-${process.pid}`;
 const MANIFEST_DELAY_MS = 1500;
 
-describe('conformance: image pulls (issue 6, point 9)', () => {
+describe('conformance: image pulls', () => {
   let registry: TestRegistry;
   let authRegistry: TestRegistry;
   let recorder: PullRecorder;

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 4: init containers run one at a time, in order, before the app containers; a
+ * Init containers run one at a time, in order, before the app containers; a
  * failure is retried per the restart policy, and under Never fails the pod (upstream's node
  * conformance "InitContainer" cases, test/e2e/common/node/init_container.go). Restartable init
  * containers (sidecars) start in order, keep running beside the app containers, and stop after
@@ -24,7 +24,7 @@ import { waitFor } from '../helpers/wait.js';
 const ns = `it-conf-init-${process.pid}`;
 const RUN_FOREVER = 'trap "exit 0" TERM; while true; do sleep 0.2; done';
 
-describe('conformance: init containers and sidecars (issue 6, point 4)', () => {
+describe('conformance: init containers and sidecars', () => {
   let node: StandaloneNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 2: postStart and preStop hooks with exec, httpGet and sleep, as upstream's node
+ * The postStart and preStop hooks with exec, httpGet and sleep, as upstream's node
  * conformance "Container Lifecycle Hook" cases (test/e2e/common/node/lifecycle_hook.go) check them:
  * a handler pod (busybox httpd, which logs every URL it serves) receives the hooks' requests; a
  * failing postStart kills its container (FailedPostStartHook) and the restart policy takes over;
@@ -44,7 +44,7 @@ function hookPod(name: string, lifecycle: Container['lifecycle'], grace = 30): P
   });
 }
 
-describe('conformance: lifecycle hooks (issue 6, point 2)', () => {
+describe('conformance: lifecycle hooks', () => {
   let node: TestNode | undefined;
 
   afterEach(async () => {

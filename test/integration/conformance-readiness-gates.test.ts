@@ -1,5 +1,5 @@
 /**
- * Issue 34: `[sig-node] Pods should support pod readiness gates` (test/e2e/common/node/pods.go).
+ * `[sig-node] Pods should support pod readiness gates` (test/e2e/common/node/pods.go).
  * A controller sets the gates' conditions with a pods/status patch; the kubelet, which owns Ready,
  * must count them as soon as the API tells it (upstream HandlePodReconcile syncs the pod when
  * NeedToReconcilePodReadiness), not at its next periodic sync a minute later.
@@ -15,7 +15,7 @@ const GATE_2 = 'k8s.io/test-condition2';
 // Well under the periodic resync (60 s), which alone would also get there in the end.
 const REACT_MS = 15_000;
 
-describe('conformance: pod readiness gates (issue 34)', () => {
+describe('conformance: pod readiness gates', () => {
   let node: ClusterNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 34, a hidden difference of the side-by-side run on a v1.28.7 control plane: a pod refused
+ * A hidden difference of the side-by-side run on a v1.28.7 control plane: a pod refused
  * at admission (NodeAffinity, OutOfcpu, SysctlForbidden) ends with upstream's bare rejection status,
  * phase, reason and message and no qosClass (v1.28's rejectPod sets none and its API server lets the
  * status patch clear the one set at create; from v1.29 the API server backfills it, see
@@ -12,7 +12,7 @@ import { busybox, ClusterNode, makePod } from '../helpers/conformance.js';
 
 const ns = `it-conf-rejqos-${process.pid}`;
 
-describe('conformance: rejected pods carry no qosClass on a v1.28 API server (issue 34)', () => {
+describe('conformance: rejected pods carry no qosClass on a v1.28 API server', () => {
   let node: ClusterNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 8: the pod's and containers' security context as the runtime applies it, checked
+ * The pod's and containers' security context as the runtime applies it, checked
  * from inside the container as upstream's node conformance "Security Context" cases
  * (test/e2e/common/node/security_context.go, sysctl.go) check it: `id`, /proc/self/status (CapEff,
  * NoNewPrivs, Seccomp), the root mount's flags, sysctl values and the namespaces' identities.
@@ -29,7 +29,7 @@ function statusField(status: string, field: string): string {
   return m?.[1] ?? '';
 }
 
-describe('conformance: the security context (issue 6, point 8)', () => {
+describe('conformance: the security context', () => {
   let node: StandaloneNode | undefined;
   let registry: TestRegistry;
   const images: Record<string, string> = {};

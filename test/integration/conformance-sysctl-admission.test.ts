@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 8, admission: a pod that sets a sysctl the node does not allow (neither safe nor
+ * Admission: a pod that sets a sysctl the node does not allow (neither safe nor
  * in allowedUnsafeSysctls), or a namespaced one of a namespace it shares with the host, is rejected
  * at admission: Failed with reason SysctlForbidden, its containers never created (upstream:
  * pkg/kubelet/sysctl; e2e test/e2e/common/node/sysctl.go "should reject invalid sysctls" and
@@ -11,7 +11,7 @@ import { busybox, ClusterNode, makePod } from '../helpers/conformance.js';
 
 const ns = `it-conf-sysctl-${process.pid}`;
 
-describe('conformance: sysctls at admission (issue 6, point 8)', () => {
+describe('conformance: sysctls at admission', () => {
   let node: ClusterNode | undefined;
 
   afterEach(async () => {

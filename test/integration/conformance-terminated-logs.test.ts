@@ -1,5 +1,5 @@
 /**
- * Issue 34: the logs of a container that has just succeeded stay readable through the kubelet API
+ * The logs of a container that has just succeeded stay readable through the kubelet API
  * until GC removes the container, as upstream's e2e framework reads them (MatchContainerOutput:
  * wait for the pod to succeed, then /containerLogs). The `[sig-storage] ConfigMap should be
  * consumable from pods in volume` spec failed here with `failed to try resolving symlinks in path
@@ -47,7 +47,7 @@ function configMapPod(name: string): Pod {
   });
 }
 
-describe('conformance: logs of a container that just succeeded (issue 34)', () => {
+describe('conformance: logs of a container that just succeeded', () => {
   let node: ClusterNode | undefined;
 
   afterEach(async () => {

@@ -1,5 +1,5 @@
 /**
- * Issue 6, point 3: how containers end. Termination messages as upstream's node conformance
+ * How containers end. Termination messages as upstream's node conformance
  * "Container Runtime ... on terminated container" cases (test/e2e/common/node/runtime.go) check
  * them, with upstream's bounds (4096 bytes of the file; 80 lines and 2048 bytes of the log); SIGTERM
  * then SIGKILL once the grace period is over; the grace period from the pod, from the deletion and
@@ -24,7 +24,7 @@ function oneShot(name: string, script: string, extra: Partial<Container> = {}): 
   return makePod(ns, name, { restartPolicy: 'Never', containers: [busybox('term', script, extra)] });
 }
 
-describe('conformance: termination (issue 6, point 3)', () => {
+describe('conformance: termination', () => {
   let node: TestNode | undefined;
 
   afterEach(async () => {

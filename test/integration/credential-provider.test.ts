@@ -1,5 +1,5 @@
 /**
- * Issue 37, item 1: credential provider plugins through the built kubelet and real containerd. A
+ * Credential provider plugins through the built kubelet and real containerd. A
  * registry on loopback asks for basic auth (Debian's docker-registry with htpasswd,
  * scripts/registry.sh); a small shell plugin in the --image-credential-provider-bin-dir answers
  * with its credentials and counts its runs in a file. The pull works with them; a second pull from
@@ -20,7 +20,7 @@ import { freePort } from '../helpers/ports.js';
 const ns = `it-credprov-${process.pid}`;
 const V1 = 'credentialprovider.kubelet.k8s.io/v1';
 
-describe('credential provider plugins (issue 37, item 1)', () => {
+describe('credential provider plugins', () => {
   let registry: TestRegistry;
   let dir: string;
   let node: StandaloneNode | undefined;

@@ -1,5 +1,5 @@
 /**
- * Issue 12, "a disk that fills": under disk pressure the kubelet first reclaims node-level
+ * A disk that fills: under disk pressure the kubelet first reclaims node-level
  * resources (dead containers, unused images), and evicts a pod only when that was not enough
  * (upstream's reclaimNodeLevelResources before the ranking). Through the built kubelet in cluster
  * mode (static pods are never evicted) and real containerd.

@@ -1,5 +1,5 @@
 /**
- * Hostile manifests beside good ones (issue 13), end to end through containerd: the good pods run;
+ * Hostile manifests beside good ones, end to end through containerd: the good pods run;
  * each bad file is refused with exactly one log line naming the file and the field; no folder is
  * made from a UID that climbs out of --root-dir; and a kubelet restart with the bad files still
  * there keeps the good pods' containers (same IDs, no restart).

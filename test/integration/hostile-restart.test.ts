@@ -1,5 +1,5 @@
 /**
- * Issue 13's reproductions against the built kubelet and a real containerd: a restart with hostile
+ * Hostile input against the built kubelet and a real containerd: a restart with hostile
  * manifests in the folder (a limit that is no quantity on a pod admission refuses, a liveness probe
  * with periodSeconds -1) stops no running pod, deletes no emptyDir data, and leaves /healthz answering.
  */

@@ -1,10 +1,10 @@
 /**
  * Images through the built kubelet and real containerd, with a private registry on loopback
  * (Debian's docker-registry, scripts/registry.sh):
- * - issue 16: a 64 MiB image, its blob downloads slowed by a proxy so the pull takes seconds, shows
+ * - a 64 MiB image, its blob downloads slowed by a proxy so the pull takes seconds, shows
  *   its progress (bytes done growing before the pull ends, read from containerd's content store),
  *   and the Pulled event carries its size and duration as upstream's does;
- * - issue 12: image garbage collection over the high threshold (set under the disk's current usage,
+ * - image garbage collection over the high threshold (set under the disk's current usage,
  *   so it trips at once and deterministically) removes an unused image and keeps the sandbox
  *   (pause) image and the images pods use.
  */

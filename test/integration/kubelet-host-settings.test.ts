@@ -1,5 +1,5 @@
 /**
- * Issue 37, item 6: settings that were parsed but not acted on, now acted on through the built
+ * Settings that were parsed but not acted on, now acted on through the built
  * kubelet and a real containerd. --pod-cidr reaches containerd through CRI UpdateRuntimeConfig;
  * --kubelet-cgroups moves the kubelet into that cgroup in every hierarchy.
  */
@@ -9,7 +9,7 @@ import { afterEach, describe, test } from 'node:test';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
-describe('settings acted on at start (issue 37, item 6)', () => {
+describe('settings acted on at start', () => {
   const kubelets: KubeletProcess[] = [];
   afterEach(async () => {
     for (const k of kubelets.splice(0)) await k.dispose();

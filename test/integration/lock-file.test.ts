@@ -1,5 +1,5 @@
 /**
- * Issue 37, item 5: --lock-file through the built kubelet. A second kubelet with the same lock file
+ * --lock-file through the built kubelet. A second kubelet with the same lock file
  * does not start while the first holds it (it says so and waits, as upstream's flock.Acquire
  * waits), and starts once the first is gone; with --exit-on-lock-contention the first exits when
  * the second asks for the lock, and the second takes over.
@@ -12,7 +12,7 @@ import { after, afterEach, describe, test } from 'node:test';
 import { KubeletProcess } from '../helpers/kubelet-process.js';
 import { waitFor } from '../helpers/wait.js';
 
-describe('--lock-file (issue 37, item 5)', () => {
+describe('--lock-file', () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'tskubelet-lock-it-'));
   const lockFile = path.join(dir, 'kubelet.lock');
   const kubelets: KubeletProcess[] = [];

@@ -4,9 +4,9 @@
  * verbosity, through the private containerd. Only the healthz port, folders and node name differ, so the
  * run neither meets another kubelet's ports nor leaves files outside its own folder.
  *
- * For a minute after start-up it must print fewer than 40 lines (before issue 35, the crash-looping
- * example and MissingClusterDNS printed three event lines a second), while `tskubelet events` still
- * lists every event with its count.
+ * For a minute after start-up it must print fewer than 40 lines (the crash-looping example and
+ * MissingClusterDNS once printed three event lines a second, forever), while `tskubelet events`
+ * still lists every event with its count.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';

@@ -1,6 +1,6 @@
 /**
  * /logs/ never serves what lies outside the log folder, whatever links someone with write access to
- * it plants there (issue 33 item 2: an index.html linked to the kubelet's client key).
+ * it plants there (an index.html linked to the kubelet's client key).
  */
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 /**
  * The bounds on connections per listener and on concurrent exec/attach/port-forward sessions hold
  * under a loopback flood that stops by itself, excess is told why, and the kubelet serves normally
- * afterwards (issue 33 item 8).
+ * afterwards.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';

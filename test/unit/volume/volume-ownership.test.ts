@@ -1,5 +1,5 @@
 /**
- * The fsGroup walk (issue 33 item 6): a container that shares a writable volume can swap a file or a
+ * The fsGroup walk: a container that shares a writable volume can swap a file or a
  * folder for a symlink while the kubelet walks it. Whatever it swaps, and whenever, nothing outside
  * the volume changes owner or mode. The swap is made deterministic by doing it just before the walk
  * first acts on the name (opens, lists, chowns or chmods it), after it has learned what the name was.
