@@ -1,8 +1,8 @@
 /**
  * Debugging, RuntimeClass and security pod features through the kubelet process, the test API
- * server and the private containerd: an ephemeral (debug) container added through pods/ephemeralcontainers runs in the
- * target's PID namespace with logs and exec; RuntimeClass handlers reach RunPodSandbox and an unknown
- * class fails the sandbox; Localhost seccomp profiles are applied and a missing one refused; AppArmor
+ * server and the private containerd: an ephemeral (debug) container added through
+ * pods/ephemeralcontainers runs in the target's PID namespace with logs and exec; RuntimeClass
+ * handlers reach RunPodSandbox and an unknown class fails the sandbox; Localhost seccomp profiles are applied and a missing one refused; AppArmor
  * is refused where the host cannot enforce it. One kubelet serves every case, to keep the file short.
  */
 import assert from 'node:assert/strict';
