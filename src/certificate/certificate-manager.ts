@@ -5,12 +5,16 @@
  * hands it to onRotate without a restart. A failed or stuck renewal keeps the old pair in use and is
  * retried with back-off (2 s doubling to 128 s) until one succeeds.
  *
+ * It also tracks, as upstream's updateServerError does, whether the API server answered the last
+ * certificate request (serverHealthy): the client certificate's exit check
+ * (client-certificate-exit-check.ts) exits only then.
+ *
  * Two things upstream leaves to a restart are done in place here:
  * - A pair that has expired cannot ask for its own successor (the API server refuses it). With
  *   bootstrap credentials (--bootstrap-kubeconfig) the next request is sent with those, as upstream's
  *   clientsetFn falls back to them when Current() is nil; a renewal still pending when the pair
- *   expires is given up for that. Upstream instead exits after five minutes without a valid
- *   certificate (pkg/kubelet/certificate/transport.go) so that its restart bootstraps again.
+ *   expires is given up for that. Upstream relies on its exit five minutes later (the exit check)
+ *   for its restart to bootstrap again; that exit still comes if this has not worked by then.
  * - A CSR the cluster refused (Denied or Failed) gets a Warning event on the Node and a longer
  *   back-off (5 min doubling to 1 h) rather than the 2 s schedule: an approver that said no once will
  *   say it again. Upstream records no event and retries every 32 s at most.
@@ -19,6 +23,7 @@ import { X509Certificate } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
+import { KubeApiError } from '../k8s/api-status.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import type { CertificateStore, StoredPair } from './certificate-store.js';
 import { CertificateRequestRefused, requestCertificate, waitForCertificate, type KeyUsage } from './csr.js';
@@ -71,8 +76,24 @@ export interface CertificateManagerOptions {
   refusedBackoff?: { initialMs: number; maxMs: number };
 }
 
+/**
+ * Upstream's updateServerError: after a failed certificate request, is the API server up? 401 (an
+ * SSL-terminating proxy may answer so), 403 and 404 are answers from a working server; a 5xx, any
+ * other code, or no answer at all is not.
+ */
+export function serverHealthyAfter(err: unknown): boolean {
+  if (!(err instanceof KubeApiError)) return false;
+  const code = err.status?.code ?? err.httpStatus;
+  const bareCode = err.reason === '' || err.reason === 'Unknown';
+  const is = (reason: string, httpStatus: number) =>
+    err.reason === reason || (bareCode && code === httpStatus);
+  return is('Unauthorized', 401) || is('Forbidden', 403) || is('NotFound', 404);
+}
+
 export class CertificateManager {
   private pair: StoredPair | undefined;
+  /** Upstream's serverHealth: false until a certificate is issued or a request is refused by a live server. */
+  private serverHealth = false;
   private readonly stopping = new AbortController();
   private loop: Promise<void> | undefined;
   private readonly random: () => number;
@@ -90,6 +111,22 @@ export class CertificateManager {
   /** The pair in use; undefined until the first one is issued. */
   current(): StoredPair | undefined {
     return this.pair;
+  }
+
+  /** The pair in use while it has not expired (upstream's Current()). */
+  currentUnexpired(): StoredPair | undefined {
+    const notAfter = this.expiresAtMs();
+    return notAfter !== undefined && this.opts.clock.now() > notAfter ? undefined : this.pair;
+  }
+
+  /** Whether the API server answered the last certificate request (upstream's ServerHealthy). */
+  serverHealthy(): boolean {
+    return this.serverHealth;
+  }
+
+  /** Aborted once stop() is called: what runs beside the manager (the exit check) stops with it. */
+  get stopSignal(): AbortSignal {
+    return this.stopping.signal;
   }
 
   /** Loads the stored pair (or the initial one) and starts the renewal loop. */
@@ -264,11 +301,17 @@ export class CertificateManager {
   private async requestAndSwap(client: RestClient, bootstrap: boolean, signal: AbortSignal): Promise<void> {
     const keys = await generateKeyPair();
     const csrPem = await makeCsrPem(this.opts.subject(), keys);
-    const csr = await requestCertificate(
-      client,
-      { name: '', csrPem, signerName: this.opts.signerName, usages: this.opts.usages },
-      signal,
-    );
+    let csr: { name: string; uid: string };
+    try {
+      csr = await requestCertificate(
+        client,
+        { name: '', csrPem, signerName: this.opts.signerName, usages: this.opts.usages },
+        signal,
+      );
+    } catch (err) {
+      if (!signal.aborted) this.serverHealth = serverHealthyAfter(err);
+      throw err;
+    }
     const certPem = await waitForCertificate(client, csr, {
       timeoutMs: this.opts.waitTimeoutMs ?? CERTIFICATE_WAIT_TIMEOUT_MS,
       clock: this.opts.clock,
@@ -276,6 +319,7 @@ export class CertificateManager {
     });
     const pair = await this.opts.store.update(certPem, keys.keyPem);
     this.pair = pair;
+    this.serverHealth = true;
     this.rotations++;
     this.lastError = undefined;
     this.expiryLogged = false;

@@ -6,7 +6,7 @@
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { logger } from '../lib/log.js';
-import { mustSucceed } from '../k8s/api-status.js';
+import { KubeApiError, mustSucceed } from '../k8s/api-status.js';
 import type * as certificates from 'kubernetes-types/certificates/v1.js';
 import type { RestClient } from '../k8s/rest-client.js';
 import { parseCsrPem } from './x509.js';
@@ -56,8 +56,13 @@ export async function requestCertificate(
   };
   const created = await client.create<CertificateSigningRequest>(CSR_REF, csr, { signal });
   if (created.ok) return identity(created.object);
+  // With the HTTP code kept: the certificate manager judges the server's health by it.
   if (created.reason !== 'AlreadyExists' || !req.name)
-    throw new KubeletError('CERTIFICATE_REQUEST_FAILED', created.status.message ?? 'cannot create the CSR');
+    throw new KubeApiError(`cannot create the CSR: ${created.status.message ?? created.reason}`, {
+      httpStatus: created.status.code ?? 0,
+      reason: created.reason,
+      status: created.status,
+    });
   // Bootstrap retried after a restart: the same key and subject give the same name.
   const existing = mustSucceed(
     await client.get<CertificateSigningRequest>({ ...CSR_REF, name: req.name }, { signal }),

@@ -1,7 +1,8 @@
 /**
  * The kubelet's two certificate managers as upstream's pkg/kubelet/certificate builds them:
  * - client (rotateCertificates): CN=system:node:<name>, O=system:nodes, signer
- *   kubernetes.io/kube-apiserver-client-kubelet, stored as kubelet-client-*.pem;
+ *   kubernetes.io/kube-apiserver-client-kubelet, stored as kubelet-client-*.pem, with upstream's
+ *   exit check when no valid certificate is left (client-certificate-exit-check.ts);
  * - serving (serverTLSBootstrap): the same subject with the node's host names and IPs as SANs,
  *   signer kubernetes.io/kubelet-serving, usages digital signature, key encipherment, server auth,
  *   stored as kubelet-server-*.pem.
@@ -15,6 +16,7 @@ import { RestClient } from '../k8s/rest-client.js';
 import { CLIENT_USAGES, writeKubeconfigFromBootstrapping } from './bootstrap.js';
 import { CertificateManager, type CertificateManagerOptions } from './certificate-manager.js';
 import { CertificateStore, type StoredPair } from './certificate-store.js';
+import { ClientCertificateExitCheck } from './client-certificate-exit-check.js';
 import { KUBE_APISERVER_CLIENT_KUBELET_SIGNER, KUBELET_SERVING_SIGNER, type KeyUsage } from './csr.js';
 
 const log = logger('certificate');
@@ -39,6 +41,11 @@ export interface ClientCertificateOptions {
   /** Warning events on the Node (a refused CSR). */
   recordEvent?: CertificateManagerOptions['recordEvent'];
   refusedBackoff?: CertificateManagerOptions['refusedBackoff'];
+  /**
+   * With rotation on (as upstream passes exitAfter only then): ends the kubelet once it has had no
+   * valid client certificate for five minutes while the API server answers (ClientCertificateExitCheck).
+   */
+  exit?: (err: Error) => void;
 }
 
 /** Upstream's clientsetFn fallback: a client with the bootstrap credentials, read afresh each time. */
@@ -104,6 +111,11 @@ export async function startClientCertificateManager(
   const current = manager.current();
   if (!current) log.warn('Client certificate rotation is on but the kubeconfig has no client certificate');
   else if (!config.clientCertPem || !sameLeaf(current.leaf, config.clientCertPem)) opts.onRotate(current);
+  if (opts.exit && opts.rotate !== false) {
+    const check = new ClientCertificateExitCheck({ source: manager, clock: opts.clock, exit: opts.exit });
+    check.start();
+    manager.stopSignal.addEventListener('abort', () => check.stop(), { once: true });
+  }
   return manager;
 }
 

@@ -93,6 +93,7 @@ export async function buildBootstrap(cfg: RunConfig, opts: BuildOptions = {}): P
           nodeIPs: nodeIPs(flags.nodeIP),
           recordNodeEvent: (type, reason, message) =>
             recorder.eventFor(nodeRef(nodeName), type, reason, message),
+          ...(opts.fatal ? { fatal: opts.fatal } : {}),
         })
       : undefined;
   const runtime = runtimeConnection(cfg, clock, opts);

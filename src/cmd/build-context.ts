@@ -31,6 +31,11 @@ export interface BuildOptions {
   makeRootDirShared?: boolean;
   /** Cuts short a TLS bootstrap waiting for its certificate (the first signal). */
   signal?: AbortSignal;
+  /**
+   * Ends a running kubelet that cannot go on (main's fatal path: logged, components stopped, exit
+   * 1, pods left running). Without it nothing ends the process (tests that build in-process).
+   */
+  fatal?: (err: Error) => void;
 }
 
 /** The configuration and the bootstrap's parts, as each builder after the bootstrap reads them. */

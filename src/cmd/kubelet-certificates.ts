@@ -3,8 +3,9 @@
  * bootstrap.LoadClientCert, the client and serving certificate managers): TLS bootstrap before the API
  * clients exist, client rotation feeding the clients, serving certificates feeding the kubelet server.
  * With --bootstrap-kubeconfig the client certificate manager runs even without rotateCertificates:
- * an expired certificate is then replaced in place through the bootstrap credentials (upstream
- * exits for its restart to bootstrap again).
+ * an expired certificate is then replaced in place through the bootstrap credentials. With
+ * rotateCertificates, as upstream, five minutes without a valid client certificate while the API
+ * server answers end the kubelet (fatal) for its restart to bootstrap again.
  */
 import type { CertificateManager } from '../certificate/certificate-manager.js';
 import type { StoredPair } from '../certificate/certificate-store.js';
@@ -71,6 +72,8 @@ export async function startKubeletCertificates(p: {
   nodeIPs: string[];
   /** Warning events on the Node (a refused CSR). */
   recordNodeEvent?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** Ends the kubelet (main's fatal path) when its client certificate has run out. */
+  fatal?: (err: Error) => void;
 }): Promise<KubeletCertificates> {
   let clientCertificates: CertificateManager | undefined;
   let servingCertificates: CertificateManager | undefined;
@@ -93,6 +96,7 @@ export async function startKubeletCertificates(p: {
           }
         : {}),
       ...recordEvent,
+      ...(p.config.rotateCertificates && p.fatal ? { exit: p.fatal } : {}),
     });
   }
 

@@ -5,7 +5,8 @@
  * SIGTERM/SIGINT stop the components in reverse start order under one deadline of
  * SHUTDOWN_DEADLINE_MS: what is still busy then (a pod being terminated with a long grace period)
  * is left to the runtime and the next start, as upstream's kubelet leaves it. Pods keep running: a
- * restarted kubelet adopts them. A second signal exits at once.
+ * restarted kubelet adopts them. A second signal exits at once. A running part that cannot go on
+ * (BuildOptions.fatal: the client certificate has run out) stops them the same way, then exits 1.
  */
 import { CLI_COMMANDS, runCli } from '../cli/cli.js';
 import { realClock, type Clock } from '../lib/clock.js';
@@ -74,7 +75,7 @@ async function run(loaded: RunConfig): Promise<void> {
   let stopping = false;
   // The systemd watchdog, once the kubelet has started.
   const watchdog: { stop?: () => void } = {};
-  const shutdown = (signal: string) => {
+  const shutdown = (signal: string, exitCode = 0) => {
     if (stopping) {
       log.warn('Second signal: exiting now', { signal });
       process.exit(1);
@@ -91,7 +92,7 @@ async function run(loaded: RunConfig): Promise<void> {
             elapsedMs: report.elapsedMs,
           });
         log.info('Kubelet stopped', { elapsedMs: report.elapsedMs });
-        process.exit(0);
+        process.exit(exitCode);
       },
       (err: unknown) => {
         log.error('Shutdown failed', { err: errorMessage(err) });
@@ -108,7 +109,13 @@ async function run(loaded: RunConfig): Promise<void> {
     if (process.listenerCount('SIGUSR1') === 1) log.info('Ignored SIGUSR1: graceful node shutdown is off');
   });
 
-  const opts = { componentStatuses: () => runner.statuses(), signal: stopController.signal };
+  // A running part that cannot go on (the client certificate has run out): stopped as by a signal,
+  // pods left running, exit 1 so that the supervisor restarts the kubelet.
+  const fatal = (err: Error) => {
+    log.error('Kubelet failed', { err: errorMessage(err) });
+    if (!stopping) shutdown('fatal error', 1);
+  };
+  const opts = { componentStatuses: () => runner.statuses(), signal: stopController.signal, fatal };
   let host: ServerHost;
   try {
     // Before anything else, as upstream: a second kubelet on the node waits here.
