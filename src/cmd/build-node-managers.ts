@@ -26,6 +26,7 @@ import { CsiDriversStore } from '../volume/csi/csi-drivers-store.js';
 import { CsiRegistrationHandler } from '../volume/csi/csi-registration-handler.js';
 import { ApiNodeInfoManager, standaloneNodeInfoManager } from '../volume/csi/node-info-manager.js';
 import { VolumeManagerImpl } from '../volume/volume-manager.js';
+import type { ChangeDetectionStrategy } from '../volume/volume-object-source.js';
 import type { BuildContext } from './build-context.js';
 import { buildMemoryManager } from './build-memory-manager.js';
 import type { RuntimeClients } from './build-runtime-clients.js';
@@ -155,6 +156,7 @@ export async function buildNodeManagers(
     nodeAllocatable: nodeAllocatableForPods,
     // configMaps and secrets are re-read at most once per sync period, as a pod's periodic sync does upstream.
     objectCacheTtlMs: config.syncFrequencyMs,
+    objectChangeDetection: config.configMapAndSecretChangeDetectionStrategy as ChangeDetectionStrategy,
     ...(opts.makeRootDirShared === false ? { makeRootDirShared: false } : {}),
   });
   return {

@@ -238,6 +238,12 @@ function validateCgroupsAndEndpoints(r: ResolvedKubeletConfig, { check, oneOf }:
   oneOf('topologyManagerPolicy', r.topologyManagerPolicy, TOPOLOGY_POLICIES);
   oneOf('topologyManagerScope', r.topologyManagerScope, TOPOLOGY_SCOPES);
   oneOf('hairpinMode', r.hairpinMode, ['promiscuous-bridge', 'hairpin-veth', 'none']);
+  // upstream refuses to start on another ("unknown configmap and secret manager mode").
+  oneOf('configMapAndSecretChangeDetectionStrategy', r.configMapAndSecretChangeDetectionStrategy, [
+    'Get',
+    'Cache',
+    'Watch',
+  ]);
   oneOf('authorization.mode', r.authorization.mode, ['AlwaysAllow', 'Webhook']);
   check(r.cgroupRoot === '' || r.cgroupRoot.startsWith('/'), 'cgroupRoot', 'must be an absolute cgroup name');
   if (r.tlsMinVersion !== '')

@@ -13,7 +13,7 @@ import type { CsiDriversStore } from './csi/csi-drivers-store.js';
 import type { CsiObjectSource } from './csi/csi-objects.js';
 import type { Mounter } from './mounter.js';
 import type { TokenManager } from './token-manager.js';
-import type { VolumeObjectSource } from './volume-object-source.js';
+import type { ChangeDetectionStrategy, VolumeObjectSource } from './volume-object-source.js';
 import type { NodeAllocatable } from '../api/node.js';
 
 /** upstream: podAttachAndMountTimeout, 2 min 3 s. */
@@ -76,6 +76,8 @@ export interface VolumeManagerOptions {
    */
   nodeAllocatable?: NodeAllocatable | (() => NodeAllocatable | undefined);
   objectCacheTtlMs?: number;
+  /** How configMaps and secrets are read from the API server (default "Cache"; the kubelet's default is "Watch"). */
+  objectChangeDetection?: ChangeDetectionStrategy;
   /** How long waitForAttachAndMount waits (default 2 min 3 s, as upstream). */
   mountTimeoutMs?: number;
   /** For subPathExpr: the node's IPs and the env's configMap and secret lookups. */

@@ -152,7 +152,12 @@ export class VolumeManagerImpl implements VolumeManager {
     const objects =
       opts.objects ??
       (opts.client
-        ? new ApiVolumeObjectSource({ client: opts.client, clock: this.clock })
+        ? new ApiVolumeObjectSource({
+            client: opts.client,
+            clock: this.clock,
+            strategy: opts.objectChangeDetection,
+            watchIdleMs: 5 * (opts.objectCacheTtlMs ?? DEFAULT_OBJECT_CACHE_TTL_MS),
+          })
         : standaloneObjectSource);
     const given = opts.nodeAllocatable;
     const machine = machineAllocatable();
@@ -234,6 +239,7 @@ export class VolumeManagerImpl implements VolumeManager {
     // Waiters see the stop and give up.
     this.notify();
     await Promise.allSettled([...this.operations.values()]);
+    this.host.objects.stop?.();
   }
 
   // ---- desired state -------------------------------------------------------------------------------

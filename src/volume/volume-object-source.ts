@@ -1,13 +1,16 @@
 /**
  * Where the volume plugins read API objects from: configMaps, secrets, claims, volumes, and service
  * account tokens (TokenRequest). In cluster mode it is the API server, with configMaps and secrets
- * cached so that re-reading them on every pod sync costs at most one GET per object per TTL
- * (upstream's TTL cache strategy); in standalone mode there is no server to ask.
+ * read as configMapAndSecretChangeDetectionStrategy says (upstream's managers): "Watch" (the default)
+ * from one watch per object, shared by the pods that use it (object-watch-cache.ts); "Cache" by GET,
+ * a volume's first mount fresh and its refreshes at most one GET per object per TTL; "Get" by GET
+ * every time. In standalone mode there is no server to ask.
  */
 import { isKubeApiError } from '../k8s/api-status.js';
 import { resourcePath, type RestClient } from '../k8s/rest-client.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
+import { ObjectWatchCache } from './object-watch-cache.js';
 import type {
   ConfigMap,
   PersistentVolume,
@@ -23,6 +26,8 @@ export interface ObjectGetOptions {
 }
 
 export interface VolumeObjectSource {
+  /** Ends what the source keeps running (watches); reads may fail afterwards. */
+  stop?(): void;
   /** undefined when it does not exist. */
   getConfigMap(namespace: string, name: string, opts?: ObjectGetOptions): Promise<ConfigMap | undefined>;
   getSecret(namespace: string, name: string, opts?: ObjectGetOptions): Promise<Secret | undefined>;
@@ -57,16 +62,25 @@ const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 /** Cached objects older than this are dropped; the sweep runs at most once per period. */
 const CACHE_MAX_AGE_MS = 10 * 60_000;
 const CACHE_SWEEP_PERIOD_MS = 60_000;
+/** Five default sync periods, as upstream. */
+const DEFAULT_WATCH_IDLE_MS = 5 * 60_000;
 
 interface CacheEntry<T> {
   object: T | undefined;
   fetchedAtMs: number;
 }
 
+/** configMapAndSecretChangeDetectionStrategy's values (KubeletConfiguration). */
+export type ChangeDetectionStrategy = 'Watch' | 'Cache' | 'Get';
+
 export interface ApiVolumeObjectSourceOptions {
   client: RestClient;
   clock?: Clock;
   callTimeoutMs?: number;
+  /** Default "Cache". */
+  strategy?: ChangeDetectionStrategy;
+  /** "Watch": a watch no mount has read for this long stops (upstream: five sync periods). */
+  watchIdleMs?: number;
 }
 
 export class ApiVolumeObjectSource implements VolumeObjectSource {
@@ -77,19 +91,42 @@ export class ApiVolumeObjectSource implements VolumeObjectSource {
   /** One GET per object at a time: the pods that share a configMap share its fetch. */
   private readonly inFlight = new Map<string, Promise<unknown>>();
   private lastSweepMs = 0;
+  private readonly strategy: ChangeDetectionStrategy;
+  private readonly watches:
+    { configMaps: ObjectWatchCache<ConfigMap>; secrets: ObjectWatchCache<Secret> } | undefined;
 
   constructor(opts: ApiVolumeObjectSourceOptions) {
     this.client = opts.client;
     this.clock = opts.clock ?? realClock;
     this.callTimeoutMs = opts.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.strategy = opts.strategy ?? 'Cache';
+    if (this.strategy === 'Watch') {
+      const common = {
+        client: opts.client,
+        clock: this.clock,
+        syncTimeoutMs: this.callTimeoutMs,
+        maxIdleMs: opts.watchIdleMs ?? DEFAULT_WATCH_IDLE_MS,
+      };
+      this.watches = {
+        configMaps: new ObjectWatchCache<ConfigMap>({ ...common, resource: 'configmaps' }),
+        secrets: new ObjectWatchCache<Secret>({ ...common, resource: 'secrets' }),
+      };
+    }
   }
 
   getConfigMap(namespace: string, name: string, opts: ObjectGetOptions = {}): Promise<ConfigMap | undefined> {
+    if (this.watches) return this.watches.configMaps.get(namespace, name, opts.signal);
     return this.cachedGet<ConfigMap>('configmaps', namespace, name, opts);
   }
 
   getSecret(namespace: string, name: string, opts: ObjectGetOptions = {}): Promise<Secret | undefined> {
+    if (this.watches) return this.watches.secrets.get(namespace, name, opts.signal);
     return this.cachedGet<Secret>('secrets', namespace, name, opts);
+  }
+
+  stop(): void {
+    this.watches?.configMaps.stop();
+    this.watches?.secrets.stop();
   }
 
   getPersistentVolumeClaim(
@@ -142,7 +179,7 @@ export class ApiVolumeObjectSource implements VolumeObjectSource {
     this.sweepIfDue();
     const k = key(resource, namespace, name);
     const hit = this.cache.get(k) as CacheEntry<T> | undefined;
-    const maxAgeMs = opts.maxAgeMs ?? 0;
+    const maxAgeMs = this.strategy === 'Get' ? 0 : (opts.maxAgeMs ?? 0);
     if (hit && maxAgeMs > 0 && this.clock.now() - hit.fetchedAtMs <= maxAgeMs) return hit.object;
     let p = this.inFlight.get(k) as Promise<T | undefined> | undefined;
     if (!p) {

@@ -470,6 +470,13 @@ describe('loadKubeletConfig', () => {
       /KubeletConfiguration\.cgroupDriver \(--cgroup-driver\): must be one of "cgroupfs", "systemd"/,
     );
     assert.match(
+      await failure([
+        '--config',
+        writeConfig(`${HEADER}configMapAndSecretChangeDetectionStrategy: Poll\n`, 'strategy.yaml'),
+      ]),
+      /configMapAndSecretChangeDetectionStrategy: must be one of "Get", "Cache", "Watch", got "Poll"/,
+    );
+    assert.match(
       await failure(['--cluster-dns=not-an-ip']),
       /KubeletConfiguration\.clusterDNS\[0\] \(--cluster-dns\): must be an IP address, got "not-an-ip"/,
     );

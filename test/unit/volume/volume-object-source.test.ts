@@ -8,6 +8,7 @@ import { RestClient } from '../../../src/k8s/rest-client.js';
 import { FakeClock } from '../../../src/lib/clock.js';
 import { ApiVolumeObjectSource, standaloneObjectSource } from '../../../src/volume/volume-object-source.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-api-server.js';
+import { waitFor } from '../../helpers/wait.js';
 
 const NODE = 'node-vos';
 const NS = 'vos';
@@ -56,6 +57,61 @@ describe('ApiVolumeObjectSource against the test API server', () => {
       src.getConfigMap(NS, 'cfg'),
     ]);
     assert.equal(gets('configmaps', 'cfg'), before + 3);
+  });
+
+  const calls = (verb: string, resource: string) =>
+    server.requests.filter((r) => r.verb === verb && r.resource === resource).length;
+
+  test('strategy Watch: one watch per object shared by every read, changes and creations seen, no GETs', async () => {
+    const src = new ApiVolumeObjectSource({ client, strategy: 'Watch' });
+    try {
+      server.store.create('configmaps', { metadata: { name: 'shared', namespace: NS }, data: { v: '1' } });
+      const [lists, watches, getsBefore] = [
+        calls('list', 'configmaps'),
+        calls('watch', 'configmaps'),
+        gets('configmaps', 'shared'),
+      ];
+      const reads = await Promise.all(Array.from({ length: 5 }, () => src.getConfigMap(NS, 'shared')));
+      for (let i = 0; i < 5; i++) reads.push(await src.getConfigMap(NS, 'shared'));
+      assert.deepEqual(new Set(reads.map((r) => r?.data?.v)), new Set(['1']));
+      assert.equal(gets('configmaps', 'shared'), getsBefore, 'no GET');
+      assert.equal(calls('list', 'configmaps'), lists + 1, 'one list of the object');
+      const list = server.requests.filter((r) => r.verb === 'list' && r.resource === 'configmaps').at(-1);
+      assert.equal(list?.user, server.nodeUser);
+
+      const cm = server.store.get('configmaps', 'shared', NS);
+      server.store.update('configmaps', { ...cm, data: { v: '2' } } as never);
+      await waitFor(
+        'the change through the watch',
+        async () => ((await src.getConfigMap(NS, 'shared'))?.data?.v === '2' ? true : undefined),
+        10_000,
+        20,
+      );
+      assert.ok(calls('watch', 'configmaps') >= watches + 1);
+      assert.equal(calls('list', 'configmaps'), lists + 1, 'still one list');
+
+      // A missing object reads as missing, and appears once created.
+      assert.equal(await src.getSecret(NS, 'later'), undefined);
+      server.store.create('secrets', { metadata: { name: 'later', namespace: NS }, data: { k: 'dg==' } });
+      await waitFor(
+        'the new secret through the watch',
+        async () => (await src.getSecret(NS, 'later'))?.data?.k,
+        10_000,
+        20,
+      );
+      assert.equal(gets('secrets', 'later'), 0);
+    } finally {
+      src.stop();
+    }
+    await assert.rejects(src.getConfigMap(NS, 'shared'), /stopped/);
+  });
+
+  test('strategy Get asks the server every time, whatever the caller allows', async () => {
+    const src = new ApiVolumeObjectSource({ client, strategy: 'Get' });
+    server.store.create('configmaps', { metadata: { name: 'each', namespace: NS }, data: { a: 'A' } });
+    await src.getConfigMap(NS, 'each', { maxAgeMs: 60_000 });
+    await src.getConfigMap(NS, 'each', { maxAgeMs: 60_000 });
+    assert.equal(gets('configmaps', 'each'), 2);
   });
 
   test('claims and volumes', async () => {
