@@ -7,7 +7,7 @@ import { mutableCopy } from '../lib/deep-readonly.js';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
-import { backOffRequeueMs, hardFailures } from '../kuberuntime/back-off-results.js';
+import { backOffRequeueMs, hardFailures, leftRuntimeUnchanged } from '../kuberuntime/back-off-results.js';
 import { nodeRef } from '../api/node.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
@@ -562,6 +562,11 @@ export class Kubelet implements ServerHost {
             .join('; '),
         );
       }
+      // The status set above was made before this sync met the back-offs, and nothing but the first
+      // one's end syncs the pod again: while the runtime is as that status read it, report why the
+      // containers wait (CrashLoopBackOff, ImagePullBackOff) now rather than when the back-off is over.
+      if (leftRuntimeUnchanged(result.results))
+        this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
       // Only back-offs: look again when the first runs out, so the container restarts when its back-off
       // says rather than at the next resync as upstream does (up to 1.5 min later).
       return { isTerminal: false, requeueAfterMs: backOffRequeueMs(result.results) };

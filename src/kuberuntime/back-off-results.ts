@@ -31,3 +31,19 @@ export function backOffRequeueMs(results: readonly SyncResult[]): number | undef
   }
   return earliestMs === undefined ? undefined : earliestMs + BACK_OFF_EXPIRY_MARGIN_MS;
 }
+
+/** The steps that change what runs in the runtime when they succeed. */
+const RUNTIME_CHANGING_ACTIONS: ReadonlySet<SyncResult['action']> = new Set([
+  'StartContainer',
+  'KillContainer',
+  'CreatePodSandbox',
+  'KillPodSandbox',
+]);
+
+/**
+ * Whether a sync that stopped at back-offs left the runtime as it found it (it started, stopped and
+ * created nothing), so the pod status it was given still describes the runtime.
+ */
+export function leftRuntimeUnchanged(results: readonly SyncResult[]): boolean {
+  return !results.some((r) => r.reason === undefined && RUNTIME_CHANGING_ACTIONS.has(r.action));
+}

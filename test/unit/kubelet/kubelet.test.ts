@@ -638,3 +638,61 @@ test('a pod whose container waits in crash-loop back-off is synced again when th
     'no BackOff while the back-off ran: the pod was not synced each tick while it waited',
   );
 });
+
+test('a container that exits into a crash-loop back-off shows CrashLoopBackOff while the back-off runs, not only when it runs out', async () => {
+  const dir = await tempDir();
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  fake.addImage('busybox:1.36');
+  const node = startNode(fake, dir, { clock, runtimeEvents: true });
+  /** Moves the fake clock in PLEG-sized steps, letting the real I/O of each sync finish in between. */
+  const runUntil = async <T>(what: string, fn: () => T | undefined, maxFakeMs: number): Promise<T> => {
+    for (let elapsed = 0; elapsed <= maxFakeMs; elapsed += 50) {
+      const v = fn();
+      if (v) return v;
+      clock.advance(50);
+      for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 1));
+    }
+    throw new Error(`timed out (fake ${maxFakeMs} ms) waiting for ${what}`);
+  };
+  const state = () => {
+    const cs = node.statusManager.getPodStatus('uid-crash')?.containerStatuses?.[0];
+    return { waiting: cs?.state?.waiting?.reason, terminated: cs?.state?.terminated?.reason, cs };
+  };
+
+  node.send({ op: 'SET', pods: [pod('crash', 'uid-crash')] });
+  const first = await runUntil('the container to run', () => runningContainers(fake, 'uid-crash')[0], 5000);
+  fake.exitContainer(first, 1);
+  const second = await runUntil(
+    'the first restart',
+    () => runningContainers(fake, 'uid-crash').find((id) => id !== first),
+    5000,
+  );
+  // The restart's own syncs are over (the status shows it running) before it exits: then the exit
+  // wakes one sync, the one that meets the back-off, and nothing else wakes the pod until it runs out.
+  await runUntil('the restarted container to show running', () => state().cs?.state?.running, 5000);
+  const settledAtMs = clock.now();
+  await runUntil('the pod to settle', () => clock.now() - settledAtMs >= 500 || undefined, 1000);
+  fake.exitContainer(second, 1);
+  const exitedAtMs = clock.now();
+  await runUntil(
+    'the first BackOff',
+    () => node.events.some((e) => e.reason === 'BackOff') || undefined,
+    5000,
+  );
+  // Nothing but the back-off's end syncs the pod again: its status must already say why it waits.
+  await runUntil(
+    'two seconds of the 10 s back-off to pass',
+    () => clock.now() - exitedAtMs >= 2000 || undefined,
+    3000,
+  );
+  const during = state();
+  assert.equal(
+    during.waiting,
+    'CrashLoopBackOff',
+    `2 s into the back-off the status shows ${JSON.stringify(during.cs?.state)}`,
+  );
+  assert.equal(during.cs?.restartCount, 1);
+  assert.equal(during.cs?.lastState?.terminated?.exitCode, 1);
+  assert.match(during.cs?.state?.waiting?.message ?? '', /^back-off 10s restarting failed container=main /);
+});

@@ -4,6 +4,7 @@ import {
   BACK_OFF_EXPIRY_MARGIN_MS,
   backOffRequeueMs,
   hardFailures,
+  leftRuntimeUnchanged,
 } from '../../../src/kuberuntime/back-off-results.js';
 import type { SyncResult } from '../../../src/kuberuntime/types.js';
 
@@ -30,4 +31,12 @@ test('other failures are hard, and a sync without back-offs has no back-off requ
   assert.equal(backOffRequeueMs([failed, { action: 'StartContainer', target: 'c' }]), undefined);
   // A back-off that has just run out (or a clock that stepped) is never a negative delay.
   assert.equal(backOffRequeueMs([crashLoop('a', -5)]), BACK_OFF_EXPIRY_MARGIN_MS);
+});
+
+test('a sync left the runtime unchanged when nothing it started, stopped or created succeeded', () => {
+  const config: SyncResult = { action: 'ConfigPodSandbox', target: 'sandbox-1' };
+  assert.equal(leftRuntimeUnchanged([config, crashLoop('a', 10_000)]), true);
+  assert.equal(leftRuntimeUnchanged([]), true);
+  for (const action of ['StartContainer', 'KillContainer', 'CreatePodSandbox', 'KillPodSandbox'] as const)
+    assert.equal(leftRuntimeUnchanged([crashLoop('a', 10_000), { action, target: 'b' }]), false, action);
 });
