@@ -100,6 +100,23 @@ describe('the node page in Chromium, and the CLI, with pods through containerd',
       cls,
     );
 
+  /** What a failed wait on the crash pod last saw: the page's cells, the pod as the kubelet has it, the kubelet's log about it. */
+  const crashDiagnostics = async (cells: Record<string, string | undefined>): Promise<string> => {
+    const pod = await kubelet.pod('crash').catch((e: unknown) => `(/pods failed: ${(e as Error).message})`);
+    const uid = typeof pod === 'object' ? (pod?.metadata.uid ?? '') : '';
+    const name = podName('crash');
+    const logLines = (await kubelet.logs())
+      .split('\n')
+      .filter((l) => l.includes(name) || (uid !== '' && l.includes(uid)))
+      .slice(-40);
+    return [
+      `the page's cells when last read: ${JSON.stringify(cells)}`,
+      `now ${new Date().toISOString()}; the crash pod from /pods: ${JSON.stringify(typeof pod === 'object' ? pod?.status : pod)}`,
+      `the kubelet's last ${logLines.length} log lines about it (${kubelet.logFile}):`,
+      ...logLines,
+    ].join('\n');
+  };
+
   before(async () => {
     assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: run 'scripts/runtime-stack.sh install'`);
     cri = await CriInspector.connect();
@@ -188,18 +205,22 @@ describe('the node page in Chromium, and the CLI, with pods through containerd',
   });
 
   test('a crash-looping pod shows its restarts and back-off', async () => {
+    let lastCells: Record<string, string | undefined> = {};
     const seen = await waitFor(
       'crash in CrashLoopBackOff with restarts and a back-off left',
       async () => {
         const status = await cell('crash', 'status');
         const restarts = await cell('crash', 'restarts');
         const backoff = await cell('crash', 'backoff');
+        lastCells = { at: new Date().toISOString(), status, restarts, backoff };
         return status === 'CrashLoopBackOff' && /^[1-9]/.test(restarts ?? '') && /^\d+s$/.test(backoff ?? '')
           ? { restarts, backoff }
           : undefined;
       },
       40_000,
-    );
+    ).catch(async (err: unknown) => {
+      throw new Error(`${(err as Error).message}\n${await crashDiagnostics(lastCells)}`);
+    });
     assert.match(seen.restarts ?? '', /^\d+ \(\d+s ago\)$/);
     console.log(`screenshot: ${await shot('crash-loop')}`);
   });
