@@ -22,9 +22,12 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** `flock <args> <file> <cmd...>`, resolving once it has the lock (its command printed a line). */
+/**
+ * `flock <args> <file> <cmd...>`, resolving once it has the lock (its command printed a line). Without a
+ * fork, so killing the process releases the lock at once instead of when a forked sleep ends.
+ */
 function flockProcess(file: string, ...args: string[]): ChildProcess {
-  const child = spawn('flock', [...args, file, 'sh', '-c', 'echo locked; exec sleep 60'], {
+  const child = spawn('flock', ['--no-fork', ...args, file, 'sh', '-c', 'echo locked; exec sleep 60'], {
     stdio: ['ignore', 'pipe', 'ignore'],
   });
   children.push(child);
