@@ -19,7 +19,8 @@
  * service account token volume, as a cluster's pods do; 0: none), BENCH_READY_TIMEOUT_S (120),
  * BENCH_KUBELET_ARGS (extra tskubelet flags, space-separated), BENCH_NODE_ARGS (flags for node
  * itself under tskubelet, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (the
- * upstream kubelet), BENCH_PEER_KUBELET_ARGS (its extra flags). From the driver: BENCH_CLUSTER_WORK,
+ * upstream kubelet), BENCH_PEER_KUBELET_ARGS (its extra flags), BENCH_TIMELINE (1: each pod's stages
+ * and the kubelet's CPU by thread, bench/cluster-timeline.ts). From the driver: BENCH_CLUSTER_WORK,
  * BENCH_CLUSTER_OUT, BENCH_CLUSTER_NODE_NAME, BENCH_CLUSTER_ADMIN_KUBECONFIG,
  * BENCH_CLUSTER_NODE_KUBECONFIG, BENCH_CLUSTER_AUDIT_LOG (may be empty), BENCH_CLUSTER_MOUNT_NS,
  * CONTAINER_RUNTIME_ENDPOINT.
@@ -55,6 +56,14 @@ import {
 import { cpuSeconds, peakRssBytes, reapedChildrenCpuSeconds, resetPeakRss, rssBytes } from './proc-stats.js';
 import { envNumber, MIB, percentile, say, sleep, sum } from './report.js';
 import { removeNamespace, waitForIdleContainerd } from './runtime-sweep.js';
+import {
+  runtimeTimes,
+  threadCpu,
+  threadCpuDelta,
+  wallMs,
+  writeTimeline,
+  type PodTimes,
+} from './cluster-timeline.js';
 
 const NAMESPACE = 'cluster-density';
 const BENCH_AGENT = 'tskubelet-cluster-bench';
@@ -98,6 +107,8 @@ export interface ClusterSettings {
   /** The bench started the API server: it knows which other watches it holds (its own informers'). */
   ownControlPlane: boolean;
   endpoint: string;
+  /** BENCH_TIMELINE=1: each pod's stages and the kubelet's CPU by thread (bench/cluster-timeline.ts). */
+  timeline: boolean;
 }
 
 function settings(): ClusterSettings {
@@ -127,6 +138,7 @@ function settings(): ClusterSettings {
     mountNs: process.env.BENCH_CLUSTER_MOUNT_NS || undefined,
     ownControlPlane: process.env.BENCH_CLUSTER_OWN_CONTROL_PLANE === 'true',
     endpoint: required('CONTAINER_RUNTIME_ENDPOINT'),
+    timeline: process.env.BENCH_TIMELINE === '1',
   };
 }
 
@@ -300,6 +312,10 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
   let counters: ProtobufWatchCounter[] | undefined;
   let figures: Record<string, number> = {};
   let windows: Windows | undefined;
+  let threadsDelta: Record<string, number> = {};
+  let runtime: Map<string, PodTimes> | undefined;
+  let createdAtWall = new Map<string, number>();
+  let runningAtWall = new Map<string, number>();
   try {
     await api.forgetNode(s.nodeName);
     phase(`${label}: starting the kubelet`);
@@ -327,6 +343,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     const tally0 = snap();
     resetPeakRss(pid);
     const cpu0 = kubeletCpu(pid);
+    const threads0 = s.timeline ? threadCpu(pid) : undefined;
     const startMs = Date.now();
     const tStart = performance.now();
     phase(`${label}: creating ${n} pods`);
@@ -334,6 +351,12 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     const { createdAt } = await api.createPods(pods, s.createParallel);
     await watch.waitFor(watch.runningAt, names, 60_000 + n * 2000, 'pods Running', alive);
     const cpu1 = kubeletCpu(pid);
+    if (threads0) threadsDelta = threadCpuDelta(threads0, threadCpu(pid));
+    if (s.timeline) {
+      runtime = await runtimeTimes(conn, NAMESPACE);
+      createdAtWall = new Map([...createdAt].map(([k, v]) => [k, wallMs(v)]));
+      runningAtWall = new Map([...watch.runningAt].map(([k, v]) => [k, wallMs(v)]));
+    }
     const peakRss = peakRssBytes(pid);
     const runningAt = names.map((x) => watch!.runningAt.get(x)!);
     const latencies = names.map((x, i) => runningAt[i]! - createdAt.get(x)!);
@@ -406,6 +429,21 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     await kubelet.removeRootDir();
     await waitForIdleContainerd(s.endpoint);
   }
+  if (runtime && windows)
+    await writeTimeline({
+      label,
+      out: s.out,
+      names,
+      createdAtWallMs: createdAtWall,
+      runningAtWallMs: runningAtWall,
+      runtime,
+      auditLog: s.auditLog,
+      user: `system:node:${s.nodeName}`,
+      namespace: NAMESPACE,
+      windowMs: [windows.startMs, windows.startEndMs],
+      kubeletLog: kubelet.logFile,
+      threads: threadsDelta,
+    });
   let traffic: RoundTraffic | undefined;
   if (ctx.audit && windows) {
     const records = await ctx.audit.readNew();
