@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The cluster-mode density bench (bench/cluster-density.ts): pods created through a real
-# kube-apiserver, tskubelet as the node, and with BENCH_PEER_KUBELET the upstream kubelet as the
-# node in alternating rounds (A B A B). This script brings up what the bench needs and takes it down
+# kube-apiserver, tskubelet as the node, and with BENCH_PEER_KUBELET the upstream kubelet (or another
+# tskubelet) as the node in alternating rounds (A B, B A, …). This script brings up what the bench needs and takes it down
 # again, whatever the exit: a throw-away control plane on loopback (etcd and kube-apiserver of the
 # upstream kit, certificates made here, an audit log of the node's requests; the start-up is
 # scripts/conformance.sh's), the private containerd of scripts/runtime-stack.sh in a mount namespace
@@ -18,7 +18,8 @@
 #                       audit log is out of reach, so the per-pod traffic is measured only when
 #                       BENCH_AUDIT_LOG names it (read as it grows), and the metrics' figures include
 #                       every other client's.
-#   BENCH_PEER_KUBELET  an upstream kubelet (e.g. /opt/upstream-1.28.7/bin/kubelet), in alternating rounds
+#   BENCH_PEER_KUBELET  an upstream kubelet (e.g. /opt/upstream-1.28.7/bin/kubelet), in alternating rounds;
+#                       or a tskubelet (e.g. bin/tskubelet with BENCH_PEER_NODE_ARGS): an A/B of our own
 # The bench's own knobs (BENCH_PODS, BENCH_ROUNDS, BENCH_STEADY_S, …) are listed at the head of
 # bench/cluster-density.ts. BENCH_OUT: the output folder (default /tmp/tskubelet-cluster-bench-<time>),
 # which gets results.json, figures.jsonl, traffic.md and, on failure, the kubelets' logs.
@@ -205,11 +206,15 @@ main() {
   runtime_up
   node --import tsx scripts/conformance/cgroup-root.ts create "$CGROUP_ROOT"
 
-  local side
-  for side in tskubelet upstream; do
-    mkdir -p "$WORK/$side"
-    node_side_config "$WORK/$side/config.yaml" "$side" "$(free_port)" "$(free_port)" "$WORK/$side"
-  done
+  # The peer's settings are its kind's: tskubelet prints +tskubelet in its --version.
+  local peer_kind=upstream
+  if [[ ${BENCH_PEER_KIND:-} == tskubelet ]] ||
+    [[ -z ${BENCH_PEER_KIND:-} && -n ${BENCH_PEER_KUBELET:-} && $("$BENCH_PEER_KUBELET" --version 2>&1) == *tskubelet* ]]; then
+    peer_kind=tskubelet
+  fi
+  mkdir -p "$WORK/tskubelet" "$WORK/peer"
+  node_side_config "$WORK/tskubelet/config.yaml" tskubelet "$(free_port)" "$(free_port)" "$WORK/tskubelet"
+  node_side_config "$WORK/peer/config.yaml" "$peer_kind" "$(free_port)" "$(free_port)" "$WORK/peer"
 
   log "running the bench (figures in $OUT)"
   BENCH_CLUSTER_WORK=$WORK BENCH_CLUSTER_OUT=$OUT BENCH_CLUSTER_NODE_NAME=$NODE_NAME \

@@ -1,7 +1,7 @@
 /**
  * Pod start density in cluster mode: pods created through a real kube-apiserver and bound
  * to the node (spec.nodeName), tskubelet as the node and, with BENCH_PEER_KUBELET, the upstream
- * kubelet as the same node in alternating runs (A B A B). Run it through bench/cluster-density.sh
+ * kubelet (or another tskubelet) as the same node in alternating runs (A B, then B A, …). Run it through bench/cluster-density.sh
  * (npm run bench:cluster), which starts the control plane, the private containerd and the cgroup
  * root, and hands them over in BENCH_CLUSTER_* variables.
  *
@@ -19,8 +19,11 @@
  * service account token volume, as a cluster's pods do; 0: none), BENCH_READY_TIMEOUT_S (120),
  * BENCH_KUBELET_ARGS (extra tskubelet flags, space-separated), BENCH_NODE_ARGS (flags for node
  * itself under tskubelet, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), BENCH_PEER_KUBELET (the
- * upstream kubelet), BENCH_PEER_KUBELET_ARGS (its extra flags), BENCH_TIMELINE (1: each pod's stages
- * and the kubelet's CPU by thread, bench/cluster-timeline.ts). From the driver: BENCH_CLUSTER_WORK,
+ * upstream kubelet, or a tskubelet such as this checkout's bin/tskubelet for an A/B of our own),
+ * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_KUBELET_ARGS
+ * (its extra flags), BENCH_PEER_NODE_ARGS (node flags for a tskubelet peer, e.g. a V8 setting
+ * against none), BENCH_TIMELINE (1: each pod's stages and the kubelet's CPU by thread,
+ * bench/cluster-timeline.ts). From the driver: BENCH_CLUSTER_WORK,
  * BENCH_CLUSTER_OUT, BENCH_CLUSTER_NODE_NAME, BENCH_CLUSTER_ADMIN_KUBECONFIG,
  * BENCH_CLUSTER_NODE_KUBECONFIG, BENCH_CLUSTER_AUDIT_LOG (may be empty), BENCH_CLUSTER_MOUNT_NS,
  * CONTAINER_RUNTIME_ENDPOINT.
@@ -37,6 +40,7 @@ import {
   type WatchTally,
 } from './cluster-api.js';
 import { ClusterKubelet, type Side } from './cluster-kubelet.js';
+import { identifyKubelet, type KubeletKind } from './kubelet-launcher.js';
 import { clusterNotes, clusterReport, type RunFigures } from './cluster-report.js';
 import {
   addRows,
@@ -94,9 +98,13 @@ export interface ClusterSettings {
   readyTimeoutMs: number;
   sides: Side[];
   peerBinary?: string;
+  /** The peer's kind and `--version`, from identifyKubelet. */
+  peerKind?: KubeletKind;
+  peerVersion?: string;
   kubeletArgs: string[];
   nodeArgs: string[];
   peerArgs: string[];
+  peerNodeArgs: string[];
   work: string;
   out: string;
   nodeName: string;
@@ -111,11 +119,17 @@ export interface ClusterSettings {
   timeline: boolean;
 }
 
-function settings(): ClusterSettings {
+async function settings(): Promise<ClusterSettings> {
   const sizes = (process.env.BENCH_PODS || '30,100').split(',').map((x) => Number(x.trim()));
   if (sizes.some((n) => !Number.isInteger(n) || n < 1))
     throw new Error(`BENCH_PODS must be pod counts, got ${process.env.BENCH_PODS}`);
   const peerBinary = process.env.BENCH_PEER_KUBELET || undefined;
+  const peer = peerBinary
+    ? await identifyKubelet(peerBinary, process.env.BENCH_PEER_KIND || undefined)
+    : undefined;
+  const peerNodeArgs = splitArgs(process.env.BENCH_PEER_NODE_ARGS);
+  if (peerNodeArgs.length > 0 && peer?.kind !== 'tskubelet')
+    throw new Error('BENCH_PEER_NODE_ARGS is for a tskubelet peer (BENCH_PEER_KUBELET=bin/tskubelet)');
   return {
     sizes,
     rounds: Math.max(1, envNumber('BENCH_ROUNDS', 3)),
@@ -124,11 +138,14 @@ function settings(): ClusterSettings {
     createParallel: Math.max(1, envNumber('BENCH_CREATE_PARALLEL', 10)),
     automountToken: process.env.BENCH_AUTOMOUNT_TOKEN !== '0',
     readyTimeoutMs: envNumber('BENCH_READY_TIMEOUT_S', 120) * 1000,
-    sides: peerBinary ? ['tskubelet', 'upstream'] : ['tskubelet'],
+    sides: peerBinary ? ['tskubelet', 'peer'] : ['tskubelet'],
     peerBinary,
+    peerKind: peer?.kind,
+    peerVersion: peer?.version,
     kubeletArgs: splitArgs(process.env.BENCH_KUBELET_ARGS),
     nodeArgs: splitArgs(process.env.BENCH_NODE_ARGS),
     peerArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
+    peerNodeArgs,
     work: required('BENCH_CLUSTER_WORK'),
     out: required('BENCH_CLUSTER_OUT'),
     nodeName: required('BENCH_CLUSTER_NODE_NAME'),
@@ -291,6 +308,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
   const kubelet = new ClusterKubelet({
     side,
     binary: s.peerBinary,
+    peerKind: s.peerKind,
     configFile: path.join(s.work, side, 'config.yaml'),
     kubeconfig: s.nodeKubeconfig,
     nodeName: s.nodeName,
@@ -299,10 +317,10 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     mountNs: s.mountNs,
     pidFile: path.join(s.work, 'kubelet.pid'),
     extraArgs: side === 'tskubelet' ? s.kubeletArgs : s.peerArgs,
-    nodeArgs: side === 'tskubelet' ? s.nodeArgs : [],
+    nodeArgs: side === 'tskubelet' ? s.nodeArgs : s.peerNodeArgs,
   });
   const label = `round ${round} n=${n} ${side}`;
-  const names = Array.from({ length: n }, (_, i) => `cd-${side === 'tskubelet' ? 't' : 'u'}${round}-${i}`);
+  const names = Array.from({ length: n }, (_, i) => `cd-${side === 'tskubelet' ? 't' : 'p'}${round}-${i}`);
   const alive = async () => {
     if (!kubelet.isRunning()) throw new Error(`the kubelet exited: ${await kubelet.tail()}`);
   };
@@ -471,9 +489,9 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
 }
 
 async function main(): Promise<void> {
-  const s = settings();
+  const s = await settings();
   phase(
-    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' then ')}; steady ${s.steadyMs / 1000} s; ` +
+    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' and ')}${s.peerBinary ? ` (${s.peerKind} ${s.peerBinary}${s.peerNodeArgs.length ? ` with node ${s.peerNodeArgs.join(' ')}` : ''})` : ''}; steady ${s.steadyMs / 1000} s; ` +
       `settle ${s.settleMs / 1000} s; ${s.createParallel} creates at a time; token volume ${s.automountToken ? 'yes' : 'no'}; ` +
       `audit log ${s.auditLog ?? 'none: no traffic figures'}`,
   );
@@ -502,7 +520,9 @@ async function main(): Promise<void> {
     await ctx.audit?.readNew();
     for (let round = 1; round <= s.rounds; round++) {
       for (const n of s.sizes) {
-        for (const side of s.sides) runs.push(await measureRun(ctx, side, n, round));
+        // The peer goes first in even rounds: neither kubelet always runs on the machine the other just left.
+        const order = round % 2 === 0 ? [...s.sides].reverse() : s.sides;
+        for (const side of order) runs.push(await measureRun(ctx, side, n, round));
       }
     }
     const { figures, results, traffic } = clusterReport(runs, s, clusterNotes(s));

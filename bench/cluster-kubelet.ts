@@ -1,6 +1,6 @@
 /**
  * A kubelet joined to the cluster-mode bench's API server as its node: this checkout's tskubelet or
- * an upstream kubelet, a fresh process each time, with the settings bench/cluster-density.sh wrote
+ * the peer (an upstream kubelet, or a tskubelet for an A/B of our own), a fresh process each time, with the settings bench/cluster-density.sh wrote
  * for its side (scripts/conformance/node.sh's, shared with the conformance run), a root dir of its
  * own, in the mount namespace where the private containerd runs. Only one runs at a time.
  */
@@ -9,7 +9,7 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { unitEnvironment } from './kubelet-launcher.js';
+import { unitEnvironment, type KubeletKind } from './kubelet-launcher.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 // From dist/bench/ the repository is two levels up.
@@ -17,12 +17,15 @@ const kubeletBins = [path.join(repoRoot, 'bin/tskubelet'), path.join(repoRoot, '
 const STOP_TIMEOUT_MS = 20_000;
 const EXEC_TIMEOUT_MS = 30_000;
 
-export type Side = 'tskubelet' | 'upstream';
+/** tskubelet: this checkout's; peer: BENCH_PEER_KUBELET, of kind peerKind. */
+export type Side = 'tskubelet' | 'peer';
 
 export interface ClusterKubeletOptions {
   side: Side;
-  /** The upstream kubelet's binary (side upstream). */
+  /** The peer's binary (side peer). */
   binary?: string;
+  /** How to launch the peer: an upstream kubelet directly, a tskubelet under this node. */
+  peerKind?: KubeletKind;
   configFile: string;
   kubeconfig: string;
   nodeName: string;
@@ -34,7 +37,7 @@ export interface ClusterKubeletOptions {
   /** Where the pid goes, for the driver's clean-up should the bench itself be killed. */
   pidFile: string;
   extraArgs: string[];
-  /** Flags for node itself (tskubelet only), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+  /** Flags for node itself (a tskubelet only), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
   nodeArgs: string[];
 }
 
@@ -88,15 +91,15 @@ export class ClusterKubelet {
     ];
     let argv: string[];
     let env: NodeJS.ProcessEnv = process.env;
-    if (o.side === 'tskubelet') {
-      let bin: string | undefined;
+    if (o.side === 'tskubelet' || o.peerKind === 'tskubelet') {
+      let bin = o.side === 'peer' ? o.binary : undefined;
       for (const candidate of kubeletBins) if (!bin && (await exists(candidate))) bin = candidate;
       if (!bin) throw new Error(`bin/tskubelet not found near ${repoRoot}`);
       argv = [process.execPath, ...o.nodeArgs, bin, ...flags];
       // The malloc settings of its systemd unit, as the standalone bench runs it; the bench's own environment wins.
       env = { ...(await unitEnvironment()), ...process.env };
     } else {
-      if (!o.binary) throw new Error('the upstream side needs BENCH_PEER_KUBELET');
+      if (!o.binary) throw new Error('the peer side needs BENCH_PEER_KUBELET');
       argv = [o.binary, ...flags];
     }
     // nsenter enters the namespace and execs the kubelet: the pid spawned is the kubelet's.

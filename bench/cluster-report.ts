@@ -1,8 +1,8 @@
 /**
  * The cluster-mode bench's results: per size, the median over the rounds of each kubelet's figures
- * (tskubelet's as they are, the upstream kubelet's as `peer_<figure>`, and their ratio within each
- * round as `vs_peer_<figure>`), as JSON lines for bench/table.ts; everything per run as
- * results.json; the API traffic side by side as markdown.
+ * (tskubelet's as they are, the peer's as `peer_<figure>`: the upstream kubelet, or a tskubelet in
+ * an A/B; and their ratio within each round as `vs_peer_<figure>`), as JSON lines for
+ * bench/table.ts; everything per run as results.json; the API traffic side by side as markdown.
  */
 import os from 'node:os';
 import type { Side } from './cluster-kubelet.js';
@@ -89,7 +89,7 @@ export function clusterReport(
   notes: Record<string, string>,
 ): { figures: Figure[]; results: unknown; traffic: string } {
   const figures: Figure[] = [];
-  const peer = s.sides.includes('upstream');
+  const peer = s.sides.includes('peer');
   if (peer) {
     figures.push({
       bench: BENCH,
@@ -97,19 +97,20 @@ export function clusterReport(
       metric: 'peer_rounds',
       value: s.rounds,
       note:
-        `peer: the upstream kubelet ${s.peerBinary}. peer_<figure> is its figure, vs_peer_<figure> tskubelet's over the ` +
+        `peer: ${s.peerKind === 'tskubelet' ? 'tskubelet' : 'the upstream kubelet'} ${s.peerBinary} (${s.peerVersion})` +
+        `${s.peerNodeArgs.length ? ` with node ${s.peerNodeArgs.join(' ')}` : ''}. peer_<figure> is its figure, vs_peer_<figure> tskubelet's over the ` +
         "peer's in the same round (median over the rounds): below 1 is tskubelet faster or lighter",
     });
   }
   for (const { n, metric, values } of byFigure(runs, 'tskubelet').values())
     figures.push(figure(n, metric, values, notes[metric]));
   if (peer) {
-    for (const { n, metric, values } of byFigure(runs, 'upstream').values())
+    for (const { n, metric, values } of byFigure(runs, 'peer').values())
       figures.push(figure(n, `peer_${metric}`, values, undefined));
     // Ratios within a round: the pair saw the same machine within minutes.
     const ratios = new Map<string, { n: number; metric: string; values: number[] }>();
     for (const ours of runs.filter((r) => r.side === 'tskubelet')) {
-      const theirs = runs.find((r) => r.side === 'upstream' && r.n === ours.n && r.round === ours.round);
+      const theirs = runs.find((r) => r.side === 'peer' && r.n === ours.n && r.round === ours.round);
       if (!theirs) continue;
       for (const [metric, v] of Object.entries(ours.figures)) {
         if (metric === 'restarts' || metric === 'other_writes') continue;
@@ -137,7 +138,9 @@ export function clusterReport(
     const sides = s.sides
       .map((side) => {
         const rounds = runs.filter((r) => r.side === side && r.n === n && r.traffic).map((r) => r.traffic!);
-        return { name: side, summary: summarize(rounds), rounds: rounds.length };
+        const name =
+          side === 'tskubelet' ? side : s.peerKind === 'tskubelet' ? 'tskubelet (peer)' : 'upstream';
+        return { name, summary: summarize(rounds), rounds: rounds.length };
       })
       .filter((x) => x.rounds > 0);
     if (sides.length > 0) sections.push(trafficMarkdown(n, sides));
