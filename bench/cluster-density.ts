@@ -123,7 +123,10 @@ async function settings(): Promise<ClusterSettings> {
   const sizes = (process.env.BENCH_PODS || '30,100').split(',').map((x) => Number(x.trim()));
   if (sizes.some((n) => !Number.isInteger(n) || n < 1))
     throw new Error(`BENCH_PODS must be pod counts, got ${process.env.BENCH_PODS}`);
-  const peerBinary = process.env.BENCH_PEER_KUBELET || undefined;
+  // Absolute: the kubelets run under nsenter, which leaves them in / (bin/tskubelet would not be found).
+  const peerBinary = process.env.BENCH_PEER_KUBELET
+    ? path.resolve(process.env.BENCH_PEER_KUBELET)
+    : undefined;
   const peer = peerBinary
     ? await identifyKubelet(peerBinary, process.env.BENCH_PEER_KIND || undefined)
     : undefined;
