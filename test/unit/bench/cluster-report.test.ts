@@ -33,6 +33,7 @@ function settings(over: Partial<ClusterSettings>): ClusterSettings {
     nodeKubeconfig: '/tmp/n',
     ownControlPlane: true,
     endpoint: 'unix:///tmp/c.sock',
+    timeline: false,
     ...over,
   };
 }
