@@ -44,6 +44,12 @@ export interface CpuProfileSummary {
   selfByModule: Map<string, number>;
   selfByFunction: Map<string, number>;
   inclusive: Map<string, number>;
+  /**
+   * Each sample to the deepest project file on its stack (`src/`, helpers of `src/lib/` passed
+   * over for their caller), or its own module when none is there: a socket read or a promise
+   * completion has no project frame below it.
+   */
+  byProjectFile: Map<string, number>;
 }
 
 /**
@@ -119,6 +125,7 @@ export function summarizeCpuProfile(
     selfByModule: new Map(),
     selfByFunction: new Map(),
     inclusive: new Map(),
+    byProjectFile: new Map(),
   };
   const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
   const fromUs = profile.startTime + fromS * 1e6;
@@ -135,12 +142,16 @@ export function summarizeCpuProfile(
     add(out.selfByFunction, own.name, dt);
     add(out.selfByModule, own.module, dt);
     const seen = new Set<string>();
+    let project: string | undefined;
     for (let id: number | undefined = node.id; id !== undefined; id = parentOf.get(id)) {
-      const { name } = nameOf(byId.get(id)!.callFrame);
+      const { name, module } = nameOf(byId.get(id)!.callFrame);
+      if (project === undefined && module.startsWith('src/') && !module.startsWith('src/lib/'))
+        project = module;
       if (seen.has(name)) continue;
       seen.add(name);
       add(out.inclusive, name, dt);
     }
+    add(out.byProjectFile, project ?? own.module, dt);
   }
   return out;
 }
@@ -172,6 +183,7 @@ function main(): void {
       `${fromArg ?? 0}–${toArg ?? ((profile.endTime - profile.startTime) / 1e6).toFixed(1)} s`,
   );
   print('self time by module', summary.selfByModule);
+  print('by the deepest project file on the stack (src/lib passed over)', summary.byProjectFile);
   print('self time by function', summary.selfByFunction);
   print('inclusive time by function', summary.inclusive);
 }

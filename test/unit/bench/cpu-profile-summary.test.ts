@@ -41,6 +41,14 @@ describe('cpu-profile-summary', () => {
     assert.equal(all.selfByModule.get('src/b.js'), 2000);
     assert.equal(all.inclusive.get('sync src/a.js:10'), 3000);
     assert.equal(all.inclusive.get('(root)'), 3000);
+    assert.deepEqual(
+      [...all.byProjectFile],
+      [
+        ['src/b.js', 2000],
+        ['src/a.js', 1000],
+      ],
+      "each sample to its deepest project file: parse's in src/b.js, below sync in src/a.js",
+    );
     const window = summarizeCpuProfile(profile, byUrl, 0.0015, 0.0035);
     assert.equal(window.totalUs, 2000, 'only the samples at 2 and 3 ms');
   });
