@@ -563,9 +563,10 @@ export class Kubelet implements ServerHost {
         );
       }
       // The status set above was made before this sync met the back-offs, and nothing but the first
-      // one's end syncs the pod again: while the runtime is as that status read it, report why the
-      // containers wait (CrashLoopBackOff, ImagePullBackOff) now rather than when the back-off is over.
-      if (leftRuntimeUnchanged(result.results))
+      // one's end syncs the pod again: while the runtime is as that status read it, report a crash
+      // loop now rather than when the back-off is over. An image pull back-off is left to the next
+      // sync, as upstream: the ErrImagePull of the pull before it stays readable until then.
+      if (result.results.some((r) => r.reason === 'CrashLoopBackOff') && leftRuntimeUnchanged(result.results))
         this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
       // Only back-offs: look again when the first runs out, so the container restarts when its back-off
       // says rather than at the next resync as upstream does (up to 1.5 min later).
