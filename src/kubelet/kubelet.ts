@@ -7,7 +7,8 @@ import { mutableCopy } from '../lib/deep-readonly.js';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
-import { backOffRequeueMs, hardFailures, leftRuntimeUnchanged } from '../kuberuntime/back-off-results.js';
+import { backOffRequeueMs, hardFailures, reportCrashLoopNow } from '../kuberuntime/back-off-results.js';
+import { podRef } from '../kuberuntime/format.js';
 import { nodeRef } from '../api/node.js';
 import type { KubePodStatus, Runtime, RunningPod } from '../kuberuntime/types.js';
 import { Backoff } from '../lib/backoff.js';
@@ -562,11 +563,8 @@ export class Kubelet implements ServerHost {
             .join('; '),
         );
       }
-      // The status set above was made before this sync met the back-offs, and nothing but the first
-      // one's end syncs the pod again: while the runtime is as that status read it, report a crash
-      // loop now rather than when the back-off is over. An image pull back-off is left to the next
-      // sync, as upstream: the ErrImagePull of the pull before it stays readable until then.
-      if (result.results.some((r) => r.reason === 'CrashLoopBackOff') && leftRuntimeUnchanged(result.results))
+      // The status set above was made before this sync met the back-offs (see reportCrashLoopNow).
+      if (reportCrashLoopNow(result.results))
         this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
       // Only back-offs: look again when the first runs out, so the container restarts when its back-off
       // says rather than at the next resync as upstream does (up to 1.5 min later).
@@ -796,10 +794,4 @@ export class Kubelet implements ServerHost {
       ...(this.opts.healthChecks ?? []),
     ];
   }
-}
-
-/** namespace/name, for logs; safe on any object, as it names pods in the messages of their failures. */
-function podRef(pod: Pod): string {
-  const meta = (pod as Partial<Pod>).metadata;
-  return `${String(meta?.namespace ?? '')}/${String(meta?.name ?? '')}`;
 }

@@ -47,3 +47,13 @@ const RUNTIME_CHANGING_ACTIONS: ReadonlySet<SyncResult['action']> = new Set([
 export function leftRuntimeUnchanged(results: readonly SyncResult[]): boolean {
   return !results.some((r) => r.reason === undefined && RUNTIME_CHANGING_ACTIONS.has(r.action));
 }
+
+/**
+ * Whether a sync that stopped at back-offs should report its crash loop at once: nothing but the
+ * first back-off's end syncs the pod again, so while the runtime is as the sync's starting status
+ * read it, CrashLoopBackOff is shown now rather than when the back-off is over. An image pull
+ * back-off is left to the next sync, as upstream: the pull's ErrImagePull stays readable until then.
+ */
+export function reportCrashLoopNow(results: readonly SyncResult[]): boolean {
+  return results.some((r) => r.reason === 'CrashLoopBackOff') && leftRuntimeUnchanged(results);
+}

@@ -9,3 +9,9 @@ export function formatPod(pod: Pod): string {
 export function formatPodRef(name: string, namespace: string, uid: string): string {
   return `${name}_${namespace}(${uid})`;
 }
+
+/** namespace/name, for logs; safe on any object, as it names pods in the messages of their failures. */
+export function podRef(pod: Pod): string {
+  const meta = (pod as Partial<Pod>).metadata;
+  return `${String(meta?.namespace ?? '')}/${String(meta?.name ?? '')}`;
+}
