@@ -136,7 +136,12 @@ export class VolumeManagerImpl implements VolumeManager {
   /** The operation under way per `<uid>/<volume>`. */
   private readonly operations = new Map<string, Promise<void>>();
   private readonly retries = new Map<string, RetryState>();
-  private readonly listeners = new Set<() => void>();
+  /**
+   * Per pod UID, the waiters for a change of that pod's mounts: a mount finishing wakes its own pod's
+   * waiter only, where one list for all had each of 100 pods starting at once re-check and re-arm its
+   * wait on every other pod's mount.
+   */
+  private readonly listeners = new Map<string, Set<() => void>>();
   private readonly stopController = new AbortController();
   /** Orphans whose cleanup failed once: later failures are logged quietly. */
   private readonly orphanWarned = new Set<string>();
@@ -369,7 +374,7 @@ export class VolumeManagerImpl implements VolumeManager {
         reason = 'context deadline exceeded';
         break;
       }
-      await this.changed(deadlineMs, signal);
+      await this.changed(uid, deadlineMs, signal);
     }
     const unmounted = this.unmountedVolumes(uid, expected);
     if (unmounted.length === 0) return;
@@ -400,23 +405,29 @@ export class VolumeManagerImpl implements VolumeManager {
     return expected.filter((n) => !mounted?.get(n)?.setUpThisRun).sort();
   }
 
-  /** Resolves on the next change of the actual state, at deadlineMs, or when signal aborts. */
-  private changed(deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
+  /** Resolves on the next change of the pod's actual state, at deadlineMs, or when signal aborts. */
+  private changed(uid: string, deadlineMs: number, signal: AbortSignal | undefined): Promise<void> {
     return new Promise((resolve) => {
+      let waiters = this.listeners.get(uid);
+      if (!waiters) this.listeners.set(uid, (waiters = new Set()));
+      const own = waiters;
       const done = () => {
-        this.listeners.delete(done);
+        own.delete(done);
+        if (own.size === 0 && this.listeners.get(uid) === own) this.listeners.delete(uid);
         this.clock.clearTimeout(timer);
         signal?.removeEventListener('abort', done);
         resolve();
       };
       const timer = this.clock.setTimeout(done, Math.max(0, deadlineMs - this.clock.now()));
-      this.listeners.add(done);
+      own.add(done);
       signal?.addEventListener('abort', done, { once: true });
     });
   }
 
-  private notify(): void {
-    for (const l of [...this.listeners]) l();
+  /** Wakes the waiters of the pod uid, or of every pod. */
+  private notify(uid?: string): void {
+    const sets = uid === undefined ? [...this.listeners.values()] : [this.listeners.get(uid)];
+    for (const waiters of sets) for (const l of [...(waiters ?? [])]) l();
   }
 
   // ---- the reconciler ------------------------------------------------------------------------------
@@ -436,7 +447,7 @@ export class VolumeManagerImpl implements VolumeManager {
         if (m) m.remountRequired = false;
         const op = this.mountVolume(uid, dp, v, m?.setUpThisRun === true).finally(() => {
           this.operations.delete(key);
-          this.notify();
+          this.notify(uid);
         });
         this.operations.set(key, op);
       }
@@ -694,7 +705,7 @@ export class VolumeManagerImpl implements VolumeManager {
         }),
       );
     }
-    this.notify();
+    this.notify(podUid);
     return errors;
   }
 
