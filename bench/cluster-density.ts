@@ -23,7 +23,8 @@
  * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_KUBELET_ARGS
  * (its extra flags), BENCH_PEER_NODE_ARGS (node flags for a tskubelet peer, e.g. a V8 setting
  * against none), BENCH_TIMELINE (1: each pod's stages and the kubelet's CPU by thread,
- * bench/cluster-timeline.ts). From the driver: BENCH_CLUSTER_WORK,
+ * bench/cluster-timeline.ts), BENCH_WINDOW_SIGNAL (1: SIGUSR2 to tskubelet as the pods' creation starts
+ * and again once all run, for a preload such as bench/heap-sampler.ts). From the driver: BENCH_CLUSTER_WORK,
  * BENCH_CLUSTER_OUT, BENCH_CLUSTER_NODE_NAME, BENCH_CLUSTER_ADMIN_KUBECONFIG,
  * BENCH_CLUSTER_NODE_KUBECONFIG, BENCH_CLUSTER_AUDIT_LOG (may be empty), BENCH_CLUSTER_MOUNT_NS,
  * CONTAINER_RUNTIME_ENDPOINT.
@@ -117,6 +118,8 @@ export interface ClusterSettings {
   endpoint: string;
   /** BENCH_TIMELINE=1: each pod's stages and the kubelet's CPU by thread (bench/cluster-timeline.ts). */
   timeline: boolean;
+  /** BENCH_WINDOW_SIGNAL=1: SIGUSR2 to tskubelet at the start window's edges (bench/heap-sampler.ts). */
+  windowSignal: boolean;
 }
 
 async function settings(): Promise<ClusterSettings> {
@@ -159,6 +162,7 @@ async function settings(): Promise<ClusterSettings> {
     ownControlPlane: process.env.BENCH_CLUSTER_OWN_CONTROL_PLANE === 'true',
     endpoint: required('CONTAINER_RUNTIME_ENDPOINT'),
     timeline: process.env.BENCH_TIMELINE === '1',
+    windowSignal: process.env.BENCH_WINDOW_SIGNAL === '1',
   };
 }
 
@@ -367,11 +371,13 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     const threads0 = s.timeline ? threadCpu(pid) : undefined;
     const startMs = Date.now();
     const tStart = performance.now();
+    if (s.windowSignal && side === 'tskubelet') process.kill(pid, 'SIGUSR2');
     phase(`${label}: creating ${n} pods`);
     const pods = names.map((name) => clusterBenchPod(name, NAMESPACE, s.nodeName, s.automountToken));
     const { createdAt } = await api.createPods(pods, s.createParallel);
     await watch.waitFor(watch.runningAt, names, 60_000 + n * 2000, 'pods Running', alive);
     const cpu1 = kubeletCpu(pid);
+    if (s.windowSignal && side === 'tskubelet') process.kill(pid, 'SIGUSR2');
     if (threads0) threadsDelta = threadCpuDelta(threads0, threadCpu(pid));
     if (s.timeline) {
       runtime = await runtimeTimes(conn, NAMESPACE);

@@ -34,6 +34,7 @@ function settings(over: Partial<ClusterSettings>): ClusterSettings {
     ownControlPlane: true,
     endpoint: 'unix:///tmp/c.sock',
     timeline: false,
+    windowSignal: false,
     ...over,
   };
 }
