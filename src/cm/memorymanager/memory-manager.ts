@@ -214,6 +214,10 @@ export class MemoryManager implements HintProvider {
   /** Frees what containers of pods no longer active hold (upstream: removeStaleState). */
   private removeStaleState(): void {
     if (!this.activePods) return;
+    const assignments = this.state.getMemoryAssignments();
+    // Nothing held (the None policy, or no Guaranteed pod yet): nothing can be stale, and the active
+    // pods need not be listed, which each admission of a burst of pods did for all pods before it.
+    if (assignments.size === 0) return;
     const pods = [...this.activePods()];
     if (this.pendingAdmissionPod) pods.push(this.pendingAdmissionPod);
     const active = new Map<string, Set<string>>();
@@ -223,7 +227,7 @@ export class MemoryManager implements HintProvider {
       active.set(p.metadata.uid ?? '', names);
     }
     let changed = false;
-    for (const [uid, containers] of this.state.getMemoryAssignments())
+    for (const [uid, containers] of assignments)
       for (const name of containers.keys()) {
         if (active.get(uid)?.has(name)) continue;
         log.info('RemoveStaleState removing state', { podUID: uid, containerName: name });
