@@ -190,19 +190,17 @@ export class PodConfig {
           into.set(uid, existing);
           continue;
         }
-        // Sources hand over their objects; copy so later mutation on either side cannot leak.
-        const ref = structuredClone(sent);
-        ref.metadata.annotations = { ...ref.metadata.annotations, [CONFIG_SOURCE_ANNOTATION]: source };
         if (existing) {
           into.set(uid, existing);
           stored.set(sent, existing);
-          const outcome = checkAndUpdatePod(existing, ref);
+          const outcome = checkAndUpdatePod(existing, sent, source);
           if (outcome === 'update') updates.push(existing);
           else if (outcome === 'delete') deletes.push(existing);
           else if (outcome === 'reconcile') reconciles.push(existing);
           continue;
         }
-        ref.metadata.annotations[CONFIG_SEEN_ANNOTATION] = rfc3339Nano(this.clock.now());
+        const ref = sourceCopy(sent, source);
+        ref.metadata.annotations![CONFIG_SEEN_ANNOTATION] = rfc3339Nano(this.clock.now());
         into.set(uid, ref);
         stored.set(sent, ref);
         adds.push(ref);
@@ -281,16 +279,32 @@ export class PodConfig {
 
 type CheckOutcome = 'update' | 'delete' | 'reconcile' | 'none';
 
-/** Folds ref into existing (which stays the stored object) and says what kind of change it was. */
-function checkAndUpdatePod(existing: Pod, ref: Pod): CheckOutcome {
-  if (!podsDifferSemantically(existing, ref)) {
-    if (!isDeepStrictEqual(existing.status, ref.status)) {
+/**
+ * Sources hand over their objects; PodConfig keeps copies, so that later mutation on either side
+ * cannot leak. The copy carries the config.source annotation.
+ */
+function sourceCopy(sent: Pod, source: PodSource): Pod {
+  const ref = structuredClone(sent);
+  ref.metadata.annotations = { ...ref.metadata.annotations, [CONFIG_SOURCE_ANNOTATION]: source };
+  return ref;
+}
+
+/**
+ * Folds what the source sent into existing (which stays the stored object) and says what kind of
+ * change it was. Compared before anything is copied: most updates from the API are a status the
+ * kubelet itself wrote, and copying the whole pod (managedFields and all) for them was most of what
+ * PodConfig allocated.
+ */
+function checkAndUpdatePod(existing: Pod, sent: Pod, source: PodSource): CheckOutcome {
+  if (!podsDifferSemantically(existing, sent)) {
+    if (!isDeepStrictEqual(existing.status, sent.status)) {
       // The kubelet owns pod status; a source that changes only status asks for a reconcile.
-      existing.status = ref.status;
+      existing.status = structuredClone(sent.status);
       return 'reconcile';
     }
     return 'none';
   }
+  const ref = sourceCopy(sent, source);
   existing.spec = ref.spec;
   existing.metadata.labels = ref.metadata.labels;
   existing.metadata.deletionTimestamp = ref.metadata.deletionTimestamp;

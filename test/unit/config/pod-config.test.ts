@@ -167,6 +167,36 @@ describe('PodConfig', () => {
     assert.equal(config.mergedState()[0]!.spec.containers[0]!.image, 'busybox');
   });
 
+  test('what a source sends later is copied too: its status-only and spec changes do not share objects with it', () => {
+    const send = config.channel('api');
+    send({ op: 'SET', pods: [pod('a')] });
+    const statusOnly = pod('a');
+    statusOnly.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+    send({ op: 'SET', pods: [statusOnly] });
+    assert.deepEqual(summary(seen), ['api ADD [a]', 'api RECONCILE [a]']);
+    statusOnly.status.conditions![0]!.status = 'False';
+    statusOnly.status.phase = 'Failed';
+    const held = config.mergedState()[0]!;
+    assert.equal(held.status?.phase, 'Running');
+    assert.equal(held.status?.conditions?.[0]?.status, 'True');
+
+    const respec = pod('a', 'uid-a', 'busybox:2');
+    respec.status = { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] };
+    send({ op: 'SET', pods: [respec] });
+    assert.deepEqual(summary(seen).slice(2), ['api UPDATE [a]']);
+    respec.spec.containers[0]!.image = 'mutated';
+    respec.metadata.annotations!['kubernetes.io/config.hash'] = 'mutated';
+    const updated = config.mergedState()[0]!;
+    assert.equal(updated.spec.containers[0]!.image, 'busybox:2');
+    assert.equal(updated.metadata.annotations?.['kubernetes.io/config.hash'], 'uid-a');
+    assert.equal(updated.metadata.annotations?.['kubernetes.io/config.source'], 'api');
+    assert.equal(
+      updated.metadata.annotations?.['kubernetes.io/config.seen'],
+      '2024-01-02T03:04:05.6Z',
+      'first-seen is kept',
+    );
+  });
+
   test('seenAllSources: every registered source must have sent a SET', () => {
     const file = config.channel('file');
     const api = config.channel('api');
