@@ -185,7 +185,10 @@ function streamFailure(
 
 function headerFields(headers: Http2.IncomingHttpHeaders): Map<string, string> {
   const fields = new Map<string, string>();
-  for (const [name, value] of Object.entries(headers)) {
+  // for…in rather than Object.entries: no array per field on every answer's headers and trailers
+  // (node's header objects have no prototype, so nothing inherited is met).
+  for (const name in headers) {
+    const value = headers[name];
     if (value !== undefined) fields.set(name, Array.isArray(value) ? value.join(', ') : String(value));
   }
   return fields;

@@ -71,13 +71,17 @@ export function instrumentCri<T extends RuntimeService | ImageService>(
     '[ALPHA] Cumulative number of the run_podsandbox operation errors by RuntimeClass.Handler.',
     ['runtime_handler'],
   );
+  // One wrapper per method, made at its first call, not a new closure at every call.
+  const wrappers = new Map<string, { of: unknown; wrapper: (...args: unknown[]) => Promise<unknown> }>();
   return new Proxy(service, {
     get(target, prop, receiver) {
       const value: unknown = Reflect.get(target, prop, receiver);
       const operation = typeof prop === 'string' ? OPERATION_NAMES[prop] : undefined;
       if (typeof value !== 'function' || operation === undefined) return value;
-      return async (...args: unknown[]) => {
-        const labels = { operation_type: operation };
+      const known = wrappers.get(prop as string);
+      if (known?.of === value) return known.wrapper;
+      const labels = { operation_type: operation };
+      const wrapper = async (...args: unknown[]) => {
         const startMs = monotonicMs();
         total.inc(labels);
         const handler = prop === 'runPodSandbox' ? { runtime_handler: String(args[1] ?? '') } : undefined;
@@ -93,6 +97,8 @@ export function instrumentCri<T extends RuntimeService | ImageService>(
           if (handler) sandboxDuration.observe(handler, seconds);
         }
       };
+      wrappers.set(prop as string, { of: value, wrapper });
+      return wrapper;
     },
   });
 }

@@ -503,7 +503,11 @@ function goTime(v: unknown): Json {
 /** The fields of o not named in known, as they are (fields newer than this code pass through). */
 function others(o: Loose, known: readonly string[]): JsonObject {
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(o)) if (!known.includes(k) && v !== undefined) out[k] = v as Json;
+  // for…in, not Object.entries: no array per field of every status and container status patched.
+  for (const k in o) {
+    const v = o[k];
+    if (!known.includes(k) && v !== undefined) out[k] = v as Json;
+  }
   return out;
 }
 
