@@ -351,7 +351,7 @@ export class VolumeManagerImpl implements VolumeManager {
       const m = this.actual.get(uid)?.get(v.outerName);
       if (m?.setUpThisRun && v.plugin.requiresRemount) m.remountRequired = true;
     }
-    this.reconcile();
+    this.reconcile(uid);
 
     const deadlineMs = this.clock.now() + this.mountTimeoutMs;
     let reason: string | undefined;
@@ -432,25 +432,37 @@ export class VolumeManagerImpl implements VolumeManager {
 
   // ---- the reconciler ------------------------------------------------------------------------------
 
-  /** Starts a mount for every desired volume not set up (or due a refresh) and not backing off. */
-  private reconcile(): void {
+  /**
+   * Starts a mount for every desired volume not set up (or due a refresh) and not backing off: of
+   * the pod onlyUid, or of every pod. A pod's wait passes its own: every other pod's volumes have
+   * been started by their own waits or are due a retry timer of their own, and walking all pods at
+   * each of 100 pods' first syncs cost a key string per pending volume per pod.
+   */
+  private reconcile(onlyUid?: string): void {
     if (this.stopController.signal.aborted) return;
     const now = this.clock.now();
-    for (const [uid, dp] of this.desired) {
-      for (const v of dp.volumes.values()) {
-        const m = this.actual.get(uid)?.get(v.outerName);
-        if (m?.setUpThisRun && !m.remountRequired) continue;
-        const key = `${uid}/${v.outerName}`;
-        if (this.operations.has(key)) continue;
-        const retry = this.retries.get(key);
-        if (retry && now < retry.retryAtMs) continue;
-        if (m) m.remountRequired = false;
-        const op = this.mountVolume(uid, dp, v, m?.setUpThisRun === true).finally(() => {
-          this.operations.delete(key);
-          this.notify(uid);
-        });
-        this.operations.set(key, op);
-      }
+    if (onlyUid === undefined) {
+      for (const [uid, dp] of this.desired) this.reconcilePod(uid, dp, now);
+      return;
+    }
+    const dp = this.desired.get(onlyUid);
+    if (dp) this.reconcilePod(onlyUid, dp, now);
+  }
+
+  private reconcilePod(uid: string, dp: DesiredPod, now: number): void {
+    for (const v of dp.volumes.values()) {
+      const m = this.actual.get(uid)?.get(v.outerName);
+      if (m?.setUpThisRun && !m.remountRequired) continue;
+      const key = `${uid}/${v.outerName}`;
+      if (this.operations.has(key)) continue;
+      const retry = this.retries.get(key);
+      if (retry && now < retry.retryAtMs) continue;
+      if (m) m.remountRequired = false;
+      const op = this.mountVolume(uid, dp, v, m?.setUpThisRun === true).finally(() => {
+        this.operations.delete(key);
+        this.notify(uid);
+      });
+      this.operations.set(key, op);
     }
   }
 
