@@ -58,9 +58,19 @@ export function createTwoWayMergePatch(
   return diffMaps(original, modified, schema);
 }
 
+/** Whether o has a key: without the array Object.keys would make to count them. */
+function hasKeys(o: JsonObject): boolean {
+  for (const key in o) if (Object.hasOwn(o, key)) return true;
+  return false;
+}
+
+// for…in over plain JSON objects rather than Object.entries and Object.keys: a status patch is
+// worked out for every status a pod start reports, and those arrays were most of what it allocated.
 function diffMaps(original: JsonObject, modified: JsonObject, schema: PatchSchema): JsonObject {
   const patch: JsonObject = {};
-  for (const [key, m] of Object.entries(modified)) {
+  for (const key in modified) {
+    if (!Object.hasOwn(modified, key)) continue;
+    const m = modified[key]!;
     if (!(key in original)) {
       patch[key] = m;
       continue;
@@ -72,14 +82,14 @@ function diffMaps(original: JsonObject, modified: JsonObject, schema: PatchSchem
     }
     if (isObject(o) && isObject(m)) {
       const sub = diffMaps(o, m, schema[key]?.fields ?? {});
-      if (Object.keys(sub).length > 0) patch[key] = sub;
+      if (hasKeys(sub)) patch[key] = sub;
     } else if (Array.isArray(o) && Array.isArray(m)) {
       diffSlice(key, o, m, patch, schema[key]);
     } else if (o !== m) {
       patch[key] = m;
     }
   }
-  for (const key of Object.keys(original)) if (!(key in modified)) patch[key] = null;
+  for (const key in original) if (Object.hasOwn(original, key) && !(key in modified)) patch[key] = null;
   return patch;
 }
 
@@ -137,7 +147,7 @@ function diffListsOfMaps(
     const mk = j < m.length ? keyString(m[j]![mergeKey]) : undefined;
     if (ok !== undefined && mk !== undefined && ok === mk) {
       const sub = diffMaps(o[i]!, m[j]!, schema);
-      if (Object.keys(sub).length > 0) {
+      if (hasKeys(sub)) {
         sub[mergeKey] = m[j]![mergeKey] ?? null;
         changes.push(sub);
       }
