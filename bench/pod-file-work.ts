@@ -1,0 +1,402 @@
+/**
+ * The folders and files each pod start makes, and what each kind of file call costs: the CPU of the
+ * whole process (process.cpuUsage: the main thread, libuv's pool threads, V8's helpers), in µs.
+ *
+ * - "calls": one file call, made the way the code can make it: through fs/promises (a promise and
+ *   a round trip to a libuv pool thread), with callbacks (the round trip without the promise), or
+ *   synchronously (fs.*Sync: the system call on the main thread), on cgroupfs, a tmpfs and the disk
+ *   the bench folder is on. Each case runs BENCH_CALLS times, BENCH_CALL_CONCURRENCY at once.
+ * - "pod": the kubelet's own code for each pod start, BENCH_PODS pods at once as a burst of pods
+ *   starts (µs per pod): the pod's data dirs (4 syncs), its cgroup (made under a QoS tier of the
+ *   bench's own cgroup root, then found 3 more times), the service account token volume (the
+ *   emptyDir wrapper, the medium checks and the atomic writer's first write, then 3 remounts with
+ *   nothing changed), and the hosts file. The token volume's tmpfs is mounted before its stage, out
+ *   of the measured window (mount(8) is a child process of its own): the wrapper then finds it
+ *   mounted, where a kubelet mounts it in the same call; the file calls are the same but for the
+ *   mount itself.
+ *
+ * Figures: the median over BENCH_ROUNDS rounds (min and max beside it). Compare two trees by running
+ * this file in each, alternating, under one lock (docs/benchmarks.md shows the command).
+ *
+ * Run (root: cgroups and mounts): node --import tsx bench/pod-file-work.ts  [calls|pod]
+ * Env: BENCH_ROUNDS (default 7, quick 2), BENCH_PODS (default 100), BENCH_CALLS (default 2000),
+ *      BENCH_CALL_CONCURRENCY (default 8), BENCH_FILEWORK_DIR (a folder on the disk under test;
+ *      default a new one in /var/tmp).
+ */
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as fsp from 'node:fs/promises';
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import type { Pod } from '../src/api/core-v1.js';
+import { CgroupManager } from '../src/cm/cgroup-manager.js';
+import { realCgroupFs } from '../src/cm/cgroup-fs.js';
+import { newCgroupName, parseCgroupfsToCgroupName } from '../src/cm/cgroup-name.js';
+import { detectCgroupSubsystems } from '../src/cm/cgroup-subsystems.js';
+import { PodContainerManager } from '../src/cm/pod-container-manager.js';
+import { qosContainersInfo } from '../src/cm/qos-container-manager.js';
+import { makePodDataDirs } from '../src/kubelet/pod-data-dirs.js';
+import { makeHostsMount } from '../src/kuberuntime/etc-hosts.js';
+import { realClock } from '../src/lib/clock.js';
+import type { Payload } from '../src/volume/atomic-writer.js';
+import { DataVolumeMounter } from '../src/volume/data-volume.js';
+import { SystemMounter } from '../src/volume/mounter.js';
+import { PROJECTED_PLUGIN_NAME } from '../src/volume/projected.js';
+import type { VolumeHost } from '../src/volume/volume-plugin.js';
+import { podVolumeDir } from '../src/volume/volume-paths.js';
+import { emit, envNumber, median, quickMode, say } from './report.js';
+
+const BENCH = 'pod-file-work';
+const ROUNDS = envNumber('BENCH_ROUNDS', quickMode() ? 2 : 7);
+const PODS = envNumber('BENCH_PODS', 100);
+const CALLS = envNumber('BENCH_CALLS', quickMode() ? 200 : 2000);
+const CALL_CONCURRENCY = Math.max(1, envNumber('BENCH_CALL_CONCURRENCY', 8));
+const REMOUNTS = 3;
+const TOKEN_VOLUME = 'kube-api-access-bench';
+
+function cpuMicros(): number {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+}
+
+/** The whole process's CPU µs while fn runs, per item. */
+async function cpuPer(items: number, fn: () => Promise<unknown>): Promise<number> {
+  const before = cpuMicros();
+  await fn();
+  return (cpuMicros() - before) / items;
+}
+
+/** Runs task(0..n-1), at most `concurrency` at a time. */
+async function pool(n: number, concurrency: number, task: (i: number) => unknown): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    while (next < n) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(n, concurrency) }, lane));
+}
+
+function report(results: Map<string, number[]>, n: number): void {
+  for (const [metric, values] of results) {
+    emit({
+      bench: BENCH,
+      n,
+      metric,
+      value: median(values),
+      min: Math.min(...values),
+      max: Math.max(...values),
+      rounds: values.length,
+    });
+  }
+}
+
+function record(results: Map<string, number[]>, metric: string, value: number): void {
+  let values = results.get(metric);
+  if (!values) results.set(metric, (values = []));
+  values.push(value);
+}
+
+// ---- where the bench works ------------------------------------------------------------------------
+
+interface Places {
+  dir: string;
+  tmpfs: string;
+  cgroupRoot: string;
+  cgroups: CgroupManager;
+  /** A folder of the bench's own in the first v1 hierarchy (or the v2 tree). */
+  cgroupDir: string;
+}
+
+async function setUpPlaces(): Promise<Places> {
+  const base = process.env.BENCH_FILEWORK_DIR ?? '/var/tmp';
+  const dir = fs.mkdtempSync(path.join(base, 'tskubelet-bench-filework-'));
+  const tmpfs = path.join(dir, 'tmpfs');
+  fs.mkdirSync(tmpfs);
+  execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', tmpfs]);
+  const subsystems = await detectCgroupSubsystems(realCgroupFs());
+  const cgroups = new CgroupManager({ subsystems, driver: 'cgroupfs' });
+  const cgroupRoot = `/tskubelet-bench-filework-${process.pid}`;
+  await cgroups.create(parseCgroupfsToCgroupName(`${cgroupRoot}/kubepods/besteffort`));
+  const first = subsystems.version === 'v2' ? subsystems.root : subsystems.hierarchies[0]!.mountPoint;
+  return { dir, tmpfs, cgroupRoot, cgroups, cgroupDir: path.join(first, cgroupRoot) };
+}
+
+async function tearDownPlaces(p: Places): Promise<void> {
+  execFileSync('umount', [p.tmpfs]);
+  fs.rmSync(p.dir, { recursive: true, force: true });
+  const result = await p.cgroups.destroy(parseCgroupfsToCgroupName(p.cgroupRoot));
+  if (!result.removed) say(`cgroups left behind: ${result.busy.join(', ')}`);
+}
+
+// ---- calls ----------------------------------------------------------------------------------------
+
+type Style = 'promises' | 'callback' | 'sync';
+
+interface CallCase {
+  /** `<what> <file system>` */
+  name: string;
+  /** Runs before each measured batch; i is the call's index. */
+  prepare?: (i: number) => void;
+  call: Partial<Record<Style, (i: number) => unknown>>;
+  cleanup?: (i: number) => void;
+}
+
+function callbackCall<T>(fn: (cb: (err: Error | null, v?: T) => void) => void): Promise<T | undefined> {
+  return new Promise((resolve, reject) => fn((err, v) => (err ? reject(err) : resolve(v))));
+}
+
+function callCases(p: Places): CallCase[] {
+  const cases: CallCase[] = [];
+  const roots: [string, string][] = [
+    ['cgroupfs', p.cgroupDir],
+    ['tmpfs', p.tmpfs],
+    ['disk', p.dir],
+  ];
+  for (const [fsName, root] of roots) {
+    const existing = fsName === 'cgroupfs' ? path.join(root, 'cgroup.procs') : path.join(root, 'present');
+    if (fsName !== 'cgroupfs') fs.writeFileSync(existing, 'x');
+    cases.push({
+      name: `stat, found, ${fsName}`,
+      call: {
+        promises: () => fsp.stat(existing),
+        callback: () => callbackCall((cb) => fs.stat(existing, cb)),
+        sync: () => fs.statSync(existing),
+      },
+    });
+    const missing = path.join(root, 'missing');
+    cases.push({
+      name: `stat, missing, ${fsName}`,
+      call: {
+        promises: () => fsp.stat(missing).catch(() => undefined),
+        callback: () => callbackCall((cb) => fs.stat(missing, cb)).catch(() => undefined),
+        sync: () => fs.statSync(missing, { throwIfNoEntry: false }),
+      },
+    });
+    const dirOf = (i: number) => path.join(root, `d${i}`);
+    cases.push({
+      name: `mkdir, ${fsName}`,
+      call: {
+        promises: (i) => fsp.mkdir(dirOf(i), { mode: 0o755 }),
+        callback: (i) => callbackCall((cb) => fs.mkdir(dirOf(i), { mode: 0o755 }, cb)),
+        sync: (i) => fs.mkdirSync(dirOf(i), { mode: 0o755 }),
+      },
+      cleanup: (i) => fs.rmdirSync(dirOf(i)),
+    });
+  }
+  const cpuShares = path.join(p.cgroupDir, 'cpu.shares');
+  if (fs.existsSync(cpuShares)) {
+    const flags = fs.constants.O_WRONLY | fs.constants.O_TRUNC;
+    cases.push({
+      name: 'write a value (cpu.shares), cgroupfs',
+      call: {
+        promises: () => fsp.writeFile(cpuShares, '2', { flag: flags }),
+        callback: () =>
+          callbackCall<void>((cb) =>
+            fs.open(cpuShares, flags, (err, fd) => {
+              if (err) return cb(err);
+              fs.write(fd, '2', (werr) => fs.close(fd, (cerr) => cb(werr ?? cerr)));
+            }),
+          ),
+        sync: () => {
+          const fd = fs.openSync(cpuShares, flags);
+          try {
+            fs.writeSync(fd, '2');
+          } finally {
+            fs.closeSync(fd);
+          }
+        },
+      },
+    });
+    cases.push({
+      name: 'read a value (cpu.shares), cgroupfs',
+      call: {
+        promises: () => fsp.readFile(cpuShares, 'utf8'),
+        callback: () => callbackCall((cb) => fs.readFile(cpuShares, 'utf8', cb)),
+        sync: () => fs.readFileSync(cpuShares, 'utf8'),
+      },
+    });
+  }
+  for (const [fsName, root] of roots.slice(1)) {
+    const file = (i: number) => path.join(root, `f${i}`);
+    const token = Buffer.alloc(1000, 'x');
+    cases.push({
+      name: `create a 1 KB file, ${fsName}`,
+      call: {
+        promises: (i) => fsp.writeFile(file(i), token, { mode: 0o644 }),
+        callback: (i) => callbackCall<void>((cb) => fs.writeFile(file(i), token, { mode: 0o644 }, cb)),
+        sync: (i) => fs.writeFileSync(file(i), token, { mode: 0o644 }),
+      },
+      cleanup: (i) => fs.unlinkSync(file(i)),
+    });
+    cases.push({
+      name: `read a 1 KB file, ${fsName}`,
+      prepare: (i) => fs.writeFileSync(file(i), token),
+      call: {
+        promises: (i) => fsp.readFile(file(i)),
+        callback: (i) => callbackCall((cb) => fs.readFile(file(i), cb)),
+        sync: (i) => fs.readFileSync(file(i)),
+      },
+      cleanup: (i) => fs.unlinkSync(file(i)),
+    });
+    const link = (i: number) => path.join(root, `l${i}`);
+    cases.push({
+      name: `symlink, ${fsName}`,
+      call: {
+        promises: (i) => fsp.symlink('..data/token', link(i)),
+        callback: (i) => callbackCall<void>((cb) => fs.symlink('..data/token', link(i), cb)),
+        sync: (i) => fs.symlinkSync('..data/token', link(i)),
+      },
+      cleanup: (i) => fs.unlinkSync(link(i)),
+    });
+    cases.push({
+      name: `readlink, ${fsName}`,
+      prepare: (i) => fs.symlinkSync('..data/token', link(i)),
+      call: {
+        promises: (i) => fsp.readlink(link(i)),
+        callback: (i) => callbackCall((cb) => fs.readlink(link(i), cb)),
+        sync: (i) => fs.readlinkSync(link(i)),
+      },
+      cleanup: (i) => fs.unlinkSync(link(i)),
+    });
+  }
+  return cases;
+}
+
+async function benchCalls(p: Places): Promise<void> {
+  say(`calls: ${CALLS} of each, ${CALL_CONCURRENCY} at once, ${ROUNDS} rounds`);
+  const results = new Map<string, number[]>();
+  const cases = callCases(p);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const c of cases) {
+      for (const [style, call] of Object.entries(c.call)) {
+        for (let i = 0; i < CALLS; i++) c.prepare?.(i);
+        const us = await cpuPer(CALLS, () => pool(CALLS, CALL_CONCURRENCY, call));
+        for (let i = 0; i < CALLS; i++) c.cleanup?.(i);
+        if (round > 0) record(results, `${c.name}, ${style}: cpu_us`, us);
+      }
+    }
+  }
+  report(results, CALL_CONCURRENCY);
+}
+
+// ---- pods -----------------------------------------------------------------------------------------
+
+function benchPod(uid: string): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: `bench-${uid.slice(0, 8)}`, namespace: 'default', uid },
+    spec: { containers: [{ name: 'sleep', image: 'busybox' }] },
+  };
+}
+
+function tokenPayload(): Payload {
+  // A bound token's JWT is about 1 KB; a cluster's CA about 1.1 KB.
+  return new Map([
+    ['token', { data: Buffer.alloc(1000, 'e'), mode: 0o644 }],
+    ['ca.crt', { data: Buffer.alloc(1100, 'c'), mode: 0o644 }],
+    ['namespace', { data: Buffer.from('default'), mode: 0o644 }],
+  ]);
+}
+
+async function benchPods(p: Places): Promise<void> {
+  say(`pod: ${PODS} pods at once, ${ROUNDS} rounds`);
+  const rootDir = path.join(p.dir, 'kubelet');
+  const host = {
+    rootDir,
+    nodeName: 'bench',
+    clock: realClock,
+    mounter: new SystemMounter(),
+    nodeAllocatable: { cpu: '2', memory: '4Gi' },
+    objectCacheTtlMs: 0,
+  } as unknown as VolumeHost;
+  const podCgroups = new PodContainerManager({
+    cgroupManager: p.cgroups,
+    qos: qosContainersInfo(newCgroupName(parseCgroupfsToCgroupName(p.cgroupRoot), 'kubepods')),
+    podPidsLimit: 0,
+    enforceCPULimits: true,
+    cpuCFSQuotaPeriodUs: 100_000,
+  });
+  const signal = new AbortController().signal;
+  const results = new Map<string, number[]>();
+  for (let round = 0; round < ROUNDS + 1; round++) {
+    const pods = Array.from({ length: PODS }, () => benchPod(randomUUID()));
+    const mounters = pods.map(
+      (pod) =>
+        new DataVolumeMounter(host, PROJECTED_PLUGIN_NAME, pod, TOKEN_VOLUME, 'memory', () =>
+          Promise.resolve(tokenPayload()),
+        ),
+    );
+    const stages: [string, (i: number) => Promise<unknown>][] = [
+      [
+        'pod data dirs, 4 syncs',
+        async (i) => {
+          for (let s = 0; s < 4; s++) await makePodDataDirs(rootDir, pods[i]!.metadata.uid!);
+        },
+      ],
+      [
+        'pod cgroup, made then found 3 times',
+        async (i) => {
+          await podCgroups.ensureExists(pods[i]!);
+          for (let s = 0; s < 3; s++) await podCgroups.exists(pods[i]!);
+        },
+      ],
+      ['token volume, first setUp', (i) => mounters[i]!.setUp({ remount: false, signal })],
+      [
+        `token volume, ${REMOUNTS} remounts`,
+        async (i) => {
+          for (let s = 0; s < REMOUNTS; s++) await mounters[i]!.setUp({ remount: true, signal });
+        },
+      ],
+      [
+        'hosts file',
+        (i) =>
+          makeHostsMount(pods[i]!, {
+            podDir: path.join(rootDir, 'pods', pods[i]!.metadata.uid!),
+            podIPs: ['10.244.0.10'],
+            hostname: pods[i]!.metadata.name!,
+            hostDomain: '',
+            nodeHostsFile: '/etc/hosts',
+          }),
+      ],
+    ];
+    let total = 0;
+    for (const [name, stage] of stages) {
+      if (name.startsWith('token volume, first')) {
+        // The tmpfs a kubelet would mount in this stage, mounted beforehand (see the head of the file).
+        for (const m of mounters) {
+          fs.mkdirSync(m.getPath(), { recursive: true, mode: 0o750 });
+          execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', m.getPath()]);
+        }
+      }
+      const us = await cpuPer(PODS, () => Promise.all(pods.map((_, i) => stage(i))));
+      total += us;
+      // The first round warms the code up.
+      if (round > 0) record(results, `${name}: cpu_us_per_pod`, us);
+    }
+    if (round > 0) record(results, 'all of it: cpu_us_per_pod', total);
+    for (const pod of pods) {
+      const uid = pod.metadata.uid!;
+      execFileSync('umount', [podVolumeDir(rootDir, uid, PROJECTED_PLUGIN_NAME, TOKEN_VOLUME)]);
+      fs.rmSync(path.join(rootDir, 'pods', uid), { recursive: true, force: true });
+      await podCgroups.destroy(podCgroups.getPodContainerName(pod).name);
+    }
+  }
+  report(results, PODS);
+}
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0)
+    throw new Error('pod-file-work needs root: it makes cgroups and mounts tmpfs');
+  const which = process.argv[2];
+  if (which !== undefined && which !== 'calls' && which !== 'pod')
+    throw new Error(`usage: ${BENCH} [calls|pod]`);
+  const places = await setUpPlaces();
+  try {
+    if (which !== 'pod') await benchCalls(places);
+    if (which !== 'calls') await benchPods(places);
+  } finally {
+    await tearDownPlaces(places);
+  }
+}
+
+await main();
