@@ -1,12 +1,10 @@
 /**
- * The file system calls the cgroup code makes, behind a small interface: the real one bounds every
- * call with a deadline, and tests give a temp folder that behaves like cgroupfs (see
+ * The file system calls the cgroup code makes, behind a small interface: the real one calls the
+ * kernel synchronously, and tests give a temp folder that behaves like cgroupfs (see
  * testing/temp-cgroup-fs.ts).
  */
-import { CallWatchdog } from '../lib/call-watchdog.js';
-import { close, constants, open, write } from 'node:fs';
-import { mkdir, readdir, realpath, rmdir, stat } from 'node:fs/promises';
-import { readSmallTextFile } from '../lib/read-small-file.js';
+import { constants } from 'node:fs';
+import { memoryFileCalls, type FileCalls } from '../lib/memory-fs.js';
 
 export interface CgroupDirEntry {
   name: string;
@@ -26,9 +24,6 @@ export interface CgroupFs {
   realpath(p: string): Promise<string>;
 }
 
-/** Each call on cgroupfs answers in microseconds; one that takes this long is stuck, not slow. */
-export const DEFAULT_CGROUP_FS_TIMEOUT_MS = 10_000;
-
 export function errnoCode(err: unknown): string | undefined {
   return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
     ? err.code
@@ -38,64 +33,36 @@ export function errnoCode(err: unknown): string | undefined {
 // O_TRUNC is a no-op on cgroupfs but makes a plain folder (the tests') hold exactly what was written.
 const WRITE_FLAGS = constants.O_WRONLY | constants.O_TRUNC;
 
-export function realCgroupFs(timeoutMs = DEFAULT_CGROUP_FS_TIMEOUT_MS): CgroupFs {
-  const watchdog = new CallWatchdog(Math.max(10, Math.min(1000, timeoutMs / 4)));
-  const bounded = <T>(p: Promise<T>, ms: number, what: string): Promise<T> => watchdog.bounded(p, ms, what);
-  return {
-    readFile: (file) => bounded(readSmallTextFile(file), timeoutMs, `read ${file}`),
-    writeFile: (file, data) => bounded(writeSmallFile(file, data), timeoutMs, `write ${file}`),
-    mkdir: (dir) =>
-      bounded(
-        mkdir(dir, { mode: 0o755 }).then(
-          () => true,
-          (err: unknown) => {
-            if (errnoCode(err) === 'EEXIST') return false;
-            throw err;
-          },
-        ),
-        timeoutMs,
-        `mkdir ${dir}`,
-      ),
-    rmdir: (dir) => bounded(rmdir(dir), timeoutMs, `rmdir ${dir}`),
-    readdir: async (dir) => {
-      const entries = await bounded(readdir(dir, { withFileTypes: true }), timeoutMs, `readdir ${dir}`);
-      return entries.map((e) => ({ name: e.name, isDirectoryOrLink: e.isDirectory() || e.isSymbolicLink() }));
-    },
-    exists: (p) =>
-      bounded(
-        stat(p).then(
-          () => true,
-          (err: unknown) => {
-            if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return false;
-            throw err;
-          },
-        ),
-        timeoutMs,
-        `stat ${p}`,
-      ),
-    realpath: (p) => bounded(realpath(p), timeoutMs, `realpath ${p}`),
-  };
-}
-
 /**
- * Open, one write and close with callbacks: the same three calls as fs/promises' writeFile, without
- * its FileHandle and bookkeeping on the main thread (a pod start writes a handful of these). A
- * cgroup file takes a value in one write or refuses it.
+ * cgroupfs is memory-backed: its calls are made synchronously (lib/memory-fs.ts says why, and what a
+ * stuck call then costs). A pod start makes about thirty of them on cgroup v1.
  */
-function writeSmallFile(file: string, data: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    open(file, WRITE_FLAGS, (openErr, fd) => {
-      if (openErr) return reject(openErr);
-      write(fd, data, (writeErr, written) => {
-        close(fd, (closeErr) => {
-          if (writeErr ?? closeErr) return reject(writeErr ?? closeErr);
-          if (written !== Buffer.byteLength(data))
-            return reject(
-              new Error(`short write to ${file}: ${written} of ${Buffer.byteLength(data)} bytes`),
-            );
-          resolve();
-        });
-      });
-    });
-  });
+export function realCgroupFs(files: FileCalls = memoryFileCalls): CgroupFs {
+  return {
+    readFile: (file) => files.readText(file),
+    writeFile: (file, data) => files.writeInto(file, data, WRITE_FLAGS),
+    mkdir: (dir) =>
+      files.mkdir(dir, { mode: 0o755 }).then(
+        () => true,
+        (err: unknown) => {
+          if (errnoCode(err) === 'EEXIST') return false;
+          throw err;
+        },
+      ),
+    rmdir: (dir) => files.rmdir(dir),
+    readdir: async (dir) =>
+      (await files.readdir(dir)).map((e) => ({
+        name: e.name,
+        isDirectoryOrLink: e.isDirectory() || e.isSymbolicLink(),
+      })),
+    exists: (p) =>
+      files.stat(p).then(
+        () => true,
+        (err: unknown) => {
+          if (errnoCode(err) === 'ENOENT' || errnoCode(err) === 'ENOTDIR') return false;
+          throw err;
+        },
+      ),
+    realpath: (p) => files.realpath(p),
+  };
 }

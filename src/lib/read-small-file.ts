@@ -8,7 +8,7 @@
  * allocations (430 MiB in 3 minutes), and they grew the malloc heap. This reads into a buffer from
  * Buffer's pool, sized from a hint, and grows it only for a file that fills it.
  */
-import { close, open, read } from 'node:fs';
+import { close, closeSync, open, openSync, read, readSync } from 'node:fs';
 import { constants as bufferConstants } from 'node:buffer';
 import { KubeletError } from './errors.js';
 
@@ -51,31 +51,68 @@ function closeQuietly(fd: number): Promise<void> {
   return new Promise((resolve) => close(fd, () => resolve()));
 }
 
-/** The file's bytes, read until end of file. */
-export async function readSmallFile(file: string, opts: ReadSmallFileOptions = {}): Promise<Buffer> {
-  const maxBytes = Math.min(opts.maxBytes ?? bufferConstants.MAX_LENGTH - 1, bufferConstants.MAX_LENGTH - 1);
+function limitOf(opts: ReadSmallFileOptions): number {
+  return Math.min(opts.maxBytes ?? bufferConstants.MAX_LENGTH - 1, bufferConstants.MAX_LENGTH - 1);
+}
+
+function firstBuffer(opts: ReadSmallFileOptions, maxBytes: number): Buffer {
   // One byte past the hint, so that the read that finds the end of the file needs no bigger buffer.
   const first = opts.sizeHint !== undefined && opts.sizeHint > 0 ? opts.sizeHint + 1 : POOLED_MAX_BYTES;
+  return Buffer.allocUnsafe(Math.min(first, maxBytes + 1));
+}
+
+/** buf, or a copy twice its size when the file has filled it. */
+function roomFor(buf: Buffer, length: number, maxBytes: number, file: string): Buffer {
+  if (length < buf.length) return buf;
+  if (length > maxBytes) throw new FileTooLargeError(file, maxBytes);
+  const bigger = Buffer.allocUnsafe(Math.min(buf.length * 2, maxBytes + 1));
+  buf.copy(bigger, 0, 0, length);
+  return bigger;
+}
+
+/** The file's bytes, read until end of file. */
+export async function readSmallFile(file: string, opts: ReadSmallFileOptions = {}): Promise<Buffer> {
+  const maxBytes = limitOf(opts);
   opts.signal?.throwIfAborted();
   const fd = await openForReading(file);
   try {
     let length = 0;
     // After the open: a missing file (a cgroup gone, an optional /proc file) takes no buffer.
-    let buf = Buffer.allocUnsafe(Math.min(first, maxBytes + 1));
+    let buf = firstBuffer(opts, maxBytes);
     for (;;) {
       opts.signal?.throwIfAborted();
-      if (length === buf.length) {
-        if (length > maxBytes) throw new FileTooLargeError(file, maxBytes);
-        const bigger = Buffer.allocUnsafe(Math.min(buf.length * 2, maxBytes + 1));
-        buf.copy(bigger, 0, 0, length);
-        buf = bigger;
-      }
+      buf = roomFor(buf, length, maxBytes, file);
       const bytesRead = await readInto(fd, buf, length);
       if (bytesRead === 0) return buf.subarray(0, length);
       length += bytesRead;
     }
   } finally {
     await closeQuietly(fd);
+  }
+}
+
+/**
+ * readSmallFile on the calling thread: only for files of memory-backed file systems (cgroupfs,
+ * procfs, sysfs, tmpfs), where a read never waits on a disk (see memory-fs.ts).
+ */
+export function readSmallFileSync(file: string, opts: Omit<ReadSmallFileOptions, 'signal'> = {}): Buffer {
+  const maxBytes = limitOf(opts);
+  const fd = openSync(file, 'r');
+  try {
+    let length = 0;
+    let buf = firstBuffer(opts, maxBytes);
+    for (;;) {
+      buf = roomFor(buf, length, maxBytes, file);
+      const bytesRead = readSync(fd, buf, length, buf.length - length, null);
+      if (bytesRead === 0) return buf.subarray(0, length);
+      length += bytesRead;
+    }
+  } finally {
+    try {
+      closeSync(fd);
+    } catch {
+      // A close error on a file only read from loses nothing.
+    }
   }
 }
 

@@ -9,23 +9,10 @@
  * A write that changes nothing leaves the folder alone, so a container watching ..data (as
  * configMap reloaders do) is woken only by real changes.
  */
-import {
-  chmod,
-  chown,
-  lstat,
-  mkdir,
-  readdir,
-  readFile,
-  readlink,
-  rename,
-  rm,
-  symlink,
-  unlink,
-  writeFile,
-} from 'node:fs/promises';
 import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import { realClock, type Clock } from '../lib/clock.js';
+import { promiseFileCalls, type FileCalls } from '../lib/memory-fs.js';
 import { logger } from '../lib/log.js';
 
 const log = logger('volume');
@@ -103,11 +90,11 @@ const MKDIR_TEMP_ATTEMPTS = 10_000;
  * Makes `<prefix><n>` with n a random uint32 in decimal, as Go's os.MkdirTemp names it (Node's
  * mkdtemp appends six letters instead, which users' tooling matching upstream's names would miss).
  */
-async function mkdirTemp(prefix: string): Promise<string> {
+async function mkdirTemp(files: FileCalls, prefix: string): Promise<string> {
   for (let attempt = 0; attempt < MKDIR_TEMP_ATTEMPTS; attempt++) {
     const dir = `${prefix}${randomInt(0, 2 ** 32)}`;
     try {
-      await mkdir(dir, { mode: 0o700 });
+      await files.mkdir(dir, { mode: 0o700 });
       return dir;
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
@@ -120,16 +107,27 @@ function isENOENT(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === 'ENOENT';
 }
 
+export interface AtomicWriterOptions {
+  clock?: Clock;
+  /**
+   * How the writer reaches targetDir: memoryFileCalls when it is a tmpfs (a secret's or a projected
+   * token's volume once mounted), fs/promises (the default) on a disk.
+   */
+  files?: FileCalls;
+}
+
 export class AtomicWriter {
   private readonly clock: Clock;
+  private readonly files: FileCalls;
 
   constructor(
     readonly targetDir: string,
     /** Names the volume in logs: `pod ns/name volume x`. */
     readonly logContext: string,
-    opts: { clock?: Clock } = {},
+    opts: AtomicWriterOptions = {},
   ) {
     this.clock = opts.clock ?? realClock;
+    this.files = opts.files ?? promiseFileCalls;
   }
 
   /**
@@ -138,11 +136,12 @@ export class AtomicWriter {
    */
   async write(payload: Payload, setPerms?: (tsDirName: string) => Promise<void>): Promise<boolean> {
     const clean = validatePayload(payload);
+    const files = this.files;
     const dataDirPath = path.join(this.targetDir, DATA_DIR_NAME);
 
     let oldTsDir = '';
     try {
-      oldTsDir = await readlink(dataDirPath);
+      oldTsDir = await files.readlink(dataDirPath);
     } catch (err) {
       if (!isENOENT(err)) throw err;
     }
@@ -152,7 +151,7 @@ export class AtomicWriter {
     let shouldWrite = true;
     if (oldTsDir !== '') {
       pathsToRemove = await this.pathsToRemove(clean, oldTsPath);
-      if (!(await shouldWritePayload(clean, oldTsPath)) && pathsToRemove.size === 0) {
+      if (!(await shouldWritePayload(files, clean, oldTsPath)) && pathsToRemove.size === 0) {
         log.v(4, 'Write not required for data directory', { context: this.logContext, dir: oldTsDir });
         // Up to date; the user-visible links are still made below, in case one went missing.
         shouldWrite = false;
@@ -161,24 +160,24 @@ export class AtomicWriter {
     }
 
     if (shouldWrite) {
-      const tsDir = await mkdirTemp(path.join(this.targetDir, timestampPrefix(this.clock.now())));
-      await chmod(tsDir, 0o755);
+      const tsDir = await mkdirTemp(files, path.join(this.targetDir, timestampPrefix(this.clock.now())));
+      await files.chmod(tsDir, 0o755);
       const tsDirName = path.basename(tsDir);
       try {
-        await writePayloadToDir(clean, tsDir);
+        await writePayloadToDir(files, clean, tsDir);
         if (setPerms) await setPerms(tsDirName);
         const newDataDirPath = path.join(this.targetDir, NEW_DATA_DIR_NAME);
-        await rm(newDataDirPath, { force: true });
-        await symlink(tsDirName, newDataDirPath);
+        await files.rm(newDataDirPath, { force: true });
+        await files.symlink(tsDirName, newDataDirPath);
         try {
           // rename(2) over the old link is the atomic step.
-          await rename(newDataDirPath, dataDirPath);
+          await files.rename(newDataDirPath, dataDirPath);
         } catch (err) {
-          await unlink(newDataDirPath).catch(() => undefined);
+          await files.unlink(newDataDirPath).catch(() => undefined);
           throw err;
         }
       } catch (err) {
-        await rm(tsDir, { recursive: true, force: true }).catch(() => undefined);
+        await files.rm(tsDir, { recursive: true, force: true }).catch(() => undefined);
         throw err;
       }
       log.v(4, 'Wrote new data to timestamped data directory', { context: this.logContext, dir: tsDirName });
@@ -186,7 +185,7 @@ export class AtomicWriter {
 
     await this.createUserVisibleFiles(clean);
     await this.removeUserVisiblePaths(pathsToRemove);
-    if (oldTsDir !== '') await rm(oldTsPath, { recursive: true, force: true });
+    if (oldTsDir !== '') await files.rm(oldTsPath, { recursive: true, force: true });
     return shouldWrite;
   }
 
@@ -196,7 +195,7 @@ export class AtomicWriter {
     const walk = async (dir: string, rel: string): Promise<void> => {
       let entries;
       try {
-        entries = await readdir(dir, { withFileTypes: true });
+        entries = await this.files.readdir(dir);
       } catch (err) {
         if (isENOENT(err)) return;
         throw err;
@@ -222,10 +221,10 @@ export class AtomicWriter {
     for (const name of names) {
       const visible = path.join(this.targetDir, name);
       try {
-        await readlink(visible);
+        await this.files.readlink(visible);
       } catch (err) {
         if (!isENOENT(err)) throw err;
-        await symlink(path.join(DATA_DIR_NAME, name), visible);
+        await this.files.symlink(path.join(DATA_DIR_NAME, name), visible);
       }
     }
   }
@@ -236,7 +235,7 @@ export class AtomicWriter {
     for (const p of paths) {
       if (p.includes('/')) continue;
       try {
-        await unlink(path.join(this.targetDir, p));
+        await this.files.unlink(path.join(this.targetDir, p));
       } catch (err) {
         log.error('Error pruning old user-visible path', {
           context: this.logContext,
@@ -251,28 +250,40 @@ export class AtomicWriter {
 }
 
 /** True when some file's content differs from the old folder's (modes cannot change: the spec is immutable). */
-async function shouldWritePayload(payload: Payload, oldTsPath: string): Promise<boolean> {
+async function shouldWritePayload(files: FileCalls, payload: Payload, oldTsPath: string): Promise<boolean> {
   for (const [p, file] of payload) {
     const full = path.join(oldTsPath, p);
+    let onDisk: Buffer;
     try {
-      await lstat(full);
+      // The read says whether the file is there; an lstat first only for when it says not.
+      onDisk = await files.readFile(full);
     } catch (err) {
-      if (isENOENT(err)) return true;
-      throw err;
+      if (!isENOENT(err)) throw err;
+      // Only a path that is not there at all asks for a write: a dangling link there is an error.
+      await files.lstat(full).then(
+        () => {
+          throw err;
+        },
+        (lstatErr: unknown) => {
+          if (!isENOENT(lstatErr)) throw lstatErr;
+        },
+      );
+      return true;
     }
-    const onDisk = await readFile(full);
     if (!onDisk.equals(file.data)) return true;
   }
   return false;
 }
 
-async function writePayloadToDir(payload: Payload, dir: string): Promise<void> {
+async function writePayloadToDir(files: FileCalls, payload: Payload, dir: string): Promise<void> {
   for (const [p, file] of payload) {
     const full = path.join(dir, p);
-    await mkdir(path.dirname(full), { recursive: true, mode: 0o755 });
-    await writeFile(full, file.data, { mode: file.mode });
+    // The timestamped folder itself was just made: only a nested path needs its folders.
+    const parent = path.dirname(full);
+    if (parent !== dir) await files.mkdir(parent, { recursive: true, mode: 0o755 });
+    await files.writeFile(full, file.data, { mode: file.mode });
     // The mode given to open(2) is masked by the umask; the spec's mode is what the user asked for.
-    await chmod(full, file.mode);
-    if (file.fsUser !== undefined) await chown(full, file.fsUser, -1);
+    await files.chmod(full, file.mode);
+    if (file.fsUser !== undefined) await files.chown(full, file.fsUser, -1);
   }
 }

@@ -3,7 +3,12 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { FileTooLargeError, readSmallFile, readSmallTextFile } from '../../../src/lib/read-small-file.js';
+import {
+  FileTooLargeError,
+  readSmallFile,
+  readSmallFileSync,
+  readSmallTextFile,
+} from '../../../src/lib/read-small-file.js';
 
 async function openFds(): Promise<number> {
   return (await readdir('/proc/self/fd')).length;
@@ -80,5 +85,40 @@ describe('readSmallFile', () => {
     const file = path.join(dir, 'text');
     await writeFile(file, 'grüße 🚀\n');
     assert.equal(await readSmallTextFile(file), 'grüße 🚀\n');
+  });
+});
+
+describe('readSmallFileSync', () => {
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'read-small-file-sync-'));
+  });
+  after(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads what readSmallFile reads, whatever the size and the hint', async () => {
+    for (const size of [0, 1, 4095, 4096, 4097, 70_000]) {
+      const file = path.join(dir, `f${size}`);
+      const data = Buffer.alloc(size);
+      for (let i = 0; i < size; i++) data[i] = (i * 7) & 0xff;
+      await writeFile(file, data);
+      for (const sizeHint of [undefined, 1, size, size + 10, Math.max(0, size - 1)]) {
+        assert.ok(readSmallFileSync(file, { sizeHint }).equals(data), `size ${size} hint ${sizeHint}`);
+      }
+    }
+    const cgroupLike = '/proc/self/mountinfo';
+    assert.equal(
+      readSmallFileSync(cgroupLike).toString('utf8').split('\n')[0],
+      (await readSmallTextFile(cgroupLike)).split('\n')[0],
+    );
+  });
+
+  it('refuses a file longer than maxBytes, closes what it opened, and passes errors on with their code', async () => {
+    const before = await openFds();
+    assert.throws(() => readSmallFileSync('/dev/zero', { maxBytes: 1000 }), FileTooLargeError);
+    assert.equal(await openFds(), before);
+    assert.throws(() => readSmallFileSync(path.join(dir, 'missing')), { code: 'ENOENT' });
+    assert.throws(() => readSmallFileSync(dir), { code: 'EISDIR' });
   });
 });
