@@ -1,13 +1,14 @@
 /**
  * Mounting and unmounting through mount(8) and umount(8), and the mount table read from
- * /proc/self/mountinfo (upstream: k8s.io/mount-utils). Every command runs with a deadline; the
- * table is read asynchronously, never on a hot path more than once per operation.
+ * /proc/self/mountinfo (upstream: k8s.io/mount-utils). Every command runs with a deadline, through
+ * the mount helper (mount-helper.ts) rather than a fork of the kubelet; the table is read
+ * asynchronously, never on a hot path more than once per operation.
  */
-import { execFile } from 'node:child_process';
 import { lstat, readdir, realpath, rmdir, stat, statfs, unlink } from 'node:fs/promises';
 import { readSmallTextFile } from '../lib/read-small-file.js';
 import path from 'node:path';
 import { logger } from '../lib/log.js';
+import { MountHelper, type CommandRunner } from './mount-helper.js';
 
 const log = logger('volume');
 
@@ -39,6 +40,8 @@ export interface Mounter {
   list(): Promise<MountInfo[]>;
   /** `tmpfs` or `hugetlbfs` when one is mounted at exactly p (an emptyDir's medium), else undefined. */
   memoryFilesystemAt(p: string): Promise<MemoryFilesystem | undefined>;
+  /** Stops what the mounter keeps running (the mount helper); a later command starts it again. */
+  close?(): Promise<void>;
 }
 
 export type MemoryFilesystem = 'tmpfs' | 'hugetlbfs';
@@ -77,22 +80,17 @@ export function parseMountInfo(text: string): MountInfo[] {
   return out;
 }
 
-function run(command: string, args: string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(command, args, { timeout: timeoutMs, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
-      const output = `${stdout}${stderr}`;
-      if (err) reject(Object.assign(err, { output }));
-      else resolve(output);
-    });
-  });
-}
-
 /** The real thing: mount(8) and umount(8) from util-linux. */
 export class SystemMounter implements Mounter {
   constructor(
     private readonly timeoutMs = MOUNT_COMMAND_TIMEOUT_MS,
     private readonly mountInfoPath = '/proc/self/mountinfo',
+    private readonly runner: CommandRunner = new MountHelper(),
   ) {}
+
+  close(): Promise<void> {
+    return this.runner.close();
+  }
 
   async mount(
     source: string,
@@ -109,7 +107,7 @@ export class SystemMounter implements Mounter {
     args.push(target);
     log.v(4, 'Mounting', { command: 'mount', args });
     try {
-      await run('mount', args, this.timeoutMs);
+      await this.runner.run('mount', args, this.timeoutMs);
     } catch (err) {
       // Upstream's wording, so the event reads the same.
       const e = err as Error & { output?: string; code?: number | string };
@@ -122,7 +120,7 @@ export class SystemMounter implements Mounter {
   async unmount(target: string): Promise<void> {
     log.v(4, 'Unmounting', { target });
     try {
-      await run('umount', [target], this.timeoutMs);
+      await this.runner.run('umount', [target], this.timeoutMs);
     } catch (err) {
       const e = err as Error & { output?: string };
       throw new Error(

@@ -245,6 +245,7 @@ export class VolumeManagerImpl implements VolumeManager {
     this.notify();
     await Promise.allSettled([...this.operations.values()]);
     this.host.objects.stop?.();
+    await this.mounter.close?.();
   }
 
   // ---- desired state -------------------------------------------------------------------------------

@@ -1,13 +1,16 @@
 /**
- * SystemMounter against the real kernel: which memory filesystem is mounted at a path. The tests
- * mount tmpfs (mount(2)), so they need root; they skip themselves without it.
+ * SystemMounter against the real kernel: which memory filesystem is mounted at a path, and mounts
+ * through the mount helper at paths no shell must read. The tests mount tmpfs (mount(2)), so they
+ * need root; they skip themselves without it.
  */
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { SystemMounter } from '../../../src/volume/mounter.js';
+import { existsSync } from 'node:fs';
+import { MountHelper } from '../../../src/volume/mount-helper.js';
+import { isMountPoint, SystemMounter } from '../../../src/volume/mounter.js';
 
 const needsRoot = process.getuid?.() === 0 ? false : 'needs root (mount(2))';
 
@@ -55,5 +58,55 @@ describe('SystemMounter.memoryFilesystemAt', { skip: needsRoot }, () => {
     await mkdir(plain);
     assert.equal(await mounter.memoryFilesystemAt(plain), undefined);
     assert.equal(await mounter.memoryFilesystemAt(path.join(dir, 'missing')), undefined);
+  });
+});
+
+describe('SystemMounter through the mount helper', { skip: needsRoot }, () => {
+  const helper = new MountHelper();
+  const mounter = new SystemMounter(undefined, undefined, helper);
+  let dir = '';
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tsk-mounter-helper-'));
+  });
+  after(async () => {
+    for (const m of (await mounter.list()).reverse())
+      if (m.mountPoint.startsWith(dir)) await mounter.unmount(m.mountPoint).catch(() => undefined);
+    await mounter.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('a tmpfs at a path of quotes, a newline, $(), backticks and a semicolon is mounted there and unmounted', async () => {
+    // A path element holds no slash: the canary would be made in the helper's folder, the kubelet's.
+    const name = `tsk-mounter-pwned-${process.pid}`;
+    const canary = path.join(process.cwd(), name);
+    const target = path.join(dir, `it's "x"\n$(touch ${name}) \`touch ${name}\`; touch ${name} -o ro`);
+    await mkdir(target);
+    await mounter.mount('tmpfs', target, 'tmpfs', ['size=1m', 'mode=0750']);
+    assert.equal(await mounter.memoryFilesystemAt(target), 'tmpfs');
+    assert.equal(await isMountPoint(mounter, target), true);
+    await mounter.unmount(target);
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
+    assert.equal(existsSync(canary), false, 'a part of the path ran as a command');
+    assert.equal(helper.pids().length, 1);
+  });
+
+  test("mount's and umount's own error text is in the error, as upstream words it", async () => {
+    const missing = path.join(dir, 'missing');
+    await assert.rejects(mounter.mount('tmpfs', missing, 'tmpfs', ['size=1m']), (err: Error) => {
+      assert.match(err.message, /^mount failed: exit status 32\nMounting command: mount\n/);
+      assert.match(err.message, new RegExp(`Mounting arguments: -t tmpfs -o size=1m tmpfs ${missing}\n`));
+      assert.match(err.message, /Output: mount: .*missing: mount point does not exist/);
+      return true;
+    });
+    const plain = path.join(dir, 'plain');
+    await mkdir(plain);
+    await assert.rejects(mounter.unmount(plain), (err: Error) => {
+      assert.match(
+        err.message,
+        /^unmount failed: exit status 32\nUnmounting arguments: .*plain\nOutput: umount: .*not mounted/,
+      );
+      return true;
+    });
   });
 });
