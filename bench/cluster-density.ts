@@ -58,7 +58,14 @@ import {
   type RoundTraffic,
   type WireTraffic,
 } from './cluster-traffic.js';
-import { cpuSeconds, peakRssBytes, reapedChildrenCpuSeconds, resetPeakRss, rssBytes } from './proc-stats.js';
+import {
+  cpuSeconds,
+  liveDescendantsCpuSeconds,
+  peakRssBytes,
+  reapedChildrenCpuSeconds,
+  resetPeakRss,
+  rssBytes,
+} from './proc-stats.js';
 import { envNumber, MIB, percentile, say, sleep, sum } from './report.js';
 import { removeNamespace, waitForIdleContainerd } from './runtime-sweep.js';
 import {
@@ -166,9 +173,12 @@ async function settings(): Promise<ClusterSettings> {
   };
 }
 
-/** A kubelet's CPU seconds: its own threads and the children it has waited for. */
+/**
+ * A kubelet's CPU seconds: its own threads, the children it has waited for, and those it keeps
+ * running (tskubelet's mount helper) with what they ran.
+ */
 function kubeletCpu(pid: number): { total: number; children: number } {
-  const children = reapedChildrenCpuSeconds(pid);
+  const children = reapedChildrenCpuSeconds(pid) + liveDescendantsCpuSeconds(pid);
   return { total: cpuSeconds(pid) + children, children };
 }
 

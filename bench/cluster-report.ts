@@ -25,8 +25,9 @@ export function clusterNotes(s: ClusterSettings): Record<string, string> {
     p50_ms: "per pod: its create call returned → the bench's watch first shows it Running (status.phase)",
     all_running_ms: 'first create sent → the last pod seen Running',
     start_cpu_s:
-      "the kubelet's utime+stime (with the children it waited for) from the first create to the last pod Running",
-    start_cpu_children_s: "start_cpu_s's share spent in the kubelet's child processes (mount, …)",
+      "the kubelet's utime+stime (with its children, waited for or still running) from the first create to the last pod Running",
+    start_cpu_children_s:
+      "start_cpu_s's share spent in the kubelet's child processes (mount, …), those it waited for and those still running (the mount helper)",
     start_peak_rss_mib: 'VmHWM over the start (reset before it)',
     steady_rss_mib: `mean VmRSS over the steady window (${s.steadyMs / 1000} s from ${s.settleMs / 1000} s after the last pod Running)`,
     steady_cpu_cores: 'CPU over the steady window, in cores',

@@ -3,7 +3,7 @@
  * would show for the kubelet, without sampling in between.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 
 /** Kernel ticks per second for /proc/<pid>/stat times; 100 on every common Linux build. Asked once, when first needed. */
 let clockTicksPerS: number | undefined;
@@ -41,6 +41,44 @@ export function reapedChildrenCpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[13]) + Number(fields[14])) / clockTicks();
+}
+
+/**
+ * The CPU seconds of a process's live descendants, each with the children it has waited for: a
+ * helper the kubelet keeps running (the mount helper's /bin/sh) and the commands it ran, which
+ * reapedChildrenCpuSeconds sees only once the helper has exited. A process that exits meanwhile is
+ * left out (its time moves to its parent's reaped children).
+ */
+export function liveDescendantsCpuSeconds(pid: number): number {
+  let total = 0;
+  for (const child of childPids(pid)) {
+    try {
+      total += cpuSeconds(child) + reapedChildrenCpuSeconds(child) + liveDescendantsCpuSeconds(child);
+    } catch {
+      // Gone between the listing and the read.
+    }
+  }
+  return total;
+}
+
+function childPids(pid: number): number[] {
+  const out: number[] = [];
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  // Each thread lists the children it started.
+  for (const tid of tids) {
+    try {
+      for (const c of readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' '))
+        if (c.trim() !== '') out.push(Number(c));
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
 }
 
 export function cpuSeconds(pid: number): number {
