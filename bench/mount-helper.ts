@@ -6,7 +6,7 @@
  * thread's (/proc/self/task/<pid>/stat, 10 ms ticks), its children's once reaped (cutime + cstime),
  * and the wall time.
  *
- * A kubelet's fork copies a larger process than this bench's: BENCH_BALLAST_MB (default 64) of
+ * A kubelet's fork copies a larger process than this bench's: BENCH_BALLAST_MB (default 48) of
  * touched memory makes the bench's RSS about a 100-pod kubelet's.
  *
  * Needs root (mount(2)). Run: `npm run build && node dist/bench/mount-helper.js`.
@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const pairs = Number(process.env.BENCH_MOUNT_PAIRS ?? 100);
   const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
   const variants = (process.env.BENCH_MOUNT_VARIANTS ?? 'spawn,helper').split(',') as Variant[];
-  const ballastMb = Number(process.env.BENCH_BALLAST_MB ?? 64);
+  const ballastMb = Number(process.env.BENCH_BALLAST_MB ?? 48);
   const ballast = Buffer.alloc(ballastMb * 1024 * 1024, 1);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'tsk-mount-bench-'));
   const samples: Sample[] = [];
