@@ -22,9 +22,12 @@
  * upstream kubelet, or a tskubelet such as this checkout's bin/tskubelet for an A/B of our own),
  * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_KUBELET_ARGS
  * (its extra flags), BENCH_PEER_NODE_ARGS (node flags for a tskubelet peer, e.g. a V8 setting
- * against none), BENCH_TIMELINE (1: each pod's stages and the kubelet's CPU by thread,
- * bench/cluster-timeline.ts), BENCH_WINDOW_SIGNAL (1: SIGUSR2 to tskubelet as the pods' creation starts
- * and again once all run, for a preload such as bench/heap-sampler.ts). From the driver: BENCH_CLUSTER_WORK,
+ * against none), BENCH_KUBELET_ENV and BENCH_PEER_ENV (NAME=VALUE pairs, space-separated, for
+ * this checkout's kubelet's or the peer's environment alone, e.g. `BENCH_PEER_ENV=UV_USE_IO_URING=1`
+ * for an A/B of a libuv setting on the same build), BENCH_TIMELINE (1: each pod's stages and the
+ * kubelet's CPU by thread role, bench/cluster-timeline.ts and bench/thread-roles.ts),
+ * BENCH_WINDOW_SIGNAL (1: SIGUSR2 to tskubelet as the pods' creation starts and again once all run,
+ * for a preload such as bench/heap-sampler.ts). From the driver: BENCH_CLUSTER_WORK,
  * BENCH_CLUSTER_OUT, BENCH_CLUSTER_NODE_NAME, BENCH_CLUSTER_ADMIN_KUBECONFIG,
  * BENCH_CLUSTER_NODE_KUBECONFIG, BENCH_CLUSTER_AUDIT_LOG (may be empty), BENCH_CLUSTER_MOUNT_NS,
  * CONTAINER_RUNTIME_ENDPOINT.
@@ -66,16 +69,10 @@ import {
   resetPeakRss,
   rssBytes,
 } from './proc-stats.js';
-import { envNumber, MIB, percentile, say, sleep, sum } from './report.js';
+import { envNumber, envPairs, MIB, percentile, say, sleep, sum } from './report.js';
+import { cpuByRole, sampleThreads, threadLayout } from './thread-roles.js';
 import { removeNamespace, waitForIdleContainerd } from './runtime-sweep.js';
-import {
-  runtimeTimes,
-  threadCpu,
-  threadCpuDelta,
-  wallMs,
-  writeTimeline,
-  type PodTimes,
-} from './cluster-timeline.js';
+import { runtimeTimes, wallMs, writeTimeline, type PodTimes } from './cluster-timeline.js';
 
 const NAMESPACE = 'cluster-density';
 const BENCH_AGENT = 'tskubelet-cluster-bench';
@@ -85,6 +82,10 @@ function phase(message: string): void {
   say(`cluster-density [${((performance.now() - benchStartMs) / 1000).toFixed(1)} s] ${message}`);
 }
 
+const envWords = (env: Record<string, string>) =>
+  Object.entries(env)
+    .map(([k, v]) => ` ${k}=${v}`)
+    .join('');
 const splitArgs = (raw: string | undefined) => raw?.split(' ').filter(Boolean) ?? [];
 
 function required(name: string): string {
@@ -113,6 +114,8 @@ export interface ClusterSettings {
   nodeArgs: string[];
   peerArgs: string[];
   peerNodeArgs: string[];
+  kubeletEnv: Record<string, string>;
+  peerEnv: Record<string, string>;
   work: string;
   out: string;
   nodeName: string;
@@ -159,6 +162,8 @@ async function settings(): Promise<ClusterSettings> {
     nodeArgs: splitArgs(process.env.BENCH_NODE_ARGS),
     peerArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
     peerNodeArgs,
+    kubeletEnv: envPairs('BENCH_KUBELET_ENV'),
+    peerEnv: envPairs('BENCH_PEER_ENV'),
     work: required('BENCH_CLUSTER_WORK'),
     out: required('BENCH_CLUSTER_OUT'),
     nodeName: required('BENCH_CLUSTER_NODE_NAME'),
@@ -335,7 +340,16 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     pidFile: path.join(s.work, 'kubelet.pid'),
     extraArgs: side === 'tskubelet' ? s.kubeletArgs : s.peerArgs,
     nodeArgs: side === 'tskubelet' ? s.nodeArgs : s.peerNodeArgs,
+    env: side === 'tskubelet' ? s.kubeletEnv : s.peerEnv,
   });
+  // Threads by role for a node process only: the upstream kubelet's are Go's.
+  const layout =
+    side === 'tskubelet' || s.peerKind === 'tskubelet'
+      ? threadLayout(side === 'tskubelet' ? s.nodeArgs : s.peerNodeArgs, {
+          ...process.env,
+          ...(side === 'tskubelet' ? s.kubeletEnv : s.peerEnv),
+        })
+      : undefined;
   const label = `round ${round} n=${n} ${side}`;
   const names = Array.from({ length: n }, (_, i) => `cd-${side === 'tskubelet' ? 't' : 'p'}${round}-${i}`);
   const alive = async () => {
@@ -378,7 +392,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     const tally0 = snap();
     resetPeakRss(pid);
     const cpu0 = kubeletCpu(pid);
-    const threads0 = s.timeline ? threadCpu(pid) : undefined;
+    const threads0 = s.timeline ? sampleThreads(pid) : undefined;
     const startMs = Date.now();
     const tStart = performance.now();
     if (s.windowSignal && side === 'tskubelet') process.kill(pid, 'SIGUSR2');
@@ -388,7 +402,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     await watch.waitFor(watch.runningAt, names, 60_000 + n * 2000, 'pods Running', alive);
     const cpu1 = kubeletCpu(pid);
     if (s.windowSignal && side === 'tskubelet') process.kill(pid, 'SIGUSR2');
-    if (threads0) threadsDelta = threadCpuDelta(threads0, threadCpu(pid));
+    if (threads0) threadsDelta = cpuByRole(pid, threads0, sampleThreads(pid), layout);
     if (s.timeline) {
       runtime = await runtimeTimes(conn, NAMESPACE);
       createdAtWall = new Map([...createdAt].map(([k, v]) => [k, wallMs(v)]));
@@ -510,7 +524,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
 async function main(): Promise<void> {
   const s = await settings();
   phase(
-    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' and ')}${s.peerBinary ? ` (${s.peerKind} ${s.peerBinary}${s.peerNodeArgs.length ? ` with node ${s.peerNodeArgs.join(' ')}` : ''})` : ''}; steady ${s.steadyMs / 1000} s; ` +
+    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' and ')}${s.peerBinary ? ` (${s.peerKind} ${s.peerBinary}${s.peerNodeArgs.length ? ` with node ${s.peerNodeArgs.join(' ')}` : ''}${envWords(s.peerEnv)})` : ''}${Object.keys(s.kubeletEnv).length ? `; tskubelet${envWords(s.kubeletEnv)}` : ''}; steady ${s.steadyMs / 1000} s; ` +
       `settle ${s.settleMs / 1000} s; ${s.createParallel} creates at a time; token volume ${s.automountToken ? 'yes' : 'no'}; ` +
       `audit log ${s.auditLog ?? 'none: no traffic figures'}`,
   );

@@ -39,6 +39,8 @@ export interface ClusterKubeletOptions {
   extraArgs: string[];
   /** Flags for node itself (a tskubelet only), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
   nodeArgs: string[];
+  /** Environment variables for this side alone, over everything else (e.g. `UV_USE_IO_URING=1`). */
+  env: Record<string, string>;
 }
 
 async function exists(file: string): Promise<boolean> {
@@ -97,10 +99,11 @@ export class ClusterKubelet {
       if (!bin) throw new Error(`bin/tskubelet not found near ${repoRoot}`);
       argv = [process.execPath, ...o.nodeArgs, bin, ...flags];
       // The malloc settings of its systemd unit, as the standalone bench runs it; the bench's own environment wins.
-      env = { ...(await unitEnvironment()), ...process.env };
+      env = { ...(await unitEnvironment()), ...process.env, ...o.env };
     } else {
       if (!o.binary) throw new Error('the peer side needs BENCH_PEER_KUBELET');
       argv = [o.binary, ...flags];
+      env = { ...process.env, ...o.env };
     }
     // nsenter enters the namespace and execs the kubelet: the pid spawned is the kubelet's.
     if (o.mountNs) argv = ['nsenter', `--mount=${o.mountNs}`, '--', ...argv];

@@ -5,15 +5,14 @@
  * its token request, its sandbox and container in the runtime (CRI's own times), the status patch
  * that said Running, and when the bench's watch saw it Running. Stage by stage, the percentiles over
  * the pods show where one kubelet falls behind the other: admission order, the runtime's calls, or
- * the status patches. Also the kubelet's CPU by thread over the start window.
+ * the status patches. Also the kubelet's CPU by thread role over the start window (bench/thread-roles.ts).
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { RuntimeConnection } from '../src/cri/connect-runtime.js';
 import { KUBERNETES_POD_NAME_LABEL, KUBERNETES_POD_NAMESPACE_LABEL } from '../src/kuberuntime/labels.js';
-import { readStat } from './proc-stats.js';
 import { percentile, say } from './report.js';
 
 const CRI_TIMEOUT_MS = 60_000;
@@ -37,34 +36,6 @@ export type PodTimes = Partial<Record<Stage, number>>;
 
 /** performance.now() of this process to the wall clock. */
 export const wallMs = (perfMs: number) => performance.timeOrigin + perfMs;
-
-/** CPU seconds by thread name; the main thread (the JavaScript, for node) as `main`. */
-export function threadCpu(pid: number): Map<string, number> {
-  const out = new Map<string, number>();
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const tid of tids) {
-    try {
-      const { name, cpuSeconds } = readStat(`/proc/${pid}/task/${tid}/stat`);
-      const key = tid === String(pid) ? 'main' : name;
-      out.set(key, (out.get(key) ?? 0) + cpuSeconds);
-    } catch {
-      // The thread ended between the listing and the read.
-    }
-  }
-  return out;
-}
-
-/** CPU by thread name between two threadCpu() snapshots (threads that ended in between are lost). */
-export function threadCpuDelta(a: Map<string, number>, b: Map<string, number>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [name, s] of b) out[name] = Math.round((s - (a.get(name) ?? 0)) * 100) / 100;
-  return out;
-}
 
 /** The runtime's times for the namespace's pods: sandbox created, container created and started. */
 export async function runtimeTimes(

@@ -56,6 +56,13 @@ import { readHostDNSConfig } from '../src/kuberuntime/pod-dns.js';
 import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox-config.js';
 import { Slots } from '../src/lib/slots.js';
 import { BenchCgroupRoot } from './cgroup-root.js';
+import {
+  cpuByRole,
+  sampleThreads,
+  threadLayout,
+  type ThreadLayout,
+  type ThreadRole,
+} from './thread-roles.js';
 import { BenchKubelet, identifyKubelet, type KubeletKind } from './kubelet-launcher.js';
 import {
   cpuSeconds,
@@ -65,7 +72,7 @@ import {
   resetPeakRss,
   rssBytes,
 } from './proc-stats.js';
-import { emit, envNumber, median, MIB, percentile, quickMode, say, sleep, sum } from './report.js';
+import { emit, envNumber, envPairs, median, MIB, percentile, quickMode, say, sleep, sum } from './report.js';
 import {
   containerdCpuSeconds,
   containerdPid,
@@ -122,17 +129,6 @@ interface Settings {
 }
 
 const splitArgs = (raw: string | undefined) => raw?.split(' ').filter(Boolean) ?? [];
-
-/** `A=1 B=2` into an environment; a word without `=` is refused by name. */
-function envPairs(variable: string): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const pair of splitArgs(process.env[variable])) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw new Error(`${variable}: expected NAME=VALUE pairs, got ${JSON.stringify(pair)}`);
-    env[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return env;
-}
 
 const envText = (env: Record<string, string>): string =>
   Object.keys(env).length > 0
@@ -437,6 +433,8 @@ interface StartResult {
   allMs: number;
   cpuS: number;
   mainThreadCpuS: number;
+  /** startCpuS by thread role (bench/thread-roles.ts). */
+  threadCpuS: Record<ThreadRole, number>;
   peakRssBytes: number;
   containerdCpuS: number;
   machineBusyS: number;
@@ -520,6 +518,7 @@ async function startPods(
   kubelet: BenchKubelet,
   names: string[],
   pollMs: number,
+  layout: ThreadLayout,
 ): Promise<StartResult> {
   const pid = kubelet.pid;
   if (!resetPeakRss(pid))
@@ -528,6 +527,7 @@ async function startPods(
   const cd0 = containerdCpuSeconds(cdPid);
   const cpu0 = cpuSeconds(pid);
   const main0 = mainThreadCpuSeconds(pid);
+  const threads0 = sampleThreads(pid);
   const busy0 = machineBusySeconds();
   const t0 = performance.now();
   const writtenAt = await Promise.all(
@@ -565,6 +565,7 @@ async function startPods(
   const allMs = Math.max(...seenAt.values()) - t0;
   const cpuS = cpuSeconds(pid) - cpu0;
   const mainThreadCpuS = mainThreadCpuSeconds(pid) - main0;
+  const threadCpuS = cpuByRole(pid, threads0, sampleThreads(pid), layout);
   const machineBusyS = machineBusySeconds() - busy0;
   const peakRss = peakRssBytes(pid);
   const containerdCpuS = containerdCpuSeconds(cdPid) - cd0;
@@ -588,6 +589,7 @@ async function startPods(
     allMs,
     cpuS,
     mainThreadCpuS,
+    threadCpuS,
     peakRssBytes: peakRss,
     containerdCpuS,
     machineBusyS,
@@ -656,6 +658,7 @@ async function kubeletRun(
     env: who.env,
   });
   const label = `n=${n} ${who.role}`;
+  const layout = threadLayout(who.nodeArgs ?? [], { ...process.env, ...who.env });
   let failed = true;
   let restarts = 0;
   try {
@@ -675,7 +678,10 @@ async function kubeletRun(
       // A random phase against the PLEG's 1 s relist: starts that kept in step with it would all
       // wait the same share of a relist period, and their spread would say nothing.
       if (n === 1) await sleep(Math.random() * 1000);
-      results.push(await startPods(conn, s.endpoint, kubelet, names, s.pollMs));
+      results.push(await startPods(conn, s.endpoint, kubelet, names, s.pollMs, layout));
+      phase(
+        `${label}: start CPU ${results.at(-1)!.cpuS.toFixed(2)} s, by thread ${JSON.stringify(results.at(-1)!.threadCpuS)}`,
+      );
       lookForIntruders(s.endpoint, n, pid);
       if (r === starts - 1) {
         phase(`${label}: steady window`);

@@ -71,6 +71,17 @@ export function envNumber(name: string, fallback: number): number {
   return v;
 }
 
+/** `A=1 B=2` in the variable named into an environment; a word without `=` is refused by name. */
+export function envPairs(variable: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const pair of (process.env[variable] ?? '').split(' ').filter(Boolean)) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new Error(`${variable}: expected NAME=VALUE pairs, got ${JSON.stringify(pair)}`);
+    env[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return env;
+}
+
 /** BENCH_QUICK=1: shorter windows and fewer repetitions, for a check that the benches still run. */
 export function quickMode(): boolean {
   return process.env.BENCH_QUICK === '1';

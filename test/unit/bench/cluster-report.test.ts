@@ -26,6 +26,8 @@ function settings(over: Partial<ClusterSettings>): ClusterSettings {
     nodeArgs: [],
     peerArgs: [],
     peerNodeArgs: [],
+    kubeletEnv: {},
+    peerEnv: {},
     work: '/tmp/w',
     out: '/tmp/o',
     nodeName: 'bench-node',

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { auditTimes, logSeenTimes, threadCpu, threadCpuDelta } from '../../../bench/cluster-timeline.js';
+import { auditTimes, logSeenTimes } from '../../../bench/cluster-timeline.js';
 
 async function withDir(fn: (dir: string) => Promise<void>): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'cluster-timeline-'));
@@ -108,24 +108,4 @@ test("kubelet log: the first SyncLoop ADD of each pod, in either kubelet's text 
     );
     assert.equal(logSeenTimes(path.join(dir, 'missing.log'), NS, from).size, 0);
   });
-});
-
-test('CPU by thread: this process has a main thread, and a delta covers threads new in the second snapshot', () => {
-  const now = threadCpu(process.pid);
-  assert.ok(now.has('main'));
-  assert.deepEqual(
-    threadCpuDelta(
-      new Map([
-        ['main', 1],
-        ['node', 0.5],
-      ]),
-      new Map([
-        ['main', 1.25],
-        ['node', 0.5],
-        ['libuv-worker', 0.3],
-      ]),
-    ),
-    { main: 0.25, node: 0, 'libuv-worker': 0.3 },
-  );
-  assert.equal(threadCpu(2 ** 22 + 12345).size, 0);
 });
