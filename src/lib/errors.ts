@@ -50,7 +50,9 @@ export type KubeletErrorCode =
   /** A registry pattern or image name that Go's url.Parse would refuse (credential providers). */
   | 'INVALID_URL'
   /** A glob that Go's filepath.Match calls malformed (ErrBadPattern). */
-  | 'BAD_PATTERN';
+  | 'BAD_PATTERN'
+  /** A program the kubelet ran (mount, umount) that exited non-zero, timed out or could not run. */
+  | 'COMMAND_FAILED';
 
 export class KubeletError extends Error {
   readonly code: KubeletErrorCode;

@@ -21,6 +21,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { monotonicMs } from '../lib/clock.js';
+import { KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 
 const log = logger('volume');
@@ -34,15 +35,15 @@ export const MAX_OUTPUT_BYTES = 1024 * 1024;
 /** How long close() waits for a helper to exit after its stdin closed, before it kills it. */
 const CLOSE_GRACE_MS = 1_000;
 
-/** A command that did not exit 0: `code` its exit status, `killed` when the time bound ended it. */
-export class CommandError extends Error {
+/** A command that did not exit 0: `exitStatus` its exit status, `killed` when the time bound ended it. */
+export class CommandError extends KubeletError {
   constructor(
     message: string,
     readonly output: string,
-    readonly code?: number,
+    readonly exitStatus?: number,
     readonly killed = false,
   ) {
-    super(message);
+    super('COMMAND_FAILED', message);
     this.name = 'CommandError';
   }
 }

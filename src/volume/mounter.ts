@@ -110,7 +110,7 @@ export class SystemMounter implements Mounter {
       await this.runner.run('mount', args, this.timeoutMs);
     } catch (err) {
       // Upstream's wording, so the event reads the same.
-      const e = err as Error & { output?: string; code?: number | string };
+      const e = err as Error & { output?: string; exitStatus?: number; killed?: boolean };
       throw new Error(
         `mount failed: ${describeExit(e)}\nMounting command: mount\nMounting arguments: ${args.join(' ')}\nOutput: ${e.output ?? ''}`,
       );
@@ -122,7 +122,7 @@ export class SystemMounter implements Mounter {
     try {
       await this.runner.run('umount', [target], this.timeoutMs);
     } catch (err) {
-      const e = err as Error & { output?: string };
+      const e = err as Error & { output?: string; exitStatus?: number; killed?: boolean };
       throw new Error(
         `unmount failed: ${describeExit(e)}\nUnmounting arguments: ${target}\nOutput: ${e.output ?? ''}`,
       );
@@ -164,9 +164,9 @@ export function memoryFilesystemIn(table: MountInfo[], target: string): MemoryFi
   return found?.fsType === 'tmpfs' || found?.fsType === 'hugetlbfs' ? found.fsType : undefined;
 }
 
-function describeExit(e: Error & { code?: number | string; killed?: boolean }): string {
+function describeExit(e: Error & { exitStatus?: number; killed?: boolean }): string {
   if (e.killed) return 'timed out';
-  return typeof e.code === 'number' ? `exit status ${e.code}` : e.message;
+  return e.exitStatus !== undefined ? `exit status ${e.exitStatus}` : e.message;
 }
 
 /** The canonical form of p as the mount table spells it; p itself when it does not exist. */

@@ -133,7 +133,7 @@ describe('MountHelper', () => {
     const helper = new MountHelper();
     try {
       const err = await rejection(helper.run('/bin/sh', ['-c', 'echo out; echo err >&2; exit 32'], 10_000));
-      assert.equal(err.code, 32);
+      assert.equal(err.exitStatus, 32);
       assert.equal(err.killed, false);
       assert.equal(err.output, 'out\nerr\n');
       assert.equal(err.message, 'exit status 32');
@@ -143,7 +143,7 @@ describe('MountHelper', () => {
       const fake = '\ntsk-mount-helper-000000000000000000000000-4 0\n';
       assert.equal(await helper.run(PRINTF, ['%s', fake], 10_000), fake);
       const notFound = await rejection(helper.run('no-such-program-tsk', [], 10_000));
-      assert.equal(notFound.code, 127);
+      assert.equal(notFound.exitStatus, 127);
       assert.match(notFound.output, /no-such-program-tsk: not found/);
     } finally {
       await helper.close();
@@ -248,7 +248,7 @@ describe('MountHelper', () => {
     try {
       assert.equal(await helper.run(PRINTF, ['%s', "it's"], 5_000), "it's");
       const err = await rejection(helper.run('/bin/sh', ['-c', 'echo e >&2; exit 4'], 5_000));
-      assert.equal(err.code, 4);
+      assert.equal(err.exitStatus, 4);
       assert.equal(err.output, 'e\n');
       assert.deepEqual(helper.pids(), []);
     } finally {
