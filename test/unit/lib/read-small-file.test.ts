@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -10,8 +10,17 @@ import {
   readSmallTextFile,
 } from '../../../src/lib/read-small-file.js';
 
-async function openFds(): Promise<number> {
-  return (await readdir('/proc/self/fd')).length;
+/**
+ * How many of this process's descriptors are open on file: the file itself, not a count of all of
+ * them, which the test runner's own descriptors may change meanwhile.
+ */
+async function openOn(file: string): Promise<number> {
+  let n = 0;
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+    if (target === file) n++;
+  }
+  return n;
 }
 
 describe('readSmallFile', () => {
@@ -68,12 +77,13 @@ describe('readSmallFile', () => {
   it("ends with the signal's reason when aborted, and closes the file", async () => {
     const file = path.join(dir, 'aborted');
     await writeFile(file, 'x');
-    const before = await openFds();
+    const before = await openOn('/dev/zero');
     const controller = new AbortController();
     controller.abort(new Error('stopping'));
     await assert.rejects(readSmallFile(file, { signal: controller.signal }), /stopping/);
     await assert.rejects(readSmallFile('/dev/zero', { maxBytes: 1000 }), FileTooLargeError);
-    assert.equal(await openFds(), before);
+    assert.equal(await openOn(file), 0);
+    assert.equal(await openOn('/dev/zero'), before);
   });
 
   it("passes the file system's error on, with its code", async () => {
@@ -115,9 +125,9 @@ describe('readSmallFileSync', () => {
   });
 
   it('refuses a file longer than maxBytes, closes what it opened, and passes errors on with their code', async () => {
-    const before = await openFds();
+    const before = await openOn('/dev/zero');
     assert.throws(() => readSmallFileSync('/dev/zero', { maxBytes: 1000 }), FileTooLargeError);
-    assert.equal(await openFds(), before);
+    assert.equal(await openOn('/dev/zero'), before);
     assert.throws(() => readSmallFileSync(path.join(dir, 'missing')), { code: 'ENOENT' });
     assert.throws(() => readSmallFileSync(dir), { code: 'EISDIR' });
   });
