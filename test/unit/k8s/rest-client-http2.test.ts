@@ -141,6 +141,11 @@ describe('k8s RestClient over HTTP/2', () => {
     );
     assert.ok(patched.ok);
     assert.equal(patched.object.echo, '{"status":{"phase":"Running"}}');
+    const deleted = await client.delete(
+      { resource: 'pods', namespace: 'default', name: 'p' },
+      { gracePeriodSeconds: 0, preconditions: { uid: 'u1' } },
+    );
+    assert.ok(deleted.ok);
     const gone = await client.get({ resource: 'pods', namespace: 'default', name: 'gone' });
     assert.ok(!gone.ok);
     assert.equal(gone.reason, 'NotFound');
@@ -151,6 +156,13 @@ describe('k8s RestClient over HTTP/2', () => {
     assert.equal(patch.headers['content-type'], 'application/strategic-merge-patch+json');
     assert.equal(patch.headers['user-agent'], defaultUserAgent());
     assert.equal(patch.headers.accept, 'application/json');
+    const del = server.seen.find((s) => s.method === 'DELETE')!;
+    assert.deepEqual(JSON.parse(del.body), {
+      kind: 'DeleteOptions',
+      apiVersion: 'v1',
+      gracePeriodSeconds: 0,
+      preconditions: { uid: 'u1' },
+    });
   });
 
   it('streams a watch: events in order, a 410 ERROR event as an event, the end when the server ends it', async () => {
