@@ -69,7 +69,8 @@ export class Http2Connection {
   private session: http2.ClientHttp2Session | undefined;
   private connecting: Promise<http2.ClientHttp2Session> | undefined;
   private http1Only = false;
-  private streams = 0;
+  /** Open streams per session: a session holds the process open only while it has some. */
+  private readonly streams = new WeakMap<http2.ClientHttp2Session, number>();
 
   constructor(private readonly target: TlsTarget) {}
 
@@ -136,9 +137,13 @@ export class Http2Connection {
   }
 
   private track(session: http2.ClientHttp2Session, stream: http2.ClientHttp2Stream): void {
-    if (this.streams++ === 0) session.ref();
+    const open = (this.streams.get(session) ?? 0) + 1;
+    this.streams.set(session, open);
+    if (open === 1) session.ref();
     stream.once('close', () => {
-      if (--this.streams === 0 && !session.destroyed) session.unref();
+      const left = (this.streams.get(session) ?? 1) - 1;
+      this.streams.set(session, left);
+      if (left === 0 && !session.destroyed) session.unref();
     });
   }
 
