@@ -297,7 +297,8 @@ async function main(): Promise<void> {
       const r = perRound.get(`${op}/auto`)! / perRound.get(`${op}/http/1.1`)!;
       ratios.set(op, [...(ratios.get(op) ?? []), r]);
     }
-    process.stderr.write(`api-client: round ${round} of ${ROUNDS} done\n`);
+    const line = [...perRound].map(([key, us]) => `${key} ${us.toFixed(0)}`).join(', ');
+    process.stderr.write(`api-client: round ${round} of ${ROUNDS} (µs per request): ${line}\n`);
   }
   const rows: string[] = [
     '| call | HTTP/1.1 (µs) | HTTP/2 (µs) | HTTP/2 ÷ HTTP/1.1 |',
