@@ -2,8 +2,8 @@
  * The API client's own CPU per request against a real kube-apiserver (run by bench/api-client.sh,
  * which starts a throw-away control plane on loopback): the kubelet's common calls as the node's
  * user (GET a pod, a strategic merge PATCH of pods/status, POST an event, POST a service account
- * TokenRequest) and the watch events it decodes, each over HTTP/1.1 (keep-alive, at most 8
- * connections) and over HTTP/2 (ALPN h2, one connection), the two alternating in every round.
+ * TokenRequest) and the watch events it decodes. docs/benchmarks.md has the figures, and the
+ * commit whose bench also measured the client over HTTP/2.
  *
  * CPU is process.cpuUsage() (all of this process's threads: TLS, HTTP, JSON, V8's helpers) over
  * BENCH_API_REQUESTS requests with BENCH_API_CONCURRENCY in flight, per request, in µs. The watch's
@@ -27,8 +27,6 @@ const CONCURRENCY = env('BENCH_API_CONCURRENCY', 16);
 const PODS = env('BENCH_API_PODS', 32);
 const NODE = process.env.BENCH_API_NODE ?? 'bench-node';
 const NS = 'default';
-const MODES = ['http/1.1', 'auto'] as const;
-type Mode = (typeof MODES)[number];
 
 function podOf(i: number): Pod {
   return {
@@ -280,51 +278,35 @@ async function main(): Promise<void> {
   const pods = await setUp(adminKubeconfig);
   const config = await loadKubeconfig(nodeKubeconfig);
   const figures = new Map<string, number[]>();
-  const ratios = new Map<string, number[]>();
-  // Round 0 warms both paths up (JIT, connections) and is not counted.
+  const calls = [...OPS, 'watch_event'];
+  // Round 0 warms the client up (JIT, connections) and is not counted.
   for (let round = 0; round <= ROUNDS; round++) {
-    const order: Mode[] = round % 2 ? [...MODES] : [...MODES].reverse();
+    const client = new RestClient({ config, qps: -1 });
     const perRound = new Map<string, number>();
-    for (const mode of order) {
-      const client = new RestClient({ config, qps: -1, httpVersion: mode });
-      for (const op of OPS) perRound.set(`${op}/${mode}`, await cpuPerRequest(client, op, pods, REQUESTS));
-      perRound.set(`watch_event/${mode}`, await cpuPerWatchEvent(client, adminKubeconfig, REQUESTS));
-      client.close();
-    }
+    for (const op of OPS) perRound.set(op, await cpuPerRequest(client, op, pods, REQUESTS));
+    perRound.set('watch_event', await cpuPerWatchEvent(client, adminKubeconfig, REQUESTS));
+    client.close();
     if (round === 0) continue;
     for (const [key, us] of perRound) figures.set(key, [...(figures.get(key) ?? []), us]);
-    for (const op of [...OPS, 'watch_event']) {
-      const r = perRound.get(`${op}/auto`)! / perRound.get(`${op}/http/1.1`)!;
-      ratios.set(op, [...(ratios.get(op) ?? []), r]);
-    }
     const line = [...perRound].map(([key, us]) => `${key} ${us.toFixed(0)}`).join(', ');
     process.stderr.write(`api-client: round ${round} of ${ROUNDS} (µs per request): ${line}\n`);
   }
-  const rows: string[] = [
-    '| call | HTTP/1.1 (µs) | HTTP/2 (µs) | HTTP/2 ÷ HTTP/1.1 |',
-    '| --- | ---: | ---: | ---: |',
-  ];
-  const fmt = (xs: number[], d = 0) =>
-    `${median(xs).toFixed(d)} [${Math.min(...xs).toFixed(d)}–${Math.max(...xs).toFixed(d)}]`;
-  for (const op of [...OPS, 'watch_event']) {
-    const h1 = figures.get(`${op}/http/1.1`)!;
-    const h2 = figures.get(`${op}/auto`)!;
-    const r = ratios.get(op)!;
-    for (const [mode, xs] of [
-      ['http1', h1],
-      ['http2', h2],
-    ] as const)
-      console.log(
-        JSON.stringify({
-          bench: 'api-client',
-          metric: `${op}_cpu_us_${mode}`,
-          value: median(xs),
-          min: Math.min(...xs),
-          max: Math.max(...xs),
-          rounds: xs.length,
-        }),
-      );
-    rows.push(`| ${op} | ${fmt(h1)} | ${fmt(h2)} | ${fmt(r, 2)} |`);
+  const rows: string[] = ['| call | CPU per request (µs) |', '| --- | ---: |'];
+  for (const op of calls) {
+    const xs = figures.get(op)!;
+    console.log(
+      JSON.stringify({
+        bench: 'api-client',
+        metric: `${op}_cpu_us`,
+        value: median(xs),
+        min: Math.min(...xs),
+        max: Math.max(...xs),
+        rounds: xs.length,
+      }),
+    );
+    rows.push(
+      `| ${op} | ${median(xs).toFixed(0)} [${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}] |`,
+    );
   }
   process.stderr.write(
     `\n${REQUESTS} requests a call and round, ${CONCURRENCY} in flight, ${ROUNDS} rounds; medians [range]\n${rows.join('\n')}\n`,

@@ -1,9 +1,8 @@
 /**
- * A thin Kubernetes API client (upstream: client-go's rest.RESTClient): JSON only (in Node.js it
- * costs no more CPU than protobuf: src/cmd/api-content-type.ts); over TLS one HTTP/2 connection when
- * the server's ALPN picks h2 (as client-go), else keep-alive HTTP/1.1 connections, all carrying the
- * kubeconfig's TLS identity in one secure context; a shared token-bucket rate limit
- * (kubeAPIQPS/kubeAPIBurst), a deadline on every call, and Status replies turned into results.
+ * A thin Kubernetes API client on node:https (upstream: client-go's rest.RESTClient): JSON only (in
+ * Node.js it costs no more CPU than protobuf: src/cmd/api-content-type.ts), one keep-alive agent
+ * carrying the kubeconfig's TLS identity, a shared token-bucket rate limit (kubeAPIQPS/kubeAPIBurst),
+ * a deadline on every call, and Status replies turned into results.
  *
  * Why not fetch: Node's global fetch cannot present a client certificate or trust a private CA
  * without undici's own Agent, which is not a dependency here; node:https does both.
@@ -20,7 +19,6 @@ import { KubeApiError, expectedFailure, statusFrom, type ApiResult, type Status 
 import { DeadlineExceededError, withDeadline, type Deadline } from '../lib/deadline.js';
 import { loadKubeconfig, type RestConfig } from './kubeconfig.js';
 import { rateLimiterFor, type RateLimiter } from '../lib/token-bucket.js';
-import { Http1Only, Http2Connection, type ApiResponse } from './http2-connection.js';
 
 /** Any API object: what the client needs of it is its metadata. */
 export interface KubeObject {
@@ -112,11 +110,6 @@ export interface RestClientOptions {
   /** The deadline of each call that names none (default 30 s). */
   requestTimeoutMs?: number;
   log?: Logger;
-  /**
-   * `auto` (the default): HTTP/2 over TLS when the server's ALPN picks it, HTTP/1.1 otherwise;
-   * `http/1.1`: never HTTP/2 (client-go's DisableHTTP2, for comparisons).
-   */
-  httpVersion?: 'auto' | 'http/1.1';
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -178,11 +171,7 @@ export class RestClient {
   // Watches hold a connection for minutes each: they get one of their own, outside the calls' bound.
   private watchAgent: http.Agent;
   private readonly transport: typeof http | typeof https;
-  private readonly httpVersion: 'auto' | 'http/1.1';
-  private http2: Http2Connection | undefined;
   private readonly base: URL;
-  /** The base URL's path without its trailing slashes, put before every request's path. */
-  private readonly basePath: string;
   private readonly log: Logger;
   private tokenCache: { token: string; readAtMs: number } | undefined;
 
@@ -194,21 +183,15 @@ export class RestClient {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.limiter = options.rateLimiter ?? rateLimiterFor(options.qps ?? 0, options.burst ?? 0, this.clock);
     this.base = new URL(this.config.server);
-    this.basePath = this.base.pathname.replace(/\/+$/, '');
     const secure = this.base.protocol === 'https:';
     this.transport = secure ? https : http;
-    this.httpVersion = options.httpVersion ?? 'auto';
-    [this.agent, this.watchAgent, this.http2] = this.makeAgents();
+    [this.agent, this.watchAgent] = this.makeAgents();
   }
 
-  private makeAgents(): [calls: http.Agent, watches: http.Agent, http2: Http2Connection | undefined] {
+  private makeAgents(): [calls: http.Agent, watches: http.Agent] {
     const common = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
     if (this.base.protocol !== 'https:')
-      return [
-        new http.Agent({ ...common, maxSockets: MAX_CALL_CONNECTIONS }),
-        new http.Agent(common),
-        undefined,
-      ];
+      return [new http.Agent({ ...common, maxSockets: MAX_CALL_CONNECTIONS }), new http.Agent(common)];
     // One secure context for every connection: given the PEM texts instead, node parses the CA, the
     // certificate and the key again for each connection it opens.
     const secureContext = tls.createSecureContext({
@@ -223,17 +206,7 @@ export class RestClient {
       ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
       rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
     };
-    const h2 =
-      this.httpVersion === 'auto'
-        ? new Http2Connection({
-            host: this.base.hostname.replace(/^\[(.*)\]$/, '$1'),
-            port: Number(this.base.port || 443),
-            secureContext,
-            ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
-            rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
-          })
-        : undefined;
-    return [new https.Agent({ ...options, maxSockets: MAX_CALL_CONNECTIONS }), new https.Agent(options), h2];
+    return [new https.Agent({ ...options, maxSockets: MAX_CALL_CONNECTIONS }), new https.Agent(options)];
   }
 
   /**
@@ -244,10 +217,8 @@ export class RestClient {
   setClientCertificate(certPem: string, keyPem: string): void {
     this.config = { ...this.config, clientCertPem: certPem, clientKeyPem: keyPem };
     const old = [this.agent, this.watchAgent];
-    const oldHttp2 = this.http2;
-    [this.agent, this.watchAgent, this.http2] = this.makeAgents();
+    [this.agent, this.watchAgent] = this.makeAgents();
     for (const agent of old) agent.destroy();
-    oldHttp2?.close();
   }
 
   /** A client for the kubeconfig at path (--kubeconfig). */
@@ -264,7 +235,6 @@ export class RestClient {
   close(): void {
     this.agent.destroy();
     this.watchAgent.destroy();
-    this.http2?.close();
   }
 
   // ---- verbs ----------------------------------------------------------------------------------------
@@ -361,14 +331,14 @@ export class RestClient {
       options.timeoutSeconds * 1000 + WATCH_DEADLINE_GRACE_MS,
       options.signal,
     );
-    let res: ApiResponse;
+    let res: http.IncomingMessage;
     try {
       res = await this.send(spec, deadline.signal, this.watchAgent);
     } catch (err) {
       deadline.dispose();
       throw this.transportError(spec, err, deadline.signal, options.signal);
     }
-    if (res.status !== 200) {
+    if (res.statusCode !== 200) {
       try {
         const raw = await readResponse(res, deadline.signal);
         return this.toResult<WatchStream<T>>(spec, raw, () => {
@@ -488,75 +458,34 @@ export class RestClient {
     }
   }
 
-  private async send(spec: RequestSpec, signal: AbortSignal, agent = this.agent): Promise<ApiResponse> {
+  private async send(
+    spec: RequestSpec,
+    signal: AbortSignal,
+    agent = this.agent,
+  ): Promise<http.IncomingMessage> {
     signal.throwIfAborted();
-    let path = this.basePath + spec.path;
-    const query = spec.query && queryString(spec.query);
-    if (query) path += `${path.includes('?') ? '&' : '?'}${query}`;
-    const token = await this.bearerToken();
-    let payload: Buffer | undefined;
-    if (spec.body !== undefined)
-      payload = Buffer.from(typeof spec.body === 'string' ? spec.body : JSON.stringify(spec.body));
-    const contentType = payload ? (spec.contentType ?? 'application/json') : undefined;
-    if (this.http2?.mayUseHttp2) {
-      try {
-        return await this.http2.request({
-          method: spec.method,
-          path,
-          headers: {
-            accept: 'application/json',
-            'user-agent': this.userAgent,
-            ...(token ? { authorization: `Bearer ${token}` } : {}),
-            ...(contentType ? { 'content-type': contentType } : {}),
-          },
-          ...(payload ? { payload } : {}),
-          signal,
-        });
-      } catch (err) {
-        if (!(err instanceof Http1Only)) throw err;
-      }
-    }
+    const url = new URL(this.base.pathname.replace(/\/+$/, '') + spec.path, this.base);
+    for (const [k, v] of Object.entries(spec.query ?? {}))
+      if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
     const headers: Record<string, string> = { Accept: 'application/json', 'User-Agent': this.userAgent };
+    const token = await this.bearerToken();
     if (token) headers.Authorization = `Bearer ${token}`;
-    if (payload && contentType) {
-      headers['Content-Type'] = contentType;
+    let payload: Buffer | undefined;
+    if (spec.body !== undefined) {
+      payload = Buffer.from(typeof spec.body === 'string' ? spec.body : JSON.stringify(spec.body));
+      headers['Content-Type'] = spec.contentType ?? 'application/json';
       // A DELETE body is not sent chunked by Node; the length makes the server read it.
       headers['Content-Length'] = String(payload.length);
     }
-    const url = new URL(path, this.base);
-    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    return new Promise((resolve, reject) => {
       const req = this.transport.request(url, { method: spec.method, headers, agent, signal }, resolve);
       req.on('error', reject);
       req.end(payload);
     });
-    return {
-      status: res.statusCode ?? 0,
-      contentType: res.headers['content-type'] ?? '',
-      body: res,
-      onDone: (callback) => {
-        let done = false;
-        const once = (outcome: { err?: Error; cut?: boolean }) => {
-          if (done) return;
-          done = true;
-          callback(outcome);
-        };
-        res.on('end', () => once({}));
-        res.on('error', (err) => once({ err }));
-        res.on('close', () => once(res.complete ? {} : { cut: true }));
-      },
-      destroy: () => res.destroy(),
-    };
   }
 }
 
-/** The query string of the parameters that have a value. */
-function queryString(query: Record<string, string | number | boolean | undefined>): string {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== '') params.set(k, String(v));
-  return params.toString();
-}
-
-async function readResponse(res: ApiResponse, signal: AbortSignal): Promise<RawResponse> {
+async function readResponse(res: http.IncomingMessage, signal: AbortSignal): Promise<RawResponse> {
   const chunks: Buffer[] = [];
   await new Promise<void>((resolve, reject) => {
     const onAbort = () => {
@@ -565,24 +494,26 @@ async function readResponse(res: ApiResponse, signal: AbortSignal): Promise<RawR
     };
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
-    res.body.on('data', (c: Buffer) => chunks.push(c));
-    res.onDone(({ err, cut }) => {
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => {
       signal.removeEventListener('abort', onAbort);
-      if (err) reject(err);
-      else if (cut) reject(new Error('connection closed mid-reply'));
-      else resolve();
+      resolve();
+    });
+    res.on('error', (err) => {
+      signal.removeEventListener('abort', onAbort);
+      reject(err);
     });
   });
-  const text = chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8');
+  const text = Buffer.concat(chunks).toString('utf8');
   let body: unknown;
-  if (text !== '' && res.contentType.includes('json')) {
+  if (text !== '' && (res.headers['content-type'] ?? '').includes('json')) {
     try {
       body = JSON.parse(text);
     } catch {
       body = undefined;
     }
   }
-  return { status: res.status, body, text };
+  return { status: res.statusCode ?? 0, body, text };
 }
 
 /** The events of one watch response: newline-delimited JSON, read as it arrives. */
@@ -594,15 +525,15 @@ class ResponseWatchStream<T> implements WatchStream<T> {
   private wake: (() => void) | undefined;
 
   constructor(
-    private readonly res: ApiResponse,
+    private readonly res: http.IncomingMessage,
     private readonly deadline: Deadline,
     private readonly what: string,
   ) {
-    res.body.setEncoding('utf8');
-    res.body.on('data', (chunk: string) => this.onData(chunk));
-    res.onDone(({ err, cut }) =>
-      this.finish(err ?? (cut ? new Error('connection closed mid-watch') : undefined)),
-    );
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => this.onData(chunk));
+    res.on('end', () => this.finish());
+    res.on('error', (err) => this.finish(err));
+    res.on('close', () => this.finish(res.complete ? undefined : new Error('connection closed mid-watch')));
     const onAbort = () => {
       // Our own deadline passing is the watch's end, as the server's timeout would have been.
       const reason: unknown = deadline.signal.reason;
