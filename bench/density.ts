@@ -216,7 +216,10 @@ function otherKubelets(endpoint: string): number[] {
     }
     const isKubelet =
       path.basename(argv[0] ?? '') === 'kubelet' ||
-      argv.some((a) => a.endsWith('bin/tskubelet') || a.endsWith('dist/kubelet/main.js'));
+      // Not a `NAME=…/bin/tskubelet` word: that is `env` or `flock` handing a bench its settings.
+      argv.some(
+        (a) => !a.includes('=') && (a.endsWith('bin/tskubelet') || a.endsWith('dist/kubelet/main.js')),
+      );
     if (!isKubelet) continue;
     const flag = argv.find((a) => a.startsWith('--container-runtime-endpoint'));
     if (flag === undefined || flag.includes(socket)) found.push(Number(entry));
