@@ -10,7 +10,7 @@
  * client does; tests put a bus of their own there. Receiving the lock's descriptor needs unix fd
  * passing, which dbus-next gets from the usocket addon.
  */
-import { closeSync } from 'node:fs';
+import { closeSync, constants, openSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import dbus from 'dbus-next';
@@ -36,6 +36,28 @@ export const KUBELET_LOGIND_CONF = '99-kubelet.conf';
 const CALL_TIMEOUT_MS = 10_000;
 /** Ignored PrepareForShutdown signals are logged at most this often. */
 const SPOOF_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * The lock's descriptor as one that child processes do not inherit. A descriptor received over the
+ * bus is not close-on-exec (the usocket addon's recvmsg passes no MSG_CMSG_CLOEXEC), so every child
+ * spawned while the lock is held, the long-lived mount helper among them, would keep a copy and
+ * with it the lock after the kubelet lets go. The lock is the write end of logind's FIFO: opening
+ * it again through /proc gives another write end, which node opens close-on-exec, and the
+ * inherited one is closed at once, in the same tick, before anything can be spawned.
+ */
+function closeOnExec(fd: number): number {
+  let reopened: number;
+  try {
+    reopened = openSync(`/proc/self/fd/${fd}`, constants.O_WRONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    log.warn('Inhibitor lock descriptor could not be made close-on-exec; child processes may hold the lock', {
+      err: errorMessage(err),
+    });
+    return fd;
+  }
+  closeSync(fd);
+  return reopened;
+}
 
 /** The descriptor of a held inhibitor lock. */
 export type InhibitLock = number;
@@ -147,7 +169,7 @@ export class LogindDBus implements DbusInhibiter {
     const fd = reply.body[0];
     if (reply.signature !== 'h' || typeof fd !== 'number' || fd < 0)
       throw new Error('failed storing inhibit lock file descriptor: logind answered no descriptor');
-    return fd;
+    return closeOnExec(fd);
   }
 
   releaseInhibitLock(lock: InhibitLock): void {
