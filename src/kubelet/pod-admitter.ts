@@ -12,6 +12,7 @@ import { AdmissionReason, canAdmitPod, sanitizeNodeAllocatable } from './admissi
 import { AppArmorValidator } from './apparmor-validator.js';
 import type { DeviceAdmission, KubeletOptions, TopologyAdmission } from './kubelet-options.js';
 import { SysctlAllowlist } from './sysctl-allowlist.js';
+import { podRef } from '../kuberuntime/format.js';
 
 const log = logger('kubelet');
 
@@ -33,11 +34,6 @@ function unexpectedAdmissionError(err: unknown): AdmitVerdict {
     reason: AdmissionReason.UnexpectedAdmissionError,
     message: `Unexpected error while attempting to admit the pod: ${errorMessage(err)}`,
   };
-}
-
-/** namespace/name, for logs. */
-function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 }
 
 export class PodAdmitter {

@@ -19,7 +19,8 @@ import { logger } from '../lib/log.js';
 import type { ProbeResults as StatusProbeResults } from '../status/generate-api-pod-status.js';
 import type { CommandRunner } from './exec-probe.js';
 import { ProberMetrics, type ProbeMetricsSnapshot } from './metrics.js';
-import { podRef, probeSpecFor, Prober, type ProbeRunner, type ProbeType } from './prober.js';
+import { podRef } from '../kuberuntime/format.js';
+import { probeSpecFor, Prober, type ProbeRunner, type ProbeType } from './prober.js';
 import {
   ResultsManager,
   runtimeProbeResults,

@@ -9,7 +9,7 @@ import type { Container, Pod, Probe } from '../api/core-v1.js';
 import { newRequestForHTTPGetAction, resolveContainerPort } from '../api/http-get-action.js';
 import { containerFieldPath, type EventRecorder } from '../kuberuntime/event-recorder.js';
 import type { EventType } from '../api/core-v1.js';
-import { formatPod } from '../kuberuntime/format.js';
+import { formatPod, podRef } from '../kuberuntime/format.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -289,8 +289,4 @@ export class Prober implements ProbeRunner {
       log.error('Failed to record a probe event', { pod: podRef(pod), reason, err });
     }
   }
-}
-
-export function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 }

@@ -16,14 +16,8 @@ import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import type { ProberMetrics, ProbeCounterLabels } from './metrics.js';
-import {
-  podRef,
-  probeSeconds,
-  probeSpecFor,
-  probeTypeName,
-  type ProbeRunner,
-  type ProbeType,
-} from './prober.js';
+import { podRef } from '../kuberuntime/format.js';
+import { probeSeconds, probeSpecFor, probeTypeName, type ProbeRunner, type ProbeType } from './prober.js';
 import { runtimeIdOf, type ProbeResult, type ResultsManager } from './results-manager.js';
 
 const log = logger('prober');

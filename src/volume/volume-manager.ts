@@ -77,6 +77,7 @@ import {
   type VolumeManager,
   type VolumeManagerOptions,
 } from './volume-manager-api.js';
+import { podRef } from '../kuberuntime/format.js';
 
 /** upstream's operation back-off: 500 ms doubling to 2 min 2 s. */
 const INITIAL_RETRY_MS = 500;
@@ -112,10 +113,6 @@ interface RetryState {
   delayMs: number;
   retryAtMs: number;
   timer?: TimerHandle;
-}
-
-function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 }
 
 /** Go's %v of a []string: `[a b]`. */

@@ -14,6 +14,7 @@ import { logger } from '../../lib/log.js';
 import type { Policy } from './hint-merger.js';
 import { affinityString } from './numa-affinity.js';
 import type { HintProvider, TopologyHint, TopologyHints } from './topology-hint.js';
+import { podRef } from '../../kuberuntime/format.js';
 
 const log = logger('topologymanager');
 
@@ -86,10 +87,6 @@ async function finishLater<T>(steps: Generator<Step, T, void>, pending: Promise<
     if (next.done) return next.value;
     waiting = isPromise(next.value) ? next.value : undefined;
   }
-}
-
-function podRef(pod: Pod): string {
-  return `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
 }
 
 function hintText(hint: TopologyHint): string {
