@@ -169,9 +169,12 @@ export class ClusterApi {
     await Promise.all(Array.from({ length: Math.max(1, parallel) }, worker));
   }
 
-  /** The API server's /metrics, as text (the admin may read it). */
-  metricsText(): Promise<string> {
-    const url = new URL('/metrics', this.config.server);
+  /**
+   * The API server's /metrics, as text (the admin may read it), or another path of it such as a
+   * node's through its proxy (`/api/v1/nodes/NAME/proxy/metrics`: the kubelet's own).
+   */
+  metricsText(urlPath = '/metrics'): Promise<string> {
+    const url = new URL(urlPath, this.config.server);
     return new Promise((resolve, reject) => {
       const req = https.get(
         url,
@@ -189,12 +192,12 @@ export class ClusterApi {
           res.on('end', () =>
             res.statusCode === 200
               ? resolve(Buffer.concat(chunks).toString('utf8'))
-              : reject(new Error(`/metrics answered ${res.statusCode}`)),
+              : reject(new Error(`${urlPath} answered ${res.statusCode}`)),
           );
           res.on('error', reject);
         },
       );
-      req.on('timeout', () => req.destroy(new Error(`/metrics: no answer within ${CALL_TIMEOUT_MS} ms`)));
+      req.on('timeout', () => req.destroy(new Error(`${urlPath}: no answer within ${CALL_TIMEOUT_MS} ms`)));
       req.on('error', reject);
     });
   }
