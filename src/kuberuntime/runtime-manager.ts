@@ -365,9 +365,9 @@ export class KubeGenericRuntimeManager implements Runtime {
     }
     let podIPs = podStatus.ips;
     try {
-      const resp = await this.runtimeService.podSandboxStatus(created.id, false, { signal });
+      const status = await this.sandboxes.newSandboxStatus(created.id, signal);
       // A host-network pod has the node's IPs; the sandbox has none to report.
-      if (!pod.spec.hostNetwork) podIPs = determinePodSandboxIPs(resp.status);
+      if (!pod.spec.hostNetwork) podIPs = determinePodSandboxIPs(status);
     } catch (err) {
       this.recorder.event(
         pod,

@@ -33,8 +33,30 @@ export interface PodSandboxManagerOptions {
   readonly runtimeClassManager: RuntimeClassLookup | undefined;
 }
 
+// Statuses read after RunPodSandbox and not yet taken by a relist: as many as pods may start at once
+// and then some; past it the oldest go (they are read again, as without this).
+const MAX_NEW_SANDBOX_STATUSES = 512;
+
 export class PodSandboxManager {
+  /**
+   * Each new sandbox's status as read right after RunPodSandbox, until the PLEG's first reading of
+   * the pod takes it: the PLEG would otherwise read the same sandbox, in the same state, again a
+   * moment later (one PodSandboxStatus per pod start of the three upstream makes).
+   */
+  private readonly newSandboxStatuses = new Map<string, PodSandboxStatus>();
+
   constructor(private readonly opts: PodSandboxManagerOptions) {}
+
+  /** The status of a sandbox just made (for its IPs), kept for the pod's next status reading. */
+  async newSandboxStatus(podSandboxId: string, signal: AbortSignal | undefined): Promise<PodSandboxStatus> {
+    const { status } = await this.opts.runtimeService.podSandboxStatus(podSandboxId, false, { signal });
+    if (this.newSandboxStatuses.size >= MAX_NEW_SANDBOX_STATUSES) {
+      const oldest = this.newSandboxStatuses.keys().next().value;
+      if (oldest !== undefined) this.newSandboxStatuses.delete(oldest);
+    }
+    this.newSandboxStatuses.set(podSandboxId, status);
+    return status;
+  }
 
   async createPodSandbox(
     pod: Pod,
@@ -94,6 +116,7 @@ export class PodSandboxManager {
   async stopPodSandboxes(runningPod: RunningPod): Promise<SyncResult> {
     const sandboxResult: SyncResult = { action: 'KillPodSandbox', target: runningPod.uid };
     for (const s of runningPod.sandboxes) {
+      this.newSandboxStatuses.delete(s.id);
       try {
         await this.opts.runtimeService.stopPodSandbox(s.id);
       } catch (err) {
@@ -128,7 +151,9 @@ export class PodSandboxManager {
       sandboxes.map(async (s) => {
         // A sandbox's status changes only with its state, which the listing shows: a sandbox
         // read before in the same state is not read again (its IPs are set when it is made).
-        const known = previous?.sandboxStatuses.find((p) => p.id === s.id);
+        const fresh = this.newSandboxStatuses.get(s.id);
+        if (fresh) this.newSandboxStatuses.delete(s.id);
+        const known = previous?.sandboxStatuses.find((p) => p.id === s.id) ?? fresh;
         if (known && (known.state === 'SANDBOX_READY') === s.ready) return known;
         try {
           return (await this.opts.runtimeService.podSandboxStatus(s.id, false)).status;

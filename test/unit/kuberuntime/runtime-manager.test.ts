@@ -572,6 +572,36 @@ describe('getPodStatus', () => {
   });
 });
 
+describe('getPodStatus after a sandbox is made', () => {
+  test("the pod's first status reading takes the sandbox's status read after RunPodSandbox", async () => {
+    const m = manager();
+    assert.equal((await sync(m, pod([app]))).failed, false);
+    const reads = () => fake.callsOf('podSandboxStatus').length;
+    assert.equal(reads(), 1);
+    const listed = (await m.getPods(true)).find((p) => p.uid === 'uid-1')!;
+    const first = await m.getPodStatus('uid-1', 'web', 'prod', listed);
+    assert.equal(reads(), 1);
+    assert.equal(first.sandboxStatuses[0]?.state, 'SANDBOX_READY');
+    assert.deepEqual(first.ips, ['10.88.0.2']);
+    // Taken once: a reading without a previous status asks the runtime again.
+    await m.getPodStatus('uid-1', 'web', 'prod', listed);
+    assert.equal(reads(), 2);
+  });
+
+  test('a sandbox that stopped since it was made is read again', async () => {
+    const m = manager();
+    assert.equal((await sync(m, pod([app]))).failed, false);
+    const [sandbox] = [...fake.sandboxes.keys()];
+    await fake.stopPodSandbox(sandbox!);
+    const before = fake.callsOf('podSandboxStatus').length;
+    const listed = (await m.getPods(true)).find((p) => p.uid === 'uid-1')!;
+    const status = await m.getPodStatus('uid-1', 'web', 'prod', listed);
+    assert.equal(fake.callsOf('podSandboxStatus').length, before + 1);
+    assert.equal(status.sandboxStatuses[0]?.state, 'SANDBOX_NOTREADY');
+    assert.deepEqual(status.ips, []);
+  });
+});
+
 describe('killPod', () => {
   test('stops every container with the pod grace period, then the sandbox', async () => {
     const m = manager();
