@@ -48,6 +48,8 @@ export function clusterNotes(s: ClusterSettings): Record<string, string> {
     steady_api_requests_per_min:
       "the node's requests per minute in the steady window (lease, node status, …)",
     other_writes: 'writes by other clients during the run (should be 0: they would blur the metrics figures)',
+    cri_calls_per_pod:
+      "CRI calls over the start window (the kubelet's kubelet_runtime_operations_total), per pod; cri_<operation>_per_pod by method. Upstream counts only its runtime manager's calls, not its log manager's or stats provider's",
   };
 }
 
