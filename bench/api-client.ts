@@ -10,7 +10,9 @@
  * events are written by a child process (the admin's patches), so only their decoding is counted.
  *
  * Env: BENCH_API_NODE_KUBECONFIG, BENCH_API_ADMIN_KUBECONFIG, BENCH_API_NODE (the node's name),
- * BENCH_API_ROUNDS (5), BENCH_API_REQUESTS (400), BENCH_API_CONCURRENCY (16), BENCH_API_PODS (32).
+ * BENCH_API_ROUNDS (5), BENCH_API_REQUESTS (400), BENCH_API_CONCURRENCY (16), BENCH_API_PODS (32),
+ * BENCH_API_BASELINE (another build's dist/src/k8s/rest-client.js: its client is measured too, the two
+ * taking turns within each round, and the table gains its figures and the per-round ratio).
  * Output: one JSON line per figure, as the other benches, then a table on stderr.
  */
 import { fork } from 'node:child_process';
@@ -19,6 +21,7 @@ import type { Pod } from '../src/api/core-v1.js';
 import { mustSucceed } from '../src/k8s/api-status.js';
 import { loadKubeconfig } from '../src/k8s/kubeconfig.js';
 import { RestClient, resourcePath, type KubeObject } from '../src/k8s/rest-client.js';
+import type { RestConfig } from '../src/k8s/kubeconfig.js';
 
 const env = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 const ROUNDS = env('BENCH_API_ROUNDS', 5);
@@ -27,6 +30,10 @@ const CONCURRENCY = env('BENCH_API_CONCURRENCY', 16);
 const PODS = env('BENCH_API_PODS', 32);
 const NODE = process.env.BENCH_API_NODE ?? 'bench-node';
 const NS = 'default';
+
+/** What the bench calls of a client: this build's RestClient, or another build's of the same shape. */
+type Client = Pick<RestClient, 'get' | 'patch' | 'create' | 'call' | 'list' | 'watch' | 'close'>;
+type ClientFactory = (config: RestConfig) => Client;
 
 function podOf(i: number): Pod {
   return {
@@ -122,7 +129,7 @@ function tokenRequestOf(pod: Pod): KubeObject & Record<string, unknown> {
 type Op = 'get_pod' | 'patch_status' | 'post_event' | 'token_request';
 const OPS: Op[] = ['get_pod', 'patch_status', 'post_event', 'token_request'];
 
-async function one(client: RestClient, op: Op, pods: Pod[], n: number): Promise<void> {
+async function one(client: Client, op: Op, pods: Pod[], n: number): Promise<void> {
   const pod = pods[n % pods.length]!;
   const name = pod.metadata!.name;
   switch (op) {
@@ -162,7 +169,7 @@ async function one(client: RestClient, op: Op, pods: Pod[], n: number): Promise<
 }
 
 /** µs of this process's CPU per request for count requests, concurrency at a time. */
-async function cpuPerRequest(client: RestClient, op: Op, pods: Pod[], count: number): Promise<number> {
+async function cpuPerRequest(client: Client, op: Op, pods: Pod[], count: number): Promise<number> {
   let next = 0;
   const before = process.cpuUsage();
   const lane = async () => {
@@ -174,7 +181,7 @@ async function cpuPerRequest(client: RestClient, op: Op, pods: Pod[], count: num
 }
 
 /** µs per watch event decoded: a child patches the pods as the admin; the watch here only reads. */
-async function cpuPerWatchEvent(client: RestClient, admin: string, count: number): Promise<number> {
+async function cpuPerWatchEvent(client: Client, admin: string, count: number): Promise<number> {
   const list = mustSucceed(await client.list<Pod>({ resource: 'pods', namespace: NS }), 'list');
   const ac = new AbortController();
   const watch = mustSucceed(
@@ -270,6 +277,31 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/** This build's client, and BENCH_API_BASELINE's when set: the clients one round measures. */
+async function clientsToMeasure(): Promise<Map<string, ClientFactory>> {
+  const clients = new Map<string, ClientFactory>([['this', (config) => new RestClient({ config, qps: -1 })]]);
+  const baseline = process.env.BENCH_API_BASELINE;
+  if (baseline) {
+    const mod = (await import(baseline)) as {
+      RestClient: new (o: { config: RestConfig; qps: number }) => Client;
+    };
+    clients.set('baseline', (config) => new mod.RestClient({ config, qps: -1 }));
+  }
+  return clients;
+}
+
+/** One client's figures for one round: µs per call of each kind. */
+async function measureRound(client: Client, pods: Pod[], admin: string): Promise<Map<string, number>> {
+  const perRound = new Map<string, number>();
+  for (const op of OPS) perRound.set(op, await cpuPerRequest(client, op, pods, REQUESTS));
+  perRound.set('watch_event', await cpuPerWatchEvent(client, admin, REQUESTS));
+  client.close();
+  return perRound;
+}
+
+const range = (xs: number[], digits = 0): string =>
+  `${median(xs).toFixed(digits)} [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
+
 async function main(): Promise<void> {
   const nodeKubeconfig = process.env.BENCH_API_NODE_KUBECONFIG;
   const adminKubeconfig = process.env.BENCH_API_ADMIN_KUBECONFIG;
@@ -277,36 +309,65 @@ async function main(): Promise<void> {
     throw new Error('needs BENCH_API_NODE_KUBECONFIG and BENCH_API_ADMIN_KUBECONFIG (bench/api-client.sh)');
   const pods = await setUp(adminKubeconfig);
   const config = await loadKubeconfig(nodeKubeconfig);
-  const figures = new Map<string, number[]>();
+  const clients = await clientsToMeasure();
+  // figures.get(client).get(call): µs per round; ratios.get(call): baseline's ÷ this build's, per round.
+  const figures = new Map<string, Map<string, number[]>>();
+  const ratios = new Map<string, number[]>();
   const calls = [...OPS, 'watch_event'];
-  // Round 0 warms the client up (JIT, connections) and is not counted.
+  // Round 0 warms the clients up (JIT, connections) and is not counted; the clients swap order each round.
   for (let round = 0; round <= ROUNDS; round++) {
-    const client = new RestClient({ config, qps: -1 });
-    const perRound = new Map<string, number>();
-    for (const op of OPS) perRound.set(op, await cpuPerRequest(client, op, pods, REQUESTS));
-    perRound.set('watch_event', await cpuPerWatchEvent(client, adminKubeconfig, REQUESTS));
-    client.close();
+    const order = [...clients.keys()];
+    if (round % 2) order.reverse();
+    const perClient = new Map<string, Map<string, number>>();
+    for (const name of order)
+      perClient.set(name, await measureRound(clients.get(name)!(config), pods, adminKubeconfig));
     if (round === 0) continue;
-    for (const [key, us] of perRound) figures.set(key, [...(figures.get(key) ?? []), us]);
-    const line = [...perRound].map(([key, us]) => `${key} ${us.toFixed(0)}`).join(', ');
-    process.stderr.write(`api-client: round ${round} of ${ROUNDS} (µs per request): ${line}\n`);
+    for (const [name, perRound] of perClient) {
+      const byCall = figures.get(name) ?? new Map<string, number[]>();
+      figures.set(name, byCall);
+      for (const [key, us] of perRound) byCall.set(key, [...(byCall.get(key) ?? []), us]);
+      const line = [...perRound].map(([key, us]) => `${key} ${us.toFixed(0)}`).join(', ');
+      process.stderr.write(`api-client: round ${round} of ${ROUNDS}, ${name} (µs per request): ${line}\n`);
+    }
+    const base = perClient.get('baseline');
+    if (base)
+      for (const [key, us] of perClient.get('this')!)
+        ratios.set(key, [...(ratios.get(key) ?? []), us / base.get(key)!]);
   }
-  const rows: string[] = ['| call | CPU per request (µs) |', '| --- | ---: |'];
+  const names = [...clients.keys()];
+  const head = names.map((n) => `${n} (µs)`);
+  if (ratios.size) head.push('this ÷ baseline, per round');
+  const rows = [`| call | ${head.join(' | ')} |`, `| --- |${head.map(() => ' ---: |').join('')}`];
   for (const op of calls) {
-    const xs = figures.get(op)!;
-    console.log(
-      JSON.stringify({
-        bench: 'api-client',
-        metric: `${op}_cpu_us`,
-        value: median(xs),
-        min: Math.min(...xs),
-        max: Math.max(...xs),
-        rounds: xs.length,
-      }),
-    );
-    rows.push(
-      `| ${op} | ${median(xs).toFixed(0)} [${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}] |`,
-    );
+    const cells: string[] = [];
+    for (const name of names) {
+      const xs = figures.get(name)!.get(op)!;
+      const metric = name === 'this' ? `${op}_cpu_us` : `${op}_cpu_us_${name}`;
+      console.log(
+        JSON.stringify({
+          bench: 'api-client',
+          metric,
+          value: median(xs),
+          min: Math.min(...xs),
+          max: Math.max(...xs),
+          rounds: xs.length,
+        }),
+      );
+      cells.push(range(xs));
+    }
+    const r = ratios.get(op);
+    if (r) {
+      console.log(
+        JSON.stringify({
+          bench: 'api-client',
+          metric: `${op}_cpu_ratio`,
+          value: median(r),
+          rounds: r.length,
+        }),
+      );
+      cells.push(range(r, 2));
+    }
+    rows.push(`| ${op} | ${cells.join(' | ')} |`);
   }
   process.stderr.write(
     `\n${REQUESTS} requests a call and round, ${CONCURRENCY} in flight, ${ROUNDS} rounds; medians [range]\n${rows.join('\n')}\n`,

@@ -223,6 +223,27 @@ describe('k8s RestClient on the wire', () => {
     server = http.createServer((req, res) => {
       seen.push(req.headers);
       if (req.url?.startsWith('/api/v1/namespaces/slow')) return; // never answers
+      if (req.url?.startsWith('/api/v1/namespaces/pieces/pods?')) {
+        // Events cut anywhere: one across three writes, two in one write, blank lines between.
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        const event = (name: string) => JSON.stringify({ type: 'ADDED', object: { metadata: { name } } });
+        const a = event('a');
+        const writes = [
+          a.slice(0, 5),
+          a.slice(5, 20),
+          `${a.slice(20)}\n\n`,
+          `${event('b')}\n${event('c')}`,
+          '\n \n',
+        ];
+        const next = () => {
+          const w = writes.shift();
+          if (w === undefined) return void res.end();
+          res.write(w);
+          setTimeout(next, 5);
+        };
+        next();
+        return;
+      }
       if (req.url?.includes('watch=true')) {
         // A watch that stays open, with no event.
         res.writeHead(200, { 'Content-Type': 'application/json' });
@@ -284,6 +305,19 @@ describe('k8s RestClient on the wire', () => {
       client.close();
       server.off('connection', count);
     }
+  });
+
+  it('decodes watch events however the stream cuts them', async () => {
+    const client = new RestClient({ config: { server: url }, qps: -1 });
+    const w = mustSucceed(
+      await client.watch<Pod>({ resource: 'pods', namespace: 'pieces' }, { timeoutSeconds: 5 }),
+      'watch',
+    );
+    const names: string[] = [];
+    for await (const event of w)
+      names.push(event.type === 'ERROR' ? 'ERROR' : `${event.type} ${event.object.metadata?.name ?? ''}`);
+    client.close();
+    assert.deepEqual(names, ['ADDED a', 'ADDED b', 'ADDED c']);
   });
 
   it('gives up at its deadline', async () => {
