@@ -40,6 +40,7 @@ import {
 } from './generated/runtime/v1/api.js';
 import { grpcMethods } from '../lib/grpc-definitions.js';
 import { GrpcConnection, type CriMethod, type GrpcConnectionOptions } from './grpc-connection.js';
+import { CreatedLogPaths } from './created-log-paths.js';
 import { ListItemCache } from './list-item-cache.js';
 import type {
   AttachRequest,
@@ -150,6 +151,7 @@ export class RemoteRuntimeService implements RuntimeService {
     (b) => podSandboxFromCri(CriPodSandbox.decode(b)),
     new Set([5, 6]),
   );
+  private readonly logPaths = new CreatedLogPaths();
 
   /** Dials endpoint (`unix:///path` or `/path`), or shares an existing connection, which it then does not close. */
   constructor(endpointOrConnection: string | GrpcConnection, options: RemoteRuntimeOptions = {}) {
@@ -237,6 +239,7 @@ export class RemoteRuntimeService implements RuntimeService {
         'CreateContainer',
         `containerId is not set for container ${config.metadata.name}`,
       );
+    this.logPaths.created(res.containerId, sandboxConfig.logDirectory, config.logPath);
     return res.containerId;
   }
 
@@ -252,6 +255,11 @@ export class RemoteRuntimeService implements RuntimeService {
 
   async removeContainer(containerId: string, opts?: CallOptions): Promise<void> {
     await this.call(RS.removeContainer, RemoveContainerRequest.fromPartial({ containerId }), opts);
+    this.logPaths.removed(containerId);
+  }
+
+  createdContainerLogPath(containerId: string): string | undefined {
+    return this.logPaths.get(containerId);
   }
 
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {

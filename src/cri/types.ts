@@ -414,6 +414,11 @@ export interface RuntimeService {
     opts?: CallOptions,
   ): Promise<void>;
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void>;
+  /**
+   * The log path of a container this client created (its sandbox's log directory and its config's
+   * log path, as ContainerStatus reports it), without a call; undefined when it does not know.
+   */
+  createdContainerLogPath?(containerId: string): string | undefined;
   execSync(
     containerId: string,
     cmd: string[],

@@ -33,7 +33,10 @@ export interface LogRotatePolicy {
 }
 
 export interface ContainerLogManagerOptions {
-  runtimeService: Pick<RuntimeService, 'listContainers' | 'containerStatus' | 'reopenContainerLog'>;
+  runtimeService: Pick<
+    RuntimeService,
+    'listContainers' | 'containerStatus' | 'reopenContainerLog' | 'createdContainerLogPath'
+  >;
   clock: Clock;
   policy: LogRotatePolicy;
   maxWorkers: number;
@@ -114,12 +117,13 @@ export class ContainerLogManager {
   }
 
   private async processContainer(id: string): Promise<void> {
-    let logPath = this.logPaths.get(id);
+    // The kubelet's own containers' paths are known without a call (see CreatedLogPaths).
+    let logPath = this.logPaths.get(id) ?? this.opts.runtimeService.createdContainerLogPath?.(id);
     if (logPath === undefined) {
       const status = await this.opts.runtimeService.containerStatus(id, false, this.call());
       logPath = status.status.logPath;
-      this.logPaths.set(id, logPath);
     }
+    this.logPaths.set(id, logPath);
     if (!logPath) return;
     let size: number;
     try {

@@ -144,6 +144,17 @@ describe('RemoteRuntimeService against the fake CRI server', () => {
     await runtime.removePodSandbox(sandboxId);
   });
 
+  test('a container it created has its log path known without a call, as ContainerStatus reports it, until removed', async () => {
+    const sandboxConfig = podNetworkSandbox('logs');
+    const sandboxId = await runtime.runPodSandbox(sandboxConfig, '');
+    const id = await runtime.createContainer(sandboxId, fullContainerConfig('logged'), sandboxConfig);
+    assert.equal(runtime.createdContainerLogPath(id), (await runtime.containerStatus(id)).status.logPath);
+    assert.equal(runtime.createdContainerLogPath('not-made-here'), undefined);
+    await runtime.removeContainer(id);
+    assert.equal(runtime.createdContainerLogPath(id), undefined);
+    await runtime.removePodSandbox(sandboxId);
+  });
+
   test('StopContainer sends the grace period; ExecSync returns bytes, exit code and the timeout it was given', async () => {
     const sandboxConfig = podNetworkSandbox('exec');
     const sandboxId = await runtime.runPodSandbox(sandboxConfig, '');

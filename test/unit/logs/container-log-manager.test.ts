@@ -102,3 +102,38 @@ test('a container without a log path is asked once and skipped; a failed Contain
     setLogSink((line) => process.stderr.write(line + '\n'));
   }
 });
+
+test("the kubelet's own containers' log paths come without a ContainerStatus call", async () => {
+  setLogSink(() => undefined);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'tskubelet-logrotate-'));
+  try {
+    const logOf = (id: string) => path.join(dir, `${id}.log`);
+    const statusCalls: string[] = [];
+    const runtimeService: ContainerLogManagerOptions['runtimeService'] = {
+      listContainers: async () =>
+        ['mine', 'other'].map((id) => ({ id, state: 'CONTAINER_RUNNING' }) as unknown as Container),
+      containerStatus: async (id: string) => {
+        statusCalls.push(id);
+        return { status: { logPath: logOf(id) }, info: {} } as unknown as ContainerStatusResponse;
+      },
+      reopenContainerLog: async () => undefined,
+      createdContainerLogPath: (id: string) => (id === 'mine' ? logOf(id) : undefined),
+    };
+    const manager = new ContainerLogManager({
+      runtimeService,
+      clock: new FakeClock(),
+      policy: { maxSizeBytes: 5, maxFiles: 5 },
+      maxWorkers: 1,
+      monitorIntervalMs: 10_000,
+      runtimeRequestTimeoutMs: 2000,
+    });
+    await writeFile(logOf('mine'), 'x'.repeat(10));
+    await writeFile(logOf('other'), '');
+    await manager.rotateLogs();
+    assert.deepEqual(statusCalls, ['other']);
+    // Rotated through the path it was given.
+    assert.ok((await readdir(dir)).some((n) => n.startsWith('mine.log.')));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
