@@ -394,12 +394,6 @@ export class RestClient {
   ): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       if (caller?.aborted) return reject(this.transportError(spec, caller.reason, undefined, caller));
-      let wire: WireRequest;
-      try {
-        wire = this.wireRequest(spec, token);
-      } catch (err) {
-        return reject(this.transportError(spec, err, undefined, caller));
-      }
       let expired: DeadlineExceededError | undefined;
       let settled = false;
       // Called only from the request's events and the timer, all of which come after this function.
@@ -411,13 +405,21 @@ export class RestClient {
         if (raw) resolve(raw);
         else reject(this.transportError(spec, err, expired, caller));
       };
-      const req = this.transport.request(this.requestOptions(spec, wire, this.agent), (res) => {
-        // Chunks are kept as they come and decoded once at the end: no string work per chunk.
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => settle(undefined, decodeReply(res, chunks)));
-        res.on('error', settle);
-      });
+      let wire: WireRequest;
+      let req: http.ClientRequest;
+      try {
+        wire = this.wireRequest(spec, token);
+        // Throws at once for what node will not send (a header with a newline, say).
+        req = this.transport.request(this.requestOptions(spec, wire, this.agent), (res) => {
+          // Chunks are kept as they come and decoded once at the end: no string work per chunk.
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => settle(undefined, decodeReply(res, chunks)));
+          res.on('error', settle);
+        });
+      } catch (err) {
+        return reject(this.transportError(spec, err, undefined, caller));
+      }
       req.on('error', settle);
       const cut = (err: unknown) => {
         settle(err);

@@ -320,6 +320,14 @@ describe('k8s RestClient on the wire', () => {
     assert.deepEqual(names, ['ADDED a', 'ADDED b', 'ADDED c']);
   });
 
+  it('turns a request node refuses to send into a KubeApiError', async () => {
+    const client = new RestClient({ config: { server: url, token: 'bad\ntoken' }, qps: -1 });
+    await assert.rejects(client.get({ resource: 'namespaces', name: 'x' }), (err: unknown) =>
+      isKubeApiError(err, 'Transport'),
+    );
+    client.close();
+  });
+
   it('gives up at its deadline', async () => {
     const client = new RestClient({ config: { server: url }, qps: -1, requestTimeoutMs: 200 });
     const started = Date.now();
