@@ -4,6 +4,7 @@
  * the mount helper (mount-helper.ts) rather than a fork of the kubelet; the table is read
  * asynchronously, never on a hot path more than once per operation.
  */
+import type { BigIntStats } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, stat, statfs, unlink } from 'node:fs/promises';
 import { readSmallTextFile } from '../lib/read-small-file.js';
 import path from 'node:path';
@@ -52,6 +53,31 @@ const MEMORY_FILESYSTEM_MAGIC = new Map<number, MemoryFilesystem>([
   [0x958458f6, 'hugetlbfs'],
 ]);
 
+/** The file calls memoryFilesystemAt makes (bigint stats: an inode number is compared exactly). */
+export interface MountMediumFileCalls {
+  lstat(p: string): Promise<BigIntStats>;
+  stat(p: string): Promise<BigIntStats>;
+  statfs(p: string): Promise<{ type: number }>;
+  realpath(p: string): Promise<string>;
+}
+
+export const promiseMountMediumFileCalls: MountMediumFileCalls = {
+  lstat: (p) => lstat(p, { bigint: true }),
+  stat: (p) => stat(p, { bigint: true }),
+  statfs: (p) => statfs(p),
+  realpath: (p) => realpath(p),
+};
+
+/** A memory filesystem found mounted at a path, by the identity of the mount's root folder. */
+interface KnownMemoryMount {
+  dev: bigint;
+  ino: bigint;
+  type: MemoryFilesystem;
+}
+
+/** Bounds the memory of mounts that went away without an unmount through the mounter. */
+const MAX_KNOWN_MEMORY_MOUNTS = 4096;
+
 /** Decodes mountinfo's octal escapes (`\040` for a space). */
 function unescapeOctal(s: string): string {
   return s.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
@@ -82,10 +108,14 @@ export function parseMountInfo(text: string): MountInfo[] {
 
 /** The real thing: mount(8) and umount(8) from util-linux. */
 export class SystemMounter implements Mounter {
+  /** By resolved path: what memoryFilesystemAt found mounted there last time. */
+  private readonly knownMemoryMounts = new Map<string, KnownMemoryMount>();
+
   constructor(
     private readonly timeoutMs = MOUNT_COMMAND_TIMEOUT_MS,
     private readonly mountInfoPath = '/proc/self/mountinfo',
     private readonly runner: CommandRunner = new MountHelper(),
+    private readonly files: MountMediumFileCalls = promiseMountMediumFileCalls,
   ) {}
 
   close(): Promise<void> {
@@ -119,6 +149,7 @@ export class SystemMounter implements Mounter {
 
   async unmount(target: string): Promise<void> {
     log.v(4, 'Unmounting', { target });
+    this.knownMemoryMounts.delete(path.resolve(target));
     try {
       await this.runner.run('umount', [target], this.timeoutMs);
     } catch (err) {
@@ -138,21 +169,53 @@ export class SystemMounter implements Mounter {
    * with every pod (and every other mount on the machine) and the kernel writes it out whole on each
    * read, which a pod's projected volume asked for on every sync. Only a path on a memory filesystem
    * that has its parent's device (a bind mount of the same filesystem looks so) needs the table.
+   *
+   * A path found to be a mount point of its own is answered next time by one lstat: while the same
+   * filesystem stays mounted there, the path still names that mount's root folder (a device and inode
+   * pair names one live file on the machine). Unmounted, the path names the folder beneath the mount,
+   * on another device; removed, it names nothing; either way it is looked at again in full.
    */
   async memoryFilesystemAt(p: string): Promise<MemoryFilesystem | undefined> {
-    const target = await canonical(p);
+    const key = path.resolve(p);
+    const known = this.knownMemoryMounts.get(key);
+    if (known !== undefined) {
+      const now = await this.files.lstat(key).catch(() => undefined);
+      if (now !== undefined && now.dev === known.dev && now.ino === known.ino) return known.type;
+      this.knownMemoryMounts.delete(key);
+    }
+    let target: string;
+    let canonicalAsSpelled = false;
+    try {
+      target = await this.files.realpath(p);
+      canonicalAsSpelled = target === key;
+    } catch {
+      target = key;
+    }
     let type: MemoryFilesystem | undefined;
     try {
-      type = MEMORY_FILESYSTEM_MAGIC.get((await statfs(target)).type);
+      type = MEMORY_FILESYSTEM_MAGIC.get((await this.files.statfs(target)).type);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw err;
     }
     // Neither filesystem at p nor anywhere it could come from: nothing of the two is mounted at p.
     if (type === undefined) return undefined;
-    const [self, parent] = await Promise.all([stat(target), stat(path.dirname(target))]);
-    if (self.dev !== parent.dev) return type;
-    return memoryFilesystemIn(await this.list(), target);
+    const [self, parent] = await Promise.all([
+      this.files.stat(target),
+      this.files.stat(path.dirname(target)),
+    ]);
+    if (self.dev === parent.dev) return memoryFilesystemIn(await this.list(), target);
+    // Only a path without symlinks: then lstat of it names what stat of the canonical path named.
+    if (canonicalAsSpelled) this.remember(key, { dev: self.dev, ino: self.ino, type });
+    return type;
+  }
+
+  private remember(key: string, mount: KnownMemoryMount): void {
+    if (this.knownMemoryMounts.size >= MAX_KNOWN_MEMORY_MOUNTS && !this.knownMemoryMounts.has(key)) {
+      const oldest = this.knownMemoryMounts.keys().next().value;
+      if (oldest !== undefined) this.knownMemoryMounts.delete(oldest);
+    }
+    this.knownMemoryMounts.set(key, mount);
   }
 }
 

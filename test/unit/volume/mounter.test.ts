@@ -8,9 +8,15 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { MountHelper } from '../../../src/volume/mount-helper.js';
-import { isMountPoint, SystemMounter } from '../../../src/volume/mounter.js';
+import {
+  isMountPoint,
+  promiseMountMediumFileCalls,
+  SystemMounter,
+  type MountMediumFileCalls,
+} from '../../../src/volume/mounter.js';
 
 const needsRoot = process.getuid?.() === 0 ? false : 'needs root (mount(2))';
 
@@ -58,6 +64,63 @@ describe('SystemMounter.memoryFilesystemAt', { skip: needsRoot }, () => {
     await mkdir(plain);
     assert.equal(await mounter.memoryFilesystemAt(plain), undefined);
     assert.equal(await mounter.memoryFilesystemAt(path.join(dir, 'missing')), undefined);
+  });
+});
+
+describe('SystemMounter.memoryFilesystemAt, asked again', { skip: needsRoot }, () => {
+  const made: string[] = [];
+  const files: MountMediumFileCalls = {
+    lstat: (p) => (made.push('lstat'), promiseMountMediumFileCalls.lstat(p)),
+    stat: (p) => (made.push('stat'), promiseMountMediumFileCalls.stat(p)),
+    statfs: (p) => (made.push('statfs'), promiseMountMediumFileCalls.statfs(p)),
+    realpath: (p) => (made.push('realpath'), promiseMountMediumFileCalls.realpath(p)),
+  };
+  const mounter = new SystemMounter(undefined, undefined, undefined, files);
+  let dir = '';
+  let target = '';
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tsk-mounter-again-'));
+    target = path.join(dir, 'mem');
+    await mkdir(target);
+  });
+  after(async () => {
+    while ((await mounter.list()).some((m) => m.mountPoint === target))
+      await mounter.unmount(target).catch(() => undefined);
+    await mounter.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('a tmpfs still mounted where it was found is answered by one lstat', async () => {
+    await mounter.mount('tmpfs', target, 'tmpfs', ['size=1m']);
+    assert.equal(await mounter.memoryFilesystemAt(target), 'tmpfs');
+    made.length = 0;
+    assert.equal(await mounter.memoryFilesystemAt(target), 'tmpfs');
+    assert.deepEqual(made, ['lstat']);
+  });
+
+  test('a tmpfs unmounted underneath (not through the mounter) is seen at the next call', async () => {
+    execFileSync('umount', [target]);
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', target]);
+    assert.equal(await mounter.memoryFilesystemAt(target), 'tmpfs');
+  });
+
+  test('a mount point removed underneath, and a plain folder made in its place, have none', async () => {
+    execFileSync('umount', [target]);
+    await rm(target, { recursive: true });
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
+    await mkdir(target);
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
+  });
+
+  test('after an unmount through the mounter, a new tmpfs there is found in full', async () => {
+    await mounter.mount('tmpfs', target, 'tmpfs', ['size=1m']);
+    assert.equal(await mounter.memoryFilesystemAt(target), 'tmpfs');
+    await mounter.unmount(target);
+    made.length = 0;
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
+    assert.ok(!made.includes('lstat'), `calls: ${made.join(', ')}`);
   });
 });
 
