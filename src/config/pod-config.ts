@@ -11,11 +11,10 @@
  * loop learns the source is ready. Annotations the kubelet owns (config.source, config.seen,
  * config.mirror) never count as changes; config.seen is stamped when a pod is first added.
  */
-import { isDeepStrictEqual } from 'node:util';
-
 import { podFullName, type Pod } from '../api/core-v1.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { logger, type Logger } from '../lib/log.js';
+import { copyPlainData, plainDataEqual } from '../lib/plain-data.js';
 import {
   CONFIG_MIRROR_ANNOTATION,
   CONFIG_SEEN_ANNOTATION,
@@ -151,7 +150,7 @@ export class PodConfig {
   mergedState(): Pod[] {
     const out: Pod[] = [];
     for (const sourcePods of this.pods.values())
-      for (const p of sourcePods.values()) out.push(structuredClone(p));
+      for (const p of sourcePods.values()) out.push(copyPlainData(p));
     return out;
   }
 
@@ -236,7 +235,7 @@ export class PodConfig {
     this.pods.set(source, next);
 
     const emit = (op: PodOperation, pods: Pod[]) =>
-      this.deliver({ op, source, pods: pods.map((p) => structuredClone(p)) });
+      this.deliver({ op, source, pods: pods.map((p) => copyPlainData(p)) });
     if (removes.length > 0) emit('REMOVE', removes);
     if (adds.length > 0) emit('ADD', adds);
     if (updates.length > 0) emit('UPDATE', updates);
@@ -284,7 +283,7 @@ type CheckOutcome = 'update' | 'delete' | 'reconcile' | 'none';
  * cannot leak. The copy carries the config.source annotation.
  */
 function sourceCopy(sent: Pod, source: PodSource): Pod {
-  const ref = structuredClone(sent);
+  const ref = copyPlainData(sent);
   ref.metadata.annotations = { ...ref.metadata.annotations, [CONFIG_SOURCE_ANNOTATION]: source };
   return ref;
 }
@@ -297,9 +296,9 @@ function sourceCopy(sent: Pod, source: PodSource): Pod {
  */
 function checkAndUpdatePod(existing: Pod, sent: Pod, source: PodSource): CheckOutcome {
   if (!podsDifferSemantically(existing, sent)) {
-    if (!isDeepStrictEqual(existing.status, sent.status)) {
+    if (!plainDataEqual(existing.status, sent.status)) {
       // The kubelet owns pod status; a source that changes only status asks for a reconcile.
-      existing.status = structuredClone(sent.status);
+      existing.status = copyPlainData(sent.status);
       return 'reconcile';
     }
     return 'none';
@@ -319,13 +318,14 @@ function checkAndUpdatePod(existing: Pod, sent: Pod, source: PodSource): CheckOu
   return ref.metadata.deletionTimestamp ? 'delete' : 'update';
 }
 
+// The cheap fields first: the spec, the largest, is compared only when all else is the same.
 function podsDifferSemantically(existing: Pod, ref: Pod): boolean {
   return !(
-    isDeepStrictEqual(existing.spec, ref.spec) &&
-    isDeepStrictEqual(existing.metadata.labels, ref.metadata.labels) &&
     existing.metadata.deletionTimestamp === ref.metadata.deletionTimestamp &&
     existing.metadata.deletionGracePeriodSeconds === ref.metadata.deletionGracePeriodSeconds &&
-    annotationsEqualIgnoringLocal(existing.metadata.annotations, ref.metadata.annotations)
+    plainDataEqual(existing.metadata.labels, ref.metadata.labels) &&
+    annotationsEqualIgnoringLocal(existing.metadata.annotations, ref.metadata.annotations) &&
+    plainDataEqual(existing.spec, ref.spec)
   );
 }
 
