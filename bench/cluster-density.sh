@@ -22,7 +22,8 @@
 #                       or a tskubelet (e.g. bin/tskubelet with BENCH_PEER_NODE_ARGS): an A/B of our own
 # The bench's own knobs (BENCH_PODS, BENCH_ROUNDS, BENCH_STEADY_S, …) are listed at the head of
 # bench/cluster-density.ts. BENCH_OUT: the output folder (default /tmp/tskubelet-cluster-bench-<time>),
-# which gets results.json, figures.jsonl, traffic.md and, on failure, the kubelets' logs.
+# which gets results.json, figures.jsonl, traffic.md and, on failure or with BENCH_KEEP_LOGS=1, the
+# kubelets' logs (kubelet-<side>-run-<round>-<pods>.log) and the API server's audit log.
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -143,10 +144,21 @@ cleanup() {
     fi
     node --import tsx scripts/conformance/cgroup-root.ts destroy "$CGROUP_ROOT" || log "could not remove the cgroup root $CGROUP_ROOT"
     node_unmount_all "$WORK"
-    if ((rc != 0)); then cp "$WORK"/*/kubelet-*.log "$OUT"/ 2>/dev/null; fi
+    if ((rc != 0)) || [[ -n ${BENCH_KEEP_LOGS:-} ]]; then keep_logs; fi
     if ((rc == 0)) || [[ -z ${BENCH_KEEP_WORK:-} ]]; then rm -rf --one-file-system "$WORK"; else log "kept $WORK"; fi
   fi
   exit "$rc"
+}
+
+# Each run's kubelet log as OUT/kubelet-<side>-run-<round>-<pods>.log, and the audit log.
+keep_logs() {
+  local f run
+  for f in "$WORK"/*/run-*/kubelet-*.log; do
+    [[ -f $f ]] || continue
+    run=$(basename "$(dirname "$f")")
+    cp "$f" "$OUT/$(basename "$f" .log)-$run.log"
+  done
+  if [[ -f $WORK/audit.log ]]; then cp "$WORK/audit.log" "$OUT/audit.log"; fi
 }
 
 machine() {
