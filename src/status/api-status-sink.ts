@@ -11,10 +11,15 @@
  *   merge patch carrying metadata.uid as a precondition); nothing is sent when nothing differs.
  * - A pod being deleted (deletionTimestamp) whose termination has finished is then deleted for good,
  *   with grace 0 and its UID as precondition (upstream: canBeDeleted). Mirror pods never are.
+ * Unlike upstream, the GET is skipped when the watch's copy of the pod still has the status the API
+ * server answered the last GET or PATCH with and the new status makes no patch against it: the
+ * versions the kubelet forces as a pod's deletion starts and ends, with nothing changed, cost at most
+ * the DELETE (watchCopyAsAnswered).
  * Failures are retried per pod with back-off; every 10 s a reconcile re-sends any status that differs
  * from the API's copy (as the ApiSource sees it). Failing and recovering are logged once each.
  */
-import { mutableCopy, type DeepReadonly } from '../lib/deep-readonly.js';
+import { isDeepStrictEqual } from 'node:util';
+import type { DeepReadonly } from '../lib/deep-readonly.js';
 import type { ContainerStatus, ContainerState, Pod, PodCondition, PodStatus } from '../api/core-v1.js';
 import { isTerminalPhase } from '../api/core-v1.js';
 import type { RestClient } from '../k8s/rest-client.js';
@@ -78,6 +83,8 @@ interface Entry {
   retryTimer: TimerHandle | undefined;
   /** When the API last answered NotFound for this pod, if it did since the last success. */
   missingSinceMs: number | undefined;
+  /** The pod as the API server answered this sink's last GET or PATCH of it. */
+  lastAnswer: Pod | undefined;
 }
 
 export class ApiStatusSink implements PodStatusSink {
@@ -136,6 +143,7 @@ export class ApiStatusSink implements PodStatusSink {
         attempts: 0,
         retryTimer: undefined,
         missingSinceMs: undefined,
+        lastAnswer: undefined,
       });
     }
     this.enqueue(update.uid);
@@ -186,6 +194,12 @@ export class ApiStatusSink implements PodStatusSink {
     const e = this.entries.get(uid);
     if (!e) return;
     const version = e.status.version;
+    this.log.v(5, 'Sync pod status', {
+      podUID: uid,
+      pod: `${e.status.podNamespace}/${e.status.podName}`,
+      version,
+      syncedVersion: e.syncedVersion,
+    });
     try {
       await this.syncPod(uid, e);
       if (this.entries.get(uid) === e) e.attempts = 0;
@@ -273,18 +287,34 @@ export class ApiStatusSink implements PodStatusSink {
     const versioned = e.status;
     const { podNamespace: namespace, podName: name } = versioned;
     const ref = { resource: 'pods', namespace, name };
+    const known = this.watchCopyAsAnswered(uid, e);
+    if (
+      known &&
+      preparePodStatusPatch(known.metadata.uid ?? '', known.status ?? {}, this.mergedFor(known, versioned))
+        .unchanged
+    ) {
+      this.log.v(3, 'Status for pod is up-to-date', {
+        pod: `${namespace}/${name}`,
+        statusVersion: versioned.version,
+      });
+      e.syncedVersion = Math.max(e.syncedVersion, versioned.version);
+      await this.deleteIfDone(uid, known, versioned, signal);
+      return;
+    }
     for (let reread = 0; ; reread++) {
       const got = await this.client.get<Pod>(ref, { signal });
       if (!got.ok) {
         if (got.reason === 'NotFound') {
           this.log.v(3, 'Pod does not exist on the server', { podUID: uid, pod: `${namespace}/${name}` });
           e.missingSinceMs ??= this.clock.now();
+          e.lastAnswer = undefined;
           return;
         }
         throw new Error(`get pod: ${got.status.message ?? got.reason}`);
       }
       e.missingSinceMs = undefined;
       let pod = got.object;
+      e.lastAnswer = pod;
       if (!sameTarget(pod, uid)) {
         this.log.v(2, 'Pod was deleted and then recreated, skipping status update', {
           pod: `${namespace}/${name}`,
@@ -310,6 +340,7 @@ export class ApiStatusSink implements PodStatusSink {
         if (!patched.ok) {
           if (patched.reason === 'NotFound') {
             e.missingSinceMs ??= this.clock.now();
+            e.lastAnswer = undefined;
             return;
           }
           // The pod changed under us (or was replaced): read it again and redo the patch.
@@ -317,27 +348,55 @@ export class ApiStatusSink implements PodStatusSink {
           throw new Error(`patch pod status: ${patched.status.message ?? patched.reason}`);
         }
         pod = patched.object;
+        e.lastAnswer = pod;
         this.opts.onStatusPatched?.(pod);
       }
       e.syncedVersion = Math.max(e.syncedVersion, versioned.version);
-
-      if (this.canBeDeleted(pod, versioned)) {
-        const deleted = await this.client.delete(
-          { resource: 'pods', namespace, name },
-          { gracePeriodSeconds: 0, preconditions: { uid: podUID }, signal },
-        );
-        if (!deleted.ok && deleted.reason !== 'NotFound' && deleted.reason !== 'Conflict') {
-          throw new Error(`delete pod: ${deleted.status.message ?? deleted.reason}`);
-        }
-        // Conflict: the UID precondition failed, so the pod we would delete is no longer there.
-        this.log.v(3, 'Pod fully terminated and removed from etcd', { pod: `${namespace}/${name}` });
-        this.forget(uid);
-      }
+      await this.deleteIfDone(uid, pod, versioned, signal);
       return;
     }
   }
 
-  private mergedFor(pod: Pod, versioned: VersionedPodStatus): PodStatus {
+  /**
+   * The watch's copy of the pod, when its status is the one the API server answered this sink's last
+   * GET or PATCH with: then a status that makes no patch against it needs no GET either. Upstream
+   * GETs the pod for every new status version; most of those that follow a patch are the kubelet
+   * forcing a version when the pod's deletion starts or ends (SetPodStatus with a deletionTimestamp,
+   * TerminatePod) with nothing changed. A copy whose status differs is either behind the last answer
+   * (the watch has not brought it yet) or someone else's write: both go the GET way, as upstream.
+   * A write by someone else that the watch has not brought yet is the reconcile's, as it is for one
+   * made just after upstream's GET.
+   */
+  private watchCopyAsAnswered(uid: string, e: Entry): Pod | undefined {
+    const answer = e.lastAnswer;
+    if (!answer || !this.opts.getApiPod) return undefined;
+    const copy = this.opts.getApiPod(e.status.podNamespace, e.status.podName);
+    if (!copy || copy.metadata.uid !== answer.metadata.uid || !sameTarget(copy, uid)) return undefined;
+    return isDeepStrictEqual(copy.status, answer.status) ? copy : undefined;
+  }
+
+  /** upstream: a pod whose termination has finished is deleted for good once the API shows it terminal. */
+  private async deleteIfDone(
+    uid: string,
+    pod: Pod,
+    versioned: VersionedPodStatus,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (!this.canBeDeleted(pod, versioned)) return;
+    const { podNamespace: namespace, podName: name } = versioned;
+    const deleted = await this.client.delete(
+      { resource: 'pods', namespace, name },
+      { gracePeriodSeconds: 0, preconditions: { uid: pod.metadata.uid ?? '' }, signal },
+    );
+    if (!deleted.ok && deleted.reason !== 'NotFound' && deleted.reason !== 'Conflict') {
+      throw new Error(`delete pod: ${deleted.status.message ?? deleted.reason}`);
+    }
+    // Conflict: the UID precondition failed, so the pod we would delete is no longer there.
+    this.log.v(3, 'Pod fully terminated and removed from etcd', { pod: `${namespace}/${name}` });
+    this.forget(uid);
+  }
+
+  private mergedFor(pod: Pod, versioned: VersionedPodStatus): DeepReadonly<PodStatus> {
     const couldRun = this.opts.podCouldHaveRunningContainers?.(versioned.uid) ?? !versioned.podIsFinished;
     let local: DeepReadonly<PodStatus> = versioned.status;
     const apiPhase = pod.status?.phase;
@@ -348,7 +407,7 @@ export class ApiStatusSink implements PodStatusSink {
         phase: apiPhase,
         localPhase: local.phase,
       });
-      const kept: PodStatus = { ...mutableCopy<PodStatus>(local), phase: apiPhase };
+      const kept: TopLevelMutable = { ...local, phase: apiPhase };
       setOrDelete(kept, 'reason', pod.status?.reason);
       setOrDelete(kept, 'message', pod.status?.message);
       local = kept;
@@ -370,7 +429,10 @@ export class ApiStatusSink implements PodStatusSink {
   }
 }
 
-function setOrDelete(status: PodStatus, key: 'reason' | 'message', value: string | undefined): void {
+/** A status whose own fields may be set; what they hold is shared with the statuses it came from. */
+type TopLevelMutable = { -readonly [K in keyof DeepReadonly<PodStatus>]: DeepReadonly<PodStatus>[K] };
+
+function setOrDelete(status: TopLevelMutable, key: 'reason' | 'message', value: string | undefined): void {
   if (value) status[key] = value;
   else delete status[key];
 }
@@ -383,36 +445,35 @@ function sameTarget(apiPod: Pod, uid: string): boolean {
 /**
  * upstream mergePodStatus: conditions the kubelet does not own come from the API's status; a phase
  * turning terminal is held back while containers could still run; and a terminal phase never shows
- * Ready or ContainersReady True.
+ * Ready or ContainersReady True. The result shares what it does not change with its inputs (it is
+ * only compared and sent, once per status sync and per pod each reconcile): nothing is deep-copied.
  */
 export function mergePodStatus(
-  oldStatus: PodStatus,
+  oldStatus: DeepReadonly<PodStatus>,
   newStatus: DeepReadonly<PodStatus>,
   couldHaveRunningContainers: boolean,
   nowMs: number,
-): PodStatus {
-  const merged: PodStatus = mutableCopy<PodStatus>(newStatus);
-  const conditions: PodCondition[] = (oldStatus.conditions ?? []).filter(
+): DeepReadonly<PodStatus> {
+  const merged: TopLevelMutable = { ...newStatus };
+  const conditions: DeepReadonly<PodCondition>[] = (oldStatus.conditions ?? []).filter(
     (c) => !isConditionOwnedByKubelet(c.type),
   );
   const transitioningToTerminal = !isTerminalPhase(oldStatus.phase) && isTerminalPhase(newStatus.phase);
-  // merged's conditions are already copies of the new ones: taken as they are, not copied again.
-  for (const c of merged.conditions ?? []) {
+  for (const c of newStatus.conditions ?? []) {
     if (isConditionOwnedByKubelet(c.type)) conditions.push(c);
     else if (c.type === 'DisruptionTarget' && transitioningToTerminal && !couldHaveRunningContainers) {
       const old = oldStatus.conditions?.find((o) => o.type === c.type);
-      if (!old || old.status !== c.status) c.lastTransitionTime = rfc3339Seconds(nowMs);
+      const next = !old || old.status !== c.status ? { ...c, lastTransitionTime: rfc3339Seconds(nowMs) } : c;
       const i = conditions.findIndex((o) => o.type === c.type);
-      if (i >= 0) conditions[i] = c;
-      else conditions.push(c);
+      if (i >= 0) conditions[i] = next;
+      else conditions.push(next);
     }
   }
   merged.conditions = conditions;
   // Fields others own stay as the API has them (upstream copies resourceClaimStatuses; the rest the
   // kubelet never writes).
   for (const key of Object.keys(oldStatus) as (keyof PodStatus)[]) {
-    if (!KUBELET_STATUS_FIELDS.has(key))
-      (merged as Record<string, unknown>)[key] = structuredClone(oldStatus[key]);
+    if (!KUBELET_STATUS_FIELDS.has(key)) (merged as Record<string, unknown>)[key] = oldStatus[key];
   }
   if (transitioningToTerminal && couldHaveRunningContainers) {
     if (oldStatus.phase) merged.phase = oldStatus.phase;
@@ -421,12 +482,11 @@ export function mergePodStatus(
     setOrDelete(merged, 'message', oldStatus.message);
   }
   if (isTerminalPhase(merged.phase)) {
-    const readyTrue = (type: string) =>
-      merged.conditions?.some((c) => c.type === type && c.status === 'True');
+    const readyTrue = (type: string) => conditions.some((c) => c.type === type && c.status === 'True');
     if (readyTrue(POD_READY) || readyTrue(CONTAINERS_READY)) {
       const reason = merged.phase === 'Failed' ? POD_FAILED : POD_COMPLETED;
       for (const type of [CONTAINERS_READY, POD_READY]) {
-        updatePodCondition(merged, { type, status: 'False', reason }, nowMs);
+        updatePodCondition(conditions, { type, status: 'False', reason }, nowMs);
       }
     }
   }
@@ -451,8 +511,11 @@ const KUBELET_STATUS_FIELDS = new Set<string>([
 ]);
 
 /** podutil.UpdatePodCondition: replaces the condition, keeping its transition time if its status holds. */
-function updatePodCondition(status: PodStatus, condition: PodCondition, nowMs: number): void {
-  const conditions = (status.conditions ??= []);
+function updatePodCondition(
+  conditions: DeepReadonly<PodCondition>[],
+  condition: PodCondition,
+  nowMs: number,
+): void {
   const i = conditions.findIndex((c) => c.type === condition.type);
   const next: PodCondition = { ...condition, lastProbeTime: null, lastTransitionTime: rfc3339Seconds(nowMs) };
   if (i < 0) {
@@ -480,8 +543,8 @@ const POD_STATUS_PATCH_SCHEMA: PatchSchema = {
  */
 export function preparePodStatusPatch(
   uid: string,
-  oldStatus: PodStatus,
-  newStatus: PodStatus,
+  oldStatus: DeepReadonly<PodStatus>,
+  newStatus: DeepReadonly<PodStatus>,
 ): { patch: string; unchanged: boolean } {
   const diff = createTwoWayMergePatch(
     goPodStatus(oldStatus),
@@ -518,7 +581,7 @@ function omitEmpty(out: JsonObject, key: string, v: unknown): void {
 }
 
 /** v1.PodStatus as Go's encoding/json writes it: omitempty fields dropped, zero times null, structs always there. */
-export function goPodStatus(status: PodStatus): JsonObject {
+export function goPodStatus(status: DeepReadonly<PodStatus>): JsonObject {
   const s = status as Loose;
   const out = others(s, [
     'phase',
@@ -570,7 +633,7 @@ export function goPodStatus(status: PodStatus): JsonObject {
   return out;
 }
 
-function goCondition(c: PodCondition): JsonObject {
+function goCondition(c: DeepReadonly<PodCondition>): JsonObject {
   const out: JsonObject = {
     ...others(c as unknown as Loose, [
       'type',
@@ -590,7 +653,7 @@ function goCondition(c: PodCondition): JsonObject {
   return out;
 }
 
-function goContainerStatus(c: ContainerStatus): JsonObject {
+function goContainerStatus(c: DeepReadonly<ContainerStatus>): JsonObject {
   const known = [
     'name',
     'state',
@@ -617,7 +680,7 @@ function goContainerStatus(c: ContainerStatus): JsonObject {
   return out;
 }
 
-function goState(state: ContainerState | undefined): JsonObject {
+function goState(state: DeepReadonly<ContainerState> | undefined): JsonObject {
   const out: JsonObject = {};
   if (!state) return out;
   if (state.waiting) {

@@ -94,6 +94,55 @@ describe('preparePodStatusPatch', () => {
   });
 });
 
+function deepFreeze<T>(o: T): T {
+  if (typeof o === 'object' && o !== null) {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}
+
+describe('mergePodStatus', () => {
+  it('leaves both statuses as they were (it shares what it keeps of them)', () => {
+    const api = deepFreeze<PodStatus>({
+      phase: 'Running',
+      conditions: [
+        { type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: T },
+        { type: 'example.com/gate', status: 'True', lastProbeTime: null, lastTransitionTime: T },
+      ],
+      resourceClaimStatuses: [{ name: 'gpu', resourceClaimName: 'gpu-claim' }],
+    } as PodStatus);
+    const evicted = deepFreeze<PodStatus>({
+      ...runningStatus(),
+      phase: 'Failed',
+      reason: 'Evicted',
+      conditions: [
+        ...runningStatus().conditions!,
+        { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', lastProbeTime: null },
+      ],
+    });
+    const before = structuredClone([api, evicted]);
+    const merged = mergePodStatus(api, evicted, false, Date.parse(T1));
+    assert.deepEqual([api, evicted], before);
+    assert.equal(merged.phase, 'Failed');
+    assert.deepEqual(
+      merged.conditions?.map((c) => `${c.type}=${c.status} ${c.lastTransitionTime ?? ''}`),
+      [
+        `example.com/gate=True ${T}`,
+        `PodReadyToStartContainers=True ${T1}`,
+        `Initialized=True ${T}`,
+        `Ready=False ${T1}`,
+        `ContainersReady=False ${T1}`,
+        `PodScheduled=True ${T}`,
+        `DisruptionTarget=True ${T1}`,
+      ],
+    );
+    assert.deepEqual((merged as PodStatus & { resourceClaimStatuses?: unknown }).resourceClaimStatuses, [
+      { name: 'gpu', resourceClaimName: 'gpu-claim' },
+    ]);
+  });
+});
+
 describe('ApiStatusSink against the test API server', () => {
   let server: TestApiServer;
   let client: RestClient;
@@ -290,6 +339,112 @@ describe('ApiStatusSink against the test API server', () => {
     } as never);
     await waitFor('the reconcile', () => apiPod('drift')?.status?.podIP === '10.88.0.5', 5000, 50);
     assert.equal(statusPatches('drift'), 2);
+  });
+
+  /** The pod watch's copies, as the ApiSource holds them: the test says when each arrives. */
+  function fakeWatch() {
+    const copies = new Map<string, Pod>();
+    return {
+      getApiPod: (_ns: string, name: string) => copies.get(name),
+      /** The watch delivers the API server's current copy of name. */
+      deliver: (name: string) => copies.set(name, structuredClone(apiPod(name)!)),
+    };
+  }
+
+  function podGets(name: string): number {
+    return server.requests.filter((r) => r.verb === 'get' && r.name === name).length;
+  }
+
+  it('a status that did not change since the last patch costs no GET once the watch has that patch', async () => {
+    const pod = createBoundPod('calm');
+    const watch = fakeWatch();
+    const { sink } = makeSink({ getApiPod: watch.getApiPod });
+    sink.podStatusChanged(versioned(pod, runningStatus(), 1));
+    await sink.idle();
+    assert.deepEqual([podGets('calm'), statusPatches('calm')], [1, 1]);
+    // The pod's deletion starts: the watch brings the patched pod with its deletionTimestamp, and
+    // the kubelet's forced status (upstream: SetPodStatus with a deletionTimestamp) is the same.
+    server.store.delete('pods', 'calm', 'default', { gracePeriodSeconds: 30 });
+    watch.deliver('calm');
+    sink.podStatusChanged(versioned(pod, runningStatus(), 2));
+    await sink.idle();
+    assert.deepEqual([podGets('calm'), statusPatches('calm')], [1, 1], 'no GET, no PATCH');
+    assert.equal(sink.syncedVersion(pod.metadata.uid!), 2);
+  });
+
+  it('deletes a finished pod whose final status the API already has, with no GET', async () => {
+    const pod = createBoundPod('over');
+    server.store.delete('pods', 'over', 'default', { gracePeriodSeconds: 30 });
+    const watch = fakeWatch();
+    const { sink } = makeSink({ getApiPod: watch.getApiPod, podCouldHaveRunningContainers: () => false });
+    const failed: PodStatus = { ...runningStatus(), phase: 'Failed' };
+    sink.podStatusChanged(versioned(pod, failed, 1));
+    await sink.idle();
+    assert.equal(apiPod('over')?.status?.phase, 'Failed');
+    watch.deliver('over');
+    // upstream TerminatePod: the same status, forced, now finished.
+    sink.podStatusChanged(versioned(pod, failed, 2, true));
+    await sink.idle();
+    assert.equal(apiPod('over'), undefined);
+    assert.deepEqual([podGets('over'), statusPatches('over')], [1, 1]);
+    const deletes = server.requests.filter((r) => r.verb === 'delete' && r.name === 'over');
+    assert.deepEqual(
+      deletes.map((d) => d.code),
+      [200],
+    );
+  });
+
+  it('does not trust a watch copy older than its last patch: a status changed back is sent after a GET', async () => {
+    const pod = createBoundPod('flip');
+    const watch = fakeWatch();
+    const { sink } = makeSink({ getApiPod: watch.getApiPod });
+    const first = runningStatus();
+    sink.podStatusChanged(versioned(pod, first, 1));
+    await sink.idle();
+    watch.deliver('flip');
+    // The pod IP goes (a terminating pod's fresh read) and comes back before the watch shows it gone.
+    const { podIP: _ip, podIPs: _ips, ...withoutIp } = first;
+    sink.podStatusChanged(versioned(pod, withoutIp, 2));
+    await sink.idle();
+    assert.equal(apiPod('flip')?.status?.podIP, undefined);
+    sink.podStatusChanged(versioned(pod, first, 3));
+    await sink.idle();
+    assert.equal(apiPod('flip')?.status?.podIP, '10.88.0.5');
+    assert.deepEqual([podGets('flip'), statusPatches('flip')], [3, 3]);
+  });
+
+  it('sends a status again at once when the watch shows someone else changed it', async () => {
+    const pod = createBoundPod('other');
+    const watch = fakeWatch();
+    const { sink } = makeSink({ getApiPod: watch.getApiPod });
+    sink.podStatusChanged(versioned(pod, runningStatus(), 1));
+    await sink.idle();
+    const current = apiPod('other')!;
+    server.store.updateStatus('pods', {
+      ...current,
+      status: { ...current.status, podIP: '10.99.99.99' },
+    } as never);
+    watch.deliver('other');
+    sink.podStatusChanged(versioned(pod, runningStatus(), 2));
+    await sink.idle();
+    assert.equal(apiPod('other')?.status?.podIP, '10.88.0.5');
+    assert.deepEqual([podGets('other'), statusPatches('other')], [2, 2]);
+  });
+
+  it('GETs a pod the watch shows recreated under another UID, and drops the old status', async () => {
+    const old = createBoundPod('reborn');
+    const watch = fakeWatch();
+    const { sink } = makeSink({ getApiPod: watch.getApiPod });
+    sink.podStatusChanged(versioned(old, runningStatus(), 1));
+    await sink.idle();
+    server.store.delete('pods', 'reborn', 'default', { gracePeriodSeconds: 0 });
+    createBoundPod('reborn');
+    watch.deliver('reborn');
+    sink.podStatusChanged(versioned(old, runningStatus(), 2));
+    await sink.idle();
+    assert.equal(apiPod('reborn')?.status?.phase, 'Pending');
+    assert.deepEqual([podGets('reborn'), statusPatches('reborn')], [2, 1]);
+    assert.equal(sink.syncedVersion(old.metadata.uid!), undefined, 'the old status is forgotten');
   });
 
   it('re-reads the pod and tries again when a PATCH conflicts', async () => {
