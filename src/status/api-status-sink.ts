@@ -18,8 +18,8 @@
  * Failures are retried per pod with back-off; every 10 s a reconcile re-sends any status that differs
  * from the API's copy (as the ApiSource sees it). Failing and recovering are logged once each.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { DeepReadonly } from '../lib/deep-readonly.js';
+import { plainDataEqual } from '../lib/plain-data.js';
 import type { ContainerStatus, ContainerState, Pod, PodCondition, PodStatus } from '../api/core-v1.js';
 import { isTerminalPhase } from '../api/core-v1.js';
 import type { RestClient } from '../k8s/rest-client.js';
@@ -372,7 +372,7 @@ export class ApiStatusSink implements PodStatusSink {
     if (!answer || !this.opts.getApiPod) return undefined;
     const copy = this.opts.getApiPod(e.status.podNamespace, e.status.podName);
     if (!copy || copy.metadata.uid !== answer.metadata.uid || !sameTarget(copy, uid)) return undefined;
-    return isDeepStrictEqual(copy.status, answer.status) ? copy : undefined;
+    return plainDataEqual(copy.status, answer.status) ? copy : undefined;
   }
 
   /** upstream: a pod whose termination has finished is deleted for good once the API shows it terminal. */
