@@ -15,7 +15,7 @@
  * through tsx) its PodConfig and correlator are measured too, the two taking turns within each round;
  * the figure is the median over BENCH_ROUNDS rounds, with the per-round ratio new/old.
  *
- * Run: node --import tsx bench/pod-watch-path.ts   Env: BENCH_ROUNDS (9), BENCH_PODS (100),
+ * Run: node --import tsx bench/pod-watch-path.ts [watch|events]   Env: BENCH_ROUNDS (9), BENCH_PODS (100),
  *      BENCH_REPEAT (stage repetitions per round, 20), BENCH_WATCH_BASELINE.
  */
 import { readFileSync } from 'node:fs';
@@ -172,7 +172,10 @@ async function main(): Promise<void> {
     watch: { items: PODS * WATCH_EVENTS_PER_POD, run: (s: Side) => runWatch(s, byPod) },
     events: { items: PODS * EVENTS_PER_POD, run: (s: Side) => runEvents(s, pods) },
   };
+  const only = process.argv[2];
+  if (only !== undefined && !(only in stages)) throw new Error(`unknown stage ${only}: watch or events`);
   for (const [stage, { items, run }] of Object.entries(stages)) {
+    if (only !== undefined && stage !== only) continue;
     for (const side of sides) run(side); // warm-up
     const perItem = new Map<string, number[]>(sides.map((s) => [s.name, []]));
     const ratios: number[] = [];

@@ -251,4 +251,28 @@ describe('EventCorrelator (upstream events_cache_test.go)', () => {
     assert.ok(!r2.dropped);
     assert.deepEqual(r2.patch, { count: 2, lastTimestamp: r2.event.lastTimestamp });
   });
+
+  it("names an event <object>.<hex of the clock's nanoseconds>, a sequence number in the last six digits", () => {
+    const times = [0, 1, 999, 16_777_215, 16_777_216, Date.UTC(2026, 11, 7, 6, 5, 4, 321), 4_102_444_800_000];
+    for (const ms of times) {
+      let current = ms;
+      const clock = { now: () => current } as unknown as Clock;
+      const c = new EventCorrelator({ clock });
+      for (let seq = 0; seq < 3; seq++) {
+        const nanos = BigInt(ms) * 1_000_000n + BigInt(seq);
+        assert.equal(c.eventName('web'), `web.${nanos.toString(16)}`, `at ${ms} ms, event ${seq}`);
+      }
+      current += 1;
+      assert.equal(c.eventName('web'), `web.${(BigInt(ms + 1) * 1_000_000n + 3n).toString(16)}`);
+    }
+  });
+
+  it('eventTime: whole seconds in UTC, a later second formatted anew', () => {
+    const t = Date.UTC(2026, 11, 7, 6, 5, 4);
+    assert.equal(eventTime(t + 999), '2026-12-07T06:05:04Z');
+    assert.equal(eventTime(t), '2026-12-07T06:05:04Z');
+    assert.equal(eventTime(t + 1000), '2026-12-07T06:05:05Z');
+    assert.equal(eventTime(t - 1), '2026-12-07T06:05:03Z');
+    assert.equal(eventTime(0), '1970-01-01T00:00:00Z');
+  });
 });
