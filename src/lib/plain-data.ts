@@ -21,8 +21,10 @@ export function copyPlainData<T>(value: T): T {
   const proto = Object.getPrototypeOf(value) as unknown;
   if (proto === ARRAY_PROTO) {
     const from = value as unknown as unknown[];
-    const out = new Array<unknown>(from.length);
-    for (let i = 0; i < from.length; i++) out[i] = copyPlainData(from[i]);
+    // Pushed, not written into new Array(length): that array would stay holey in V8, as decoded
+    // arrays are not, and every reader of the copy would take the slower holey path.
+    const out: unknown[] = [];
+    for (let i = 0; i < from.length; i++) out.push(copyPlainData(from[i]));
     return out as T;
   }
   if (proto !== OBJECT_PROTO && proto !== null) return structuredClone(value);
