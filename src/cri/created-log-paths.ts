@@ -5,20 +5,17 @@
  * handed the runtime (upstream asks at every pass).
  */
 import path from 'node:path';
+import { BoundedMap } from '../lib/bounded-map.js';
 
 // Far more containers than a node runs at once; past it the oldest go (their path is asked for again).
 const MAX_PATHS = 4096;
 
 export class CreatedLogPaths {
-  private readonly paths = new Map<string, string>();
+  private readonly paths = new BoundedMap<string, string>(MAX_PATHS);
 
   /** Notes a container just created; one without a log directory or log path is not noted. */
   created(containerId: string, logDirectory: string, logPath: string): void {
     if (!containerId || !logDirectory || !logPath) return;
-    if (this.paths.size >= MAX_PATHS) {
-      const oldest = this.paths.keys().next().value;
-      if (oldest !== undefined) this.paths.delete(oldest);
-    }
     this.paths.set(containerId, path.join(logDirectory, logPath));
   }
 

@@ -13,6 +13,7 @@ import { formatPod } from './format.js';
 import { KUBERNETES_POD_UID_LABEL } from './labels.js';
 import type { RuntimeClassLookup } from './runtime-manager-options.js';
 import type { KubePodStatus, RunningPod, SyncResult } from './types.js';
+import { BoundedMap } from '../lib/bounded-map.js';
 
 const log = logger('kuberuntime');
 
@@ -43,17 +44,13 @@ export class PodSandboxManager {
    * the pod takes it: the PLEG would otherwise read the same sandbox, in the same state, again a
    * moment later (one PodSandboxStatus per pod start of the three upstream makes).
    */
-  private readonly newSandboxStatuses = new Map<string, PodSandboxStatus>();
+  private readonly newSandboxStatuses = new BoundedMap<string, PodSandboxStatus>(MAX_NEW_SANDBOX_STATUSES);
 
   constructor(private readonly opts: PodSandboxManagerOptions) {}
 
   /** The status of a sandbox just made (for its IPs), kept for the pod's next status reading. */
   async newSandboxStatus(podSandboxId: string, signal: AbortSignal | undefined): Promise<PodSandboxStatus> {
     const { status } = await this.opts.runtimeService.podSandboxStatus(podSandboxId, false, { signal });
-    if (this.newSandboxStatuses.size >= MAX_NEW_SANDBOX_STATUSES) {
-      const oldest = this.newSandboxStatuses.keys().next().value;
-      if (oldest !== undefined) this.newSandboxStatuses.delete(oldest);
-    }
     this.newSandboxStatuses.set(podSandboxId, status);
     return status;
   }

@@ -9,6 +9,7 @@ import { lstat, readdir, realpath, rmdir, stat, statfs, unlink } from 'node:fs/p
 import { readSmallTextFile } from '../lib/read-small-file.js';
 import path from 'node:path';
 import { logger } from '../lib/log.js';
+import { BoundedMap } from '../lib/bounded-map.js';
 import { MountHelper, type CommandRunner } from './mount-helper.js';
 
 const log = logger('volume');
@@ -109,7 +110,7 @@ export function parseMountInfo(text: string): MountInfo[] {
 /** The real thing: mount(8) and umount(8) from util-linux. */
 export class SystemMounter implements Mounter {
   /** By resolved path: what memoryFilesystemAt found mounted there last time. */
-  private readonly knownMemoryMounts = new Map<string, KnownMemoryMount>();
+  private readonly knownMemoryMounts = new BoundedMap<string, KnownMemoryMount>(MAX_KNOWN_MEMORY_MOUNTS);
 
   constructor(
     private readonly timeoutMs = MOUNT_COMMAND_TIMEOUT_MS,
@@ -206,16 +207,8 @@ export class SystemMounter implements Mounter {
     ]);
     if (self.dev === parent.dev) return memoryFilesystemIn(await this.list(), target);
     // Only a path without symlinks: then lstat of it names what stat of the canonical path named.
-    if (canonicalAsSpelled) this.remember(key, { dev: self.dev, ino: self.ino, type });
+    if (canonicalAsSpelled) this.knownMemoryMounts.set(key, { dev: self.dev, ino: self.ino, type });
     return type;
-  }
-
-  private remember(key: string, mount: KnownMemoryMount): void {
-    if (this.knownMemoryMounts.size >= MAX_KNOWN_MEMORY_MOUNTS && !this.knownMemoryMounts.has(key)) {
-      const oldest = this.knownMemoryMounts.keys().next().value;
-      if (oldest !== undefined) this.knownMemoryMounts.delete(oldest);
-    }
-    this.knownMemoryMounts.set(key, mount);
   }
 }
 
