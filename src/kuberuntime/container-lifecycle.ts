@@ -471,6 +471,17 @@ export class ContainerLifecycle {
       await this.runtimeService.stopContainer(containerId, gracePeriod);
     } catch (err) {
       if (isNotFound(err)) return;
+      if (await this.hasExited(containerId)) {
+        // The stop happened and only its answer was lost (containerd 1.6 can answer "ttrpc: closed"
+        // when the shim goes away with the task): the pod worker's retry would find it exited too.
+        log.info('StopContainer failed but the container has exited', {
+          pod: formatPod(targetPod),
+          containerName,
+          containerID: containerId,
+          err: errorMessage(err),
+        });
+        return;
+      }
       log.error('Container termination failed with gracePeriod', {
         pod: formatPod(targetPod),
         containerName,
@@ -485,6 +496,16 @@ export class ContainerLifecycle {
       containerName,
       containerID: containerId,
     });
+  }
+
+  private async hasExited(containerId: string): Promise<boolean> {
+    try {
+      const { status } = await this.runtimeService.containerStatus(containerId, false);
+      return status.state === 'CONTAINER_EXITED';
+    } catch {
+      // No answer either: the stop's own error is the one to report.
+      return false;
+    }
   }
 
   /** Waits for done, at most limitSeconds; returns the whole seconds waited. */

@@ -700,6 +700,17 @@ describe('killPod', () => {
       return true;
     });
   });
+
+  test('a stop whose answer is lost but whose container has exited is no failure', async () => {
+    const m = manager();
+    const p = pod([app]);
+    await sync(m, p);
+    const [running] = await m.getPods(false);
+    fake.exitContainer(fake.containersNamed('app')[0]!.id, 137);
+    fake.injectError('stopContainer', new Error('ttrpc: closed: unknown'), 1);
+    await m.killPod(p, running!);
+    assert.equal(fake.callsOf('stopContainer').length, 1);
+  });
 });
 
 describe('garbageCollect', () => {
