@@ -11,6 +11,14 @@
  * upstream kubelet, Go's runtime returns free pages in the background with its scavenger.)
  *
  * A node that never goes quiet is left to V8's own schedule; collections are at least minGapMs apart.
+ *
+ * Within a burst, V8 left a 100-pod start without any full collection: its first old-generation
+ * limit is set from the survival rate of its first scavenges against a heap of gigabytes, far above
+ * a kubelet's. So the garbage the scavenges promote (old-space objects, and ArrayBuffers whose
+ * memory sits in malloc's heap) piled up until the burst ended: the start's peak RSS was 20–35 MiB
+ * above what was live. So one full collection (not two: the memory is to be reused, not returned)
+ * also runs, busy or not, whenever heapBytes has grown by burstGrowthBytes over its level after the
+ * last collection, at most once every burstMinGapMs.
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -42,9 +50,15 @@ export interface HeapTrimOptions {
   quietCpuFraction?: number;
   /** At least this long between two collections (10 s). */
   minGapMs?: number;
+  /** Growth of heapBytes over its level after the last collection that calls for one within a burst (16 MiB). */
+  burstGrowthBytes?: number;
+  /** At least this long between a collection and one within a burst (5 s). */
+  burstMinGapMs?: number;
   sample?: () => HeapSample;
-  /** A full, synchronous garbage collection. */
+  /** Full, synchronous garbage collection once the burst is over (two passes). */
   collect?: () => void;
+  /** The same within a burst (one pass). */
+  collectInBurst?: () => void;
 }
 
 export function sampleHeap(): HeapSample {
@@ -61,7 +75,7 @@ export function sampleHeap(): HeapSample {
  * `gc()` lives in a context made with the flag set, set back at once so that no other context
  * gains it; the context is made for each call and dropped with it (held, it kept about 0.8 MiB).
  */
-export function fullGarbageCollection(): () => void {
+export function fullGarbageCollection(passes = 2): () => void {
   const given = (globalThis as { gc?: unknown }).gc;
   const gcFunction = (): (() => void) => {
     if (typeof given === 'function') return given as () => void;
@@ -80,8 +94,7 @@ export function fullGarbageCollection(): () => void {
   };
   return () => {
     const gc = gcFunction();
-    gc();
-    gc();
+    for (let i = 0; i < passes; i++) gc();
   };
 }
 
@@ -92,15 +105,21 @@ export class HeapTrimmer {
   private readonly growthBytes: number;
   private readonly quietCpuFraction: number;
   private readonly minGapMs: number;
+  private readonly burstGrowthBytes: number;
+  private readonly burstMinGapMs: number;
   private readonly sample: () => HeapSample;
   private readonly collect: () => void;
+  private readonly collectInBurst: () => void;
   /** The lowest heapBytes since the last collection (or the first look). */
   private baseBytes = Infinity;
+  /** heapBytes after the last collection (or at the first look). */
+  private afterCollectBytes: number | undefined;
   /** Since when every period has been quiet; undefined while busy. */
   private quietSinceMs: number | undefined;
   private last: { atMs: number; cpuMicros: number } | undefined;
   private lastCollectMs = -Infinity;
   private collections = 0;
+  private burstCollections = 0;
   /** Why trimming stopped (a sample or collection that threw); V8's own schedule goes on. */
   private failure: string | undefined;
 
@@ -111,8 +130,11 @@ export class HeapTrimmer {
     this.growthBytes = opts.growthBytes ?? 8 * MIB;
     this.quietCpuFraction = opts.quietCpuFraction ?? 0.05;
     this.minGapMs = opts.minGapMs ?? 10_000;
+    this.burstGrowthBytes = opts.burstGrowthBytes ?? 16 * MIB;
+    this.burstMinGapMs = opts.burstMinGapMs ?? 5000;
     this.sample = opts.sample ?? sampleHeap;
-    this.collect = opts.collect ?? fullGarbageCollection();
+    this.collect = opts.collect ?? fullGarbageCollection(2);
+    this.collectInBurst = opts.collectInBurst ?? fullGarbageCollection(1);
   }
 
   /** Looks every periodMs until signal aborts, or until a look fails: then the kubelet runs on without it. */
@@ -140,7 +162,20 @@ export class HeapTrimmer {
     const previous = this.last;
     this.last = { atMs: now, cpuMicros: s.cpuMicros };
     this.baseBytes = Math.min(this.baseBytes, s.heapBytes);
+    this.afterCollectBytes ??= s.heapBytes;
     if (!previous) return false;
+    if (
+      s.heapBytes - this.afterCollectBytes >= this.burstGrowthBytes &&
+      now - this.lastCollectMs >= this.burstMinGapMs
+    ) {
+      // baseBytes stays the lowest level since the last trim: V8 keeps the pages this frees
+      // committed, and the trim once the burst is over, which gives them back, is to measure the
+      // burst's growth from before it.
+      const after = this.runCollection(this.collectInBurst, s, 'Collected garbage within a burst of work');
+      this.baseBytes = Math.min(this.baseBytes, after);
+      this.burstCollections++;
+      return true;
+    }
     // The wall clock stepped, or the process was stopped or its loop blocked: no period to judge.
     if (now <= previous.atMs || now - previous.atMs > 3 * this.periodMs) {
       this.quietSinceMs = undefined;
@@ -160,23 +195,33 @@ export class HeapTrimmer {
     )
       return false;
 
-    const t0 = monotonicMs();
-    this.collect();
-    const after = this.sample();
-    this.baseBytes = after.heapBytes;
-    this.lastCollectMs = this.clock.now();
-    // The collection's own CPU is not the process's work: the next period starts after it.
-    this.last = { atMs: this.lastCollectMs, cpuMicros: after.cpuMicros };
+    this.baseBytes = this.runCollection(this.collect, s, 'Collected garbage after a burst of work');
     this.collections++;
-    log.v(2, 'Collected garbage after a burst of work', {
-      beforeMiB: +(s.heapBytes / MIB).toFixed(1),
-      afterMiB: +(after.heapBytes / MIB).toFixed(1),
-      ms: +(monotonicMs() - t0).toFixed(1),
-    });
     return true;
   }
 
+  /** Returns heapBytes after the collection. */
+  private runCollection(collect: () => void, before: HeapSample, message: string): number {
+    const t0 = monotonicMs();
+    collect();
+    const after = this.sample();
+    this.afterCollectBytes = after.heapBytes;
+    this.lastCollectMs = this.clock.now();
+    // The collection's own CPU is not the process's work: the next period starts after it.
+    this.last = { atMs: this.lastCollectMs, cpuMicros: after.cpuMicros };
+    log.v(2, message, {
+      beforeMiB: +(before.heapBytes / MIB).toFixed(1),
+      afterMiB: +(after.heapBytes / MIB).toFixed(1),
+      ms: +(monotonicMs() - t0).toFixed(1),
+    });
+    return after.heapBytes;
+  }
+
   detail(): Record<string, unknown> {
-    return { collections: this.collections, ...(this.failure ? { error: this.failure } : {}) };
+    return {
+      collections: this.collections,
+      ...(this.burstCollections > 0 ? { burstCollections: this.burstCollections } : {}),
+      ...(this.failure ? { error: this.failure } : {}),
+    };
   }
 }

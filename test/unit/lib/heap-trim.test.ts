@@ -9,9 +9,10 @@ const MIB = 1024 * 1024;
 /**
  * A trimmer on a fake clock whose samples the test sets: the heap in MiB (20 at the first look),
  * and the CPU the process uses in each 2 s period as a fraction of one core. The clock can also
- * step, as a wall clock does (a negative period).
+ * step, as a wall clock does (a negative period). The collection within a burst is off unless asked for
+ * (burstGrowthMiB); then it counts in burstCollections.
  */
-function trimmer(opts: { minGapMs?: number } = {}) {
+function trimmer(opts: { minGapMs?: number; burstGrowthMiB?: number } = {}) {
   const fake = new FakeClock();
   let stepMs = 0;
   const clock: Clock = {
@@ -20,7 +21,7 @@ function trimmer(opts: { minGapMs?: number } = {}) {
     clearTimeout: (handle) => fake.clearTimeout(handle),
     sleep: (ms, signal) => fake.sleep(ms, signal),
   };
-  const state = { heapMiB: 20, cpuMicros: 0, collections: 0, afterCollectMiB: 15 };
+  const state = { heapMiB: 20, cpuMicros: 0, collections: 0, burstCollections: 0, afterCollectMiB: 15 };
   const t = new HeapTrimmer({
     clock,
     periodMs: 2000,
@@ -28,9 +29,15 @@ function trimmer(opts: { minGapMs?: number } = {}) {
     growthBytes: 8 * MIB,
     quietCpuFraction: 0.05,
     minGapMs: opts.minGapMs ?? 10_000,
+    burstGrowthBytes: (opts.burstGrowthMiB ?? Infinity) * MIB,
+    burstMinGapMs: 5000,
     sample: (): HeapSample => ({ heapBytes: state.heapMiB * MIB, cpuMicros: state.cpuMicros }),
     collect: () => {
       state.collections++;
+      state.heapMiB = state.afterCollectMiB;
+    },
+    collectInBurst: () => {
+      state.burstCollections++;
       state.heapMiB = state.afterCollectMiB;
     },
   });
@@ -86,6 +93,42 @@ describe('HeapTrimmer', () => {
     for (let i = 0; i < 4; i++) assert.equal(period(0.01, 40), false);
     assert.equal(period(0.01, 40), true, '10 s after the last');
     assert.equal(state.collections, 2);
+  });
+
+  it('collects once within a burst when the heap has grown by burstGrowthBytes since the last collection', () => {
+    const { t, state, period } = trimmer({ burstGrowthMiB: 16 });
+    assert.equal(period(0.5, 30), false, 'busy, 10 MiB above the first look');
+    assert.equal(period(0.5, 35.9), false, 'busy, 15.9 MiB above');
+    assert.equal(period(0.5, 36), true, 'busy, 16 MiB above: one collection, busy or not');
+    assert.deepEqual([state.collections, state.burstCollections], [0, 1]);
+    // From 15 MiB after it; the next within the burst no sooner than 5 s after.
+    assert.equal(period(0.5, 31), false, '16 MiB above, but 2 s after the last');
+    assert.equal(period(0.5, 31), false, '4 s after');
+    assert.equal(period(0.5, 31), true, '6 s after');
+    assert.deepEqual(t.detail(), { collections: 0, burstCollections: 2 });
+  });
+
+  it('after a collection within a burst, trims as before once the burst is over', () => {
+    const { state, period } = trimmer({ burstGrowthMiB: 16 });
+    assert.equal(period(0.5, 40), true, 'within the burst');
+    assert.equal(period(0.5, 24), false, 'busy, from 15 MiB');
+    assert.equal(period(0.01, 24), false, 'quiet for 2 s');
+    assert.equal(period(0.01, 24), false, 'quiet for 4 s, but 6 s after the last collection');
+    assert.equal(period(0.01, 24), false, '8 s after');
+    assert.equal(period(0.01, 24), true, '10 s after, 9 MiB above the level after the last collection');
+    assert.deepEqual([state.collections, state.burstCollections], [1, 1]);
+  });
+
+  it('measures the trim after a burst from before it, though a collection within it left the heap committed', () => {
+    const { state, period } = trimmer({ burstGrowthMiB: 16 });
+    state.afterCollectMiB = 38; // V8 keeps the freed pages until the trim gives them back
+    assert.equal(period(0.5, 40), true, 'within the burst');
+    assert.equal(period(0.01, 38), false, 'quiet for 2 s');
+    assert.equal(period(0.01, 38), false, 'quiet for 4 s, 4 s after the last collection');
+    assert.equal(period(0.01, 38), false, '6 s after');
+    assert.equal(period(0.01, 38), false, '8 s after');
+    assert.equal(period(0.01, 38), true, '10 s after: 18 MiB above the first look’s 20');
+    assert.deepEqual([state.collections, state.burstCollections], [1, 1]);
   });
 
   it('does not count the collection’s own CPU against the next period', () => {
