@@ -1,25 +1,35 @@
 /**
- * The client's CPU per CRI unary call, layer by layer, against the relist bench's fake CRI server in
- * a child process (so process.cpuUsage counts the client only): a bare node:http2 request carrying
- * the same gRPC frame (the floor node:http2 sets), the call through GrpcUnaryChannel (framing,
- * deadline, decoding), and through the instrumented RemoteRuntimeService the kubelet uses (error
- * mapping, conversion, metrics). Version (the smallest answer) and ContainerStatus (a container's
- * whole status), one call at a time and 16 at a time; the layers' batches alternate, so a busy
- * machine weighs on each alike.
+ * The client's CPU per CRI unary call, layer by layer, against a CRI server in another process (so
+ * process.cpuUsage counts the client only): the relist bench's fake CRI server in a child process,
+ * or a real runtime (BENCH_CRI_ENDPOINT, e.g. a private stack's containerd). The layers: protobuf
+ * encoding and decoding alone; a bare request carrying the same gRPC frame, over node:http2 and over
+ * the project's own HTTP/2 connection (src/cri/http2); the call through GrpcUnaryChannel over each
+ * (framing, deadline, decoding); and through the instrumented RemoteRuntimeService the kubelet uses
+ * (error mapping, conversion, metrics). Version (the smallest answer) and a status (ContainerStatus
+ * on the fake, ImageStatus on a real runtime, which may have no containers), one call at a time and
+ * 16 at a time; the layers' batches alternate, so a busy machine weighs on each alike.
  *
- * Env: BENCH_CRI_CALLS (calls per batch, 3000), BENCH_ROUNDS (batches per layer, 7).
+ * Env: BENCH_CRI_CALLS (calls per batch, 3000), BENCH_ROUNDS (batches per layer, 7),
+ * BENCH_CRI_ENDPOINT (unix://… of a running runtime; the fake when unset), BENCH_CRI_LAYERS (a
+ * comma-separated subset of the layers' names).
  */
 import { fork } from 'node:child_process';
 import http2 from 'node:http2';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GrpcUnaryChannel } from '../src/cri/grpc-unary-channel.js';
+import { GrpcUnaryChannel, dialNodeHttp2 } from '../src/cri/grpc-unary-channel.js';
+import { grpcRequestFields } from '../src/cri/grpc-over-http2.js';
 import {
   ContainerStatusRequest,
+  ImageServiceDefinition,
+  ImageStatusRequest,
   RuntimeServiceDefinition,
   VersionRequest,
 } from '../src/cri/generated/runtime/v1/api.js';
+import { dialOwnHttp2 } from '../src/cri/http2/dial.js';
+import type { GrpcHttp2Connection } from '../src/cri/http2/stream-handler.js';
+import { RemoteImageService } from '../src/cri/remote-image.js';
 import { instrumentCri } from '../src/cri/instrumented-runtime.js';
 import { RemoteRuntimeService } from '../src/cri/remote-runtime.js';
 import { grpcMethods } from '../src/lib/grpc-definitions.js';
@@ -30,6 +40,7 @@ import { emit, envNumber, percentile, say } from './report.js';
 
 const BENCH = 'cri-call';
 const RS = grpcMethods(RuntimeServiceDefinition);
+const IS = grpcMethods(ImageServiceDefinition);
 
 type Call = (i: number) => Promise<unknown>;
 
@@ -61,9 +72,48 @@ function bareHttp2(session: http2.ClientHttp2Session, pathName: string, frame: B
   });
 }
 
-async function main(): Promise<void> {
-  const calls = envNumber('BENCH_CRI_CALLS', 3000);
-  const rounds = envNumber('BENCH_ROUNDS', 7);
+/**
+ * The most node:http2 could be trimmed to by its caller: every header given (node derives none),
+ * and only the two listeners an answer cannot do without (no 'response', 'trailers' or 'error').
+ * Not a correct gRPC client: the upper bound of what cheap cuts inside node:http2 can save.
+ */
+function leanHttp2(session: http2.ClientHttp2Session, pathName: string, frame: Buffer): Promise<number> {
+  return new Promise((resolve) => {
+    const stream = session.request(
+      {
+        ':method': 'POST',
+        ':scheme': 'http',
+        ':authority': 'localhost',
+        ':path': pathName,
+        'content-type': 'application/grpc',
+        te: 'trailers',
+      },
+      { endStream: false },
+    );
+    let bytes = 0;
+    stream.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    stream.on('close', () => resolve(bytes));
+    stream.end(frame);
+  });
+}
+
+/** The same bare request over a GrpcHttp2Connection (the project's own HTTP/2 client). */
+function bareConnection(connection: GrpcHttp2Connection, pathName: string, frame: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    let bytes = 0;
+    connection.request(grpcRequestFields(pathName, [['grpc-timeout', '120000m']]), frame, {
+      onHeaders: () => {},
+      onData: (chunk) => (bytes += chunk.length),
+      onEnd: () => resolve(bytes),
+      onError: reject,
+    });
+  });
+}
+
+/** The runtime to call: BENCH_CRI_ENDPOINT's, or the fake in a child process (stopped by the returned function). */
+async function startRuntime(): Promise<{ endpoint: string; stop: () => void }> {
+  const given = process.env.BENCH_CRI_ENDPOINT;
+  if (given) return { endpoint: given, stop: () => {} };
   const here = fileURLToPath(import.meta.url);
   const script = path.join(path.dirname(here), `relist-fake-runtime${path.extname(here)}`);
   const child = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
@@ -72,27 +122,83 @@ async function main(): Promise<void> {
     child.send({ cmd: 'populate', pods: 20, containersPerPod: 1 });
   });
   if (!('endpoint' in reply)) throw new Error('the fake runtime gave no endpoint');
-  const socketPath = reply.endpoint.replace(/^unix:\/\//, '');
+  return { endpoint: reply.endpoint, stop: () => child.send({ cmd: 'exit' }) };
+}
+
+async function main(): Promise<void> {
+  const calls = envNumber('BENCH_CRI_CALLS', 3000);
+  const rounds = envNumber('BENCH_ROUNDS', 7);
+  const { endpoint, stop } = await startRuntime();
+  const socketPath = endpoint.replace(/^unix:\/\//, '');
   const session = http2.connect('http://localhost', { createConnection: () => net.connect(socketPath) });
-  const channel = new GrpcUnaryChannel(socketPath, { maxReceiveMessageBytes: 64 * 1024 * 1024 });
-  const runtime = instrumentCri(new RemoteRuntimeService(reply.endpoint), new MetricsRegistry());
+  const own = dialOwnHttp2(socketPath, { windowBytes: 16 * 1024 * 1024 });
+  const max = { maxReceiveMessageBytes: 64 * 1024 * 1024 };
+  const nodeChannel = new GrpcUnaryChannel(socketPath, { ...max, dial: dialNodeHttp2 });
+  const ownChannel = new GrpcUnaryChannel(socketPath, { ...max, dial: dialOwnHttp2 });
+  const runtime = instrumentCri(new RemoteRuntimeService(endpoint), new MetricsRegistry());
+  const images = new RemoteImageService(endpoint);
   try {
-    const ids = (await runtime.listContainers()).map((c) => c.id);
     const version = VersionRequest.fromPartial({ version: '0.1.0' });
-    const status = (i: number) => ContainerStatusRequest.fromPartial({ containerId: ids[i % ids.length] });
-    const layers: Record<string, Call> = {
-      version_bare_http2: () =>
-        bareHttp2(session, RS.version.path, grpcMessageFrame(RS.version.requestSerialize(version))),
-      version_unary_channel: () => channel.call(RS.version, version, 120_000),
-      version_runtime_service: () => runtime.version(),
-      container_status_bare_http2: (i) =>
-        bareHttp2(
-          session,
-          RS.containerStatus.path,
-          grpcMessageFrame(RS.containerStatus.requestSerialize(status(i))),
-        ),
-      container_status_runtime_service: (i) => runtime.containerStatus(ids[i % ids.length]!, false),
+    const versionFrame = () => grpcMessageFrame(RS.version.requestSerialize(version));
+    const versionAnswer = RS.version.responseSerialize(await nodeChannel.call(RS.version, version, 120_000));
+    // The status call: a container's on the fake, an image's on a real runtime (which may have no containers).
+    let status: {
+      path: string;
+      frame: (i: number) => Buffer;
+      answer: Buffer;
+      decode: (b: Buffer) => unknown;
     };
+    let statusName: string;
+    let statusCall: Call;
+    if (process.env.BENCH_CRI_ENDPOINT) {
+      const imageIds = (await images.listImages()).map((i) => i.id);
+      if (imageIds.length === 0) throw new Error(`${endpoint} has no images for ImageStatus`);
+      const request = (i: number) =>
+        ImageStatusRequest.fromPartial({ image: { image: imageIds[i % imageIds.length] } });
+      const answer = IS.imageStatus.responseSerialize(
+        await nodeChannel.call(IS.imageStatus, request(0), 120_000),
+      );
+      status = {
+        path: IS.imageStatus.path,
+        frame: (i) => grpcMessageFrame(IS.imageStatus.requestSerialize(request(i))),
+        answer,
+        decode: (b) => IS.imageStatus.responseDeserialize(b),
+      };
+      statusName = 'image_status';
+      statusCall = (i) => images.imageStatus({ image: imageIds[i % imageIds.length]! });
+    } else {
+      const ids = (await runtime.listContainers()).map((c) => c.id);
+      const request = (i: number) => ContainerStatusRequest.fromPartial({ containerId: ids[i % ids.length] });
+      const answer = RS.containerStatus.responseSerialize(
+        await nodeChannel.call(RS.containerStatus, request(0), 120_000),
+      );
+      status = {
+        path: RS.containerStatus.path,
+        frame: (i) => grpcMessageFrame(RS.containerStatus.requestSerialize(request(i))),
+        answer,
+        decode: (b) => RS.containerStatus.responseDeserialize(b),
+      };
+      statusName = 'container_status';
+      statusCall = (i) => runtime.containerStatus(ids[i % ids.length]!, false);
+    }
+    const all: Record<string, Call> = {
+      version_protobuf: () =>
+        Promise.resolve(RS.version.responseDeserialize(versionAnswer) && versionFrame()),
+      version_bare_node_http2: () => bareHttp2(session, RS.version.path, versionFrame()),
+      version_lean_node_http2: () => leanHttp2(session, RS.version.path, versionFrame()),
+      version_bare_own_http2: () => bareConnection(own, RS.version.path, versionFrame()),
+      version_channel_node_http2: () => nodeChannel.call(RS.version, version, 120_000),
+      version_channel_own_http2: () => ownChannel.call(RS.version, version, 120_000),
+      version_runtime_service: () => runtime.version(),
+      [`${statusName}_protobuf`]: (i) => Promise.resolve(status.decode(status.answer) && status.frame(i)),
+      [`${statusName}_bare_node_http2`]: (i) => bareHttp2(session, status.path, status.frame(i)),
+      [`${statusName}_bare_own_http2`]: (i) => bareConnection(own, status.path, status.frame(i)),
+      [`${statusName}_service`]: statusCall,
+    };
+    const wanted = process.env.BENCH_CRI_LAYERS?.split(',');
+    const layers = Object.fromEntries(
+      Object.entries(all).filter(([name]) => !wanted || wanted.includes(name)),
+    );
     for (const atOnce of [1, 16]) {
       const samples = new Map(Object.keys(layers).map((k) => [k, [] as number[]]));
       for (const call of Object.values(layers)) await perCallUs(call, calls, atOnce);
@@ -115,9 +221,12 @@ async function main(): Promise<void> {
     }
   } finally {
     session.close();
-    channel.close();
+    own.close();
+    nodeChannel.close();
+    ownChannel.close();
     runtime.close();
-    child.send({ cmd: 'exit' });
+    images.close();
+    stop();
   }
 }
 

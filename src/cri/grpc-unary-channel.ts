@@ -1,8 +1,9 @@
 /**
- * gRPC unary calls on a unix socket: the CRI's hot path. Hand-written over node:http2
- * (http2-connection.ts) rather than through grpc-js, because every pod start and relist makes these
- * calls and grpc-js spends about twice the CPU per call of node:http2 (name resolution,
- * load-balancing picks, call credentials, filter stacks) on machinery a local socket does not need.
+ * gRPC unary calls on a unix socket: the CRI's hot path. Hand-written over the project's own HTTP/2
+ * connection (http2/client-connection.ts) rather than through grpc-js, because every pod start and
+ * relist makes these calls: grpc-js spends about twice the CPU per call of node:http2 (name
+ * resolution, load-balancing picks, call credentials, filter stacks) on machinery a local socket does
+ * not need, and node:http2 about twice that of the own connection (bench/cri-call.ts).
  *
  * The wire format (grpc-over-http2.ts) is shared with containerd's event stream: here the body is one
  * length-prefixed message, sent with `grpc-timeout`, and so is the answer.
@@ -11,6 +12,8 @@ import { CallWatchdog } from '../lib/call-watchdog.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
 import { grpcMessageFrame } from '../lib/grpc-wire.js';
 import { Http2Connection } from './http2-connection.js';
+import { dialOwnHttp2 } from './http2/dial.js';
+import type { GrpcHttp2Connection } from './http2/stream-handler.js';
 import { grpcAnswerHandler, grpcRequestFields } from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {
@@ -22,6 +25,12 @@ export interface UnaryMethod<Request, Response> {
 export interface GrpcUnaryChannelOptions {
   /** An answer larger than this fails with RESOURCE_EXHAUSTED, as grpc-js's max_receive_message_length. */
   maxReceiveMessageBytes: number;
+  /** Opens a connection to the socket: the project's own by default; bench/cri-call.ts weighs node:http2's. */
+  dial?: (socketPath: string, options: { windowBytes: number }) => GrpcHttp2Connection;
+}
+
+export function dialNodeHttp2(socketPath: string, options: { windowBytes: number }): GrpcHttp2Connection {
+  return new Http2Connection(socketPath, options);
 }
 
 // The answers' flow-control window: large enough that a multi-MiB list arrives without a pause for a
@@ -31,7 +40,7 @@ const WINDOW_BYTES = 16 * 1024 * 1024;
 const MAX_TIMEOUT_DIGITS = 99_999_999;
 
 export class GrpcUnaryChannel {
-  private connection: Http2Connection | undefined;
+  private connection: GrpcHttp2Connection | undefined;
   private inFlight = 0;
   // Deadlines are noticed within 50 ms; the runtime enforces grpc-timeout itself as well.
   private readonly deadlines = new CallWatchdog(50);
@@ -46,10 +55,10 @@ export class GrpcUnaryChannel {
    * A connection to the socket, made on first use and again after the last one failed, was closed by
    * the runtime (a restart) or is going away: the first call after the runtime is back dials afresh.
    */
-  private currentConnection(): Http2Connection {
+  private currentConnection(): GrpcHttp2Connection {
     const existing = this.connection;
     if (existing?.acceptsStreams) return existing;
-    const connection = new Http2Connection(this.socketPath, { windowBytes: WINDOW_BYTES });
+    const connection = (this.opts.dial ?? dialOwnHttp2)(this.socketPath, { windowBytes: WINDOW_BYTES });
     // A failed connect or a reset socket: each open stream gets its own error; the next call dials again.
     connection.onClose = () => {
       if (this.connection === connection) this.connection = undefined;
@@ -71,7 +80,7 @@ export class GrpcUnaryChannel {
     const frame = grpcMessageFrame(method.requestSerialize(request));
 
     return new Promise<Response>((resolve, reject) => {
-      let connection: Http2Connection;
+      let connection: GrpcHttp2Connection;
       try {
         connection = this.currentConnection();
       } catch (err) {
@@ -145,11 +154,11 @@ export class GrpcUnaryChannel {
   }
 
   // The connection keeps the process up only while a call waits on it, as a grpc-js channel does.
-  private callStarted(connection: Http2Connection): void {
+  private callStarted(connection: GrpcHttp2Connection): void {
     if (this.inFlight++ === 0) connection.ref();
   }
 
-  private callEnded(connection: Http2Connection): void {
+  private callEnded(connection: GrpcHttp2Connection): void {
     if (--this.inFlight > 0) return;
     for (const c of [connection, this.connection]) c?.unref();
   }

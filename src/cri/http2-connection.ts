@@ -1,18 +1,18 @@
 /**
- * An HTTP/2 client connection to a unix socket, over Node's node:http2 (nghttp2), for the CRI's
- * unary calls and containerd's event stream: a request is its header fields and whole body, its
- * answer goes to a StreamHandler, and the connection says when it takes no more streams. The gRPC
- * framing above it is grpc-over-http2.ts.
+ * An HTTP/2 client connection to a unix socket, over Node's node:http2 (nghttp2), for containerd's
+ * event stream: a request is its header fields and whole body, its answer goes to a StreamHandler,
+ * and the connection says when it takes no more streams. The gRPC framing above it is
+ * grpc-over-http2.ts.
  *
- * node:http2 rather than an HTTP/2 client of our own: one (frames, flow control, HPACK; about 950
- * lines to keep) is about 90 µs of CPU cheaper per call, but a 100-pod start makes about 1,350 CRI
- * calls, and the density bench cannot tell the two apart on the kubelet's CPU for that start
- * (docs/benchmarks.md, "The CRI's HTTP/2 client"). Loaded on the first call, so importing the CRI
- * client does not load it.
+ * The CRI's unary calls go over the project's own connection (http2/client-connection.ts), which
+ * costs half the CPU per call; the event stream is one request for as long as the kubelet runs, so
+ * node's cost per stream does not matter there. Loaded on the first subscription, so importing the
+ * CRI client does not load it.
  */
 import type * as Http2 from 'node:http2';
 import net from 'node:net';
 import { lazyBuiltin } from '../lib/lazy-builtin.js';
+import { http2StreamError, type GrpcHttp2Connection, type StreamHandler } from './http2/stream-handler.js';
 
 const http2Module = lazyBuiltin<typeof Http2>('node:http2');
 
@@ -21,26 +21,6 @@ const NGHTTP2_CANCEL = 0x8;
 
 // How long close() waits for the reset streams and GOAWAY to go out before it cuts the socket.
 const CLOSE_GRACE_MS = 1000;
-
-/** What a stream's owner hears, in order: headers (maybe twice: response, then trailers), data, then one end. */
-export interface StreamHandler {
-  onHeaders(fields: Map<string, string>, endStream: boolean): void;
-  onData(chunk: Buffer): void;
-  /** The server ended the stream (END_STREAM). */
-  onEnd(): void;
-  /** The stream was reset, refused, or the connection went: the answer will not come. */
-  onError(error: Http2StreamError): void;
-}
-
-/**
- * Why a stream ended without an answer; `code` is the HTTP/2 error code when there is one. Not a
- * class of its own: the gRPC layer turns it into a call's error (see to-cri-error.ts).
- */
-export type Http2StreamError = Error & { code?: number };
-
-export function http2StreamError(message: string, code?: number): Http2StreamError {
-  return code === undefined ? new Error(message) : Object.assign(new Error(message), { code });
-}
 
 export interface Http2ConnectionOptions {
   /** The receive window of each stream and of the connection, which sets how fast a large answer comes. */
@@ -51,7 +31,7 @@ export interface Http2ConnectionOptions {
  * One session; the caller makes a new connection when this one reports `onClose` or stops taking
  * streams (`acceptsStreams`: after GOAWAY, or once the session closed or failed).
  */
-export class Http2Connection {
+export class Http2Connection implements GrpcHttp2Connection {
   private readonly session: Http2.ClientHttp2Session;
   private readonly streams = new Map<number, { stream: Http2.ClientHttp2Stream; handler: StreamHandler }>();
   private nextId = 1;

@@ -19,7 +19,7 @@ const ON_FIRST_USE = {
   worker_threads: 'a manifest of 64 KiB or more',
   'dns/promises': "a look-up of the node's name",
   perf_hooks: 'nothing: durations come from process.hrtime',
-  http2: 'the first CRI call, or a client of the pod resources or device plugin socket',
+  http2: "containerd's event stream, or a client of the pod resources or device plugin socket",
 };
 
 function builtinsLoadedByImport(): Promise<string[]> {

@@ -8,11 +8,8 @@ import http2 from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
-import {
-  Http2Connection,
-  type Http2StreamError,
-  type StreamHandler,
-} from '../../../src/cri/http2-connection.js';
+import { Http2Connection } from '../../../src/cri/http2-connection.js';
+import type { Http2StreamError, StreamHandler } from '../../../src/cri/http2/stream-handler.js';
 import { sleep, waitFor } from '../../helpers/wait.js';
 
 const WINDOW_BYTES = 1024 * 1024;
