@@ -111,7 +111,8 @@ export interface AtomicWriterOptions {
   clock?: Clock;
   /**
    * How the writer reaches targetDir: memoryFileCalls when it is a tmpfs (a secret's or a projected
-   * token's volume once mounted), fs/promises (the default) on a disk.
+   * token's volume once mounted), localFileCalls in the kubelet's own folders on disk, fs/promises
+   * (the default) anywhere else.
    */
   files?: FileCalls;
 }
