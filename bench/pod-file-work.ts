@@ -7,14 +7,16 @@
  *   synchronously (fs.*Sync: the system call on the main thread), on cgroupfs, a tmpfs and the disk
  *   the bench folder is on. Each case runs BENCH_CALLS times, BENCH_CALL_CONCURRENCY at once.
  * - "pod": the kubelet's own code for each pod start, BENCH_PODS pods at once as a burst of pods
- *   starts (µs per pod): the pod's data dirs (its first sync, then 3 more), its cgroup (made under a QoS tier of the
- *   bench's own cgroup root, then found 3 more times), the service account token volume (the
- *   emptyDir wrapper, the medium checks and the atomic writer's first write, then 3 remounts with
- *   nothing changed), and the hosts file. The token volume's tmpfs is mounted before its stage, out
- *   of the measured window (mount(8) is a child process of its own): the wrapper then finds it
- *   mounted, where a kubelet mounts it in the same call; the file calls are the same but for the
- *   mount itself. The remounts go through a mounter of their own, which has not seen the tmpfs
- *   yet, as a kubelet's has not before the sync after the one that mounted it.
+ *   starts (µs per pod): the pod's data dirs (its first sync, then 3 more), its cgroup (made under
+ *   a QoS tier of the bench's own cgroup root, then found 3 more times), the service account token
+ *   volume (the emptyDir wrapper, the medium checks and the atomic writer's first write, then 3
+ *   remounts with nothing changed), a container's start (its restart count from its log folder, its
+ *   config: the log folder and the termination message file), and the hosts file. The token
+ *   volume's tmpfs is mounted before its stage, out of the measured window (mount(8) is a child
+ *   process of its own): the wrapper then finds it mounted, where a kubelet mounts it in the same
+ *   call; the file calls are the same but for the mount itself. The remounts go through a mounter
+ *   of their own, which has not seen the tmpfs yet, as a kubelet's has not before the sync after
+ *   the one that mounted it.
  *
  * Figures: the median over BENCH_ROUNDS rounds (min and max beside it). Compare two trees by running
  * this file in each, alternating, under one lock (docs/benchmarks.md shows the command).
@@ -37,7 +39,10 @@ import { detectCgroupSubsystems } from '../src/cm/cgroup-subsystems.js';
 import { PodContainerManager } from '../src/cm/pod-container-manager.js';
 import { qosContainersInfo } from '../src/cm/qos-container-manager.js';
 import { makePodDataDirs } from '../src/kubelet/pod-data-dirs.js';
+import { generateContainerConfig, type ContainerConfigOptions } from '../src/kuberuntime/container-config.js';
+import { calcRestartCountByLogDir } from '../src/kuberuntime/container-status.js';
 import { makeHostsMount } from '../src/kuberuntime/etc-hosts.js';
+import { buildContainerLogsDirectory } from '../src/kuberuntime/sandbox-config.js';
 import { realClock } from '../src/lib/clock.js';
 import type { Payload } from '../src/volume/atomic-writer.js';
 import { DataVolumeMounter } from '../src/volume/data-volume.js';
@@ -320,6 +325,18 @@ async function benchPods(p: Places): Promise<void> {
     cpuCFSQuotaPeriodUs: 100_000,
   });
   const signal = new AbortController().signal;
+  const configOptions: ContainerConfigOptions = {
+    podLogsDir: path.join(p.dir, 'pod-logs'),
+    rootDir,
+    nodeName: 'bench',
+    hostIPs: ['192.168.1.10'],
+    nodeAllocatable: { cpu: '2', memory: '4Gi' },
+    memoryCapacityBytes: 4 * 1024 ** 3,
+    cpuCFSQuota: true,
+    cpuCFSQuotaPeriodUs: 100_000,
+    seccompDefault: false,
+    envSources: {},
+  };
   const results = new Map<string, number[]>();
   for (let round = 0; round < ROUNDS + 1; round++) {
     const pods = Array.from({ length: PODS }, () => benchPod(randomUUID()));
@@ -356,6 +373,27 @@ async function benchPods(p: Places): Promise<void> {
         },
       ],
       [
+        'container start: restart count from its log folder, its config (log folder, termination message file)',
+        async (i) => {
+          const pod = pods[i]!;
+          const container = pod.spec.containers[0]!;
+          const dir = buildContainerLogsDirectory(configOptions.podLogsDir, pod, container.name);
+          const restartCount = await calcRestartCountByLogDir(dir);
+          await generateContainerConfig(
+            {
+              pod,
+              container,
+              restartCount,
+              imageRef: 'sha256:bench',
+              image: undefined,
+              podIP: '10.244.0.10',
+              podIPs: ['10.244.0.10'],
+            },
+            configOptions,
+          );
+        },
+      ],
+      [
         'hosts file',
         (i) =>
           makeHostsMount(pods[i]!, {
@@ -386,6 +424,10 @@ async function benchPods(p: Places): Promise<void> {
       const uid = pod.metadata.uid!;
       execFileSync('umount', [podVolumeDir(rootDir, uid, PROJECTED_PLUGIN_NAME, TOKEN_VOLUME)]);
       fs.rmSync(path.join(rootDir, 'pods', uid), { recursive: true, force: true });
+      fs.rmSync(path.dirname(buildContainerLogsDirectory(configOptions.podLogsDir, pod, 'sleep')), {
+        recursive: true,
+        force: true,
+      });
       await podCgroups.destroy(podCgroups.getPodContainerName(pod).name);
     }
   }
