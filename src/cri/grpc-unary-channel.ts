@@ -13,7 +13,8 @@ import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-statu
 import { grpcMessageFrame } from '../lib/grpc-wire.js';
 import { Http2Connection } from './http2-connection.js';
 import { dialOwnHttp2 } from './http2/dial.js';
-import type { GrpcHttp2Connection } from './http2/stream-handler.js';
+import { Http2ErrorCode } from './http2/client-connection.js';
+import type { GrpcHttp2Connection, Http2StreamError } from './http2/stream-handler.js';
 import { grpcAnswerHandler, grpcRequestFields } from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {
@@ -80,30 +81,21 @@ export class GrpcUnaryChannel {
     const frame = grpcMessageFrame(method.requestSerialize(request));
 
     return new Promise<Response>((resolve, reject) => {
-      let connection: GrpcHttp2Connection;
-      try {
-        connection = this.currentConnection();
-      } catch (err) {
-        reject(grpcCallError(GrpcStatus.UNAVAILABLE, errorText(err), err));
-        return;
-      }
-      this.callStarted(connection);
-
-      let answer: Buffer | undefined;
-      let messages = 0;
+      let connection: GrpcHttp2Connection | undefined;
       let settled = false;
       let streamId = 0;
+      let resent = false;
       const finish = (err: GrpcCallError | undefined, value?: Response): void => {
         if (settled) return;
         settled = true;
         deadline.done();
         signal?.removeEventListener('abort', onAbort);
-        this.callEnded(connection);
+        if (connection) this.callEnded(connection);
         if (err) reject(err);
         else resolve(value!);
       };
       const cancel = (err: GrpcCallError): void => {
-        connection.cancel(streamId);
+        connection?.cancel(streamId);
         finish(err);
       };
       const deadline = this.deadlines.watch(timeoutMs, () =>
@@ -115,35 +107,57 @@ export class GrpcUnaryChannel {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
 
-      const handler = grpcAnswerHandler({
-        peer: this.socketPath,
-        maxMessageBytes: this.opts.maxReceiveMessageBytes,
-        onMessage: (message) => {
-          answer = message;
-          messages++;
-        },
-        cancel: () => connection.cancel(streamId),
-        onEnd: (err) => {
-          if (err) {
-            finish(err);
-            return;
-          }
-          if (answer === undefined || messages > 1) {
-            finish(grpcCallError(GrpcStatus.INTERNAL, `${messages} response messages to a unary call`));
-            return;
-          }
-          try {
-            finish(undefined, method.responseDeserialize(answer));
-          } catch (err) {
-            finish(grpcCallError(GrpcStatus.INTERNAL, `response could not be decoded: ${errorText(err)}`));
-          }
-        },
-      });
-      streamId = connection.request(
-        grpcRequestFields(method.path, [...metadata, ['grpc-timeout', grpcTimeout(timeoutMs)]]),
-        frame,
-        handler,
-      );
+      const send = (): void => {
+        let next: GrpcHttp2Connection;
+        try {
+          next = this.currentConnection();
+        } catch (err) {
+          finish(grpcCallError(GrpcStatus.UNAVAILABLE, errorText(err), err));
+          return;
+        }
+        if (!connection) this.callStarted(next);
+        connection = next;
+        let answer: Buffer | undefined;
+        let messages = 0;
+        const handler = grpcAnswerHandler({
+          peer: this.socketPath,
+          maxMessageBytes: this.opts.maxReceiveMessageBytes,
+          onMessage: (message) => {
+            answer = message;
+            messages++;
+          },
+          cancel: () => next.cancel(streamId),
+          onEnd: (err) => {
+            if (settled) return;
+            // The server did not take the stream (RFC 9113 §8.7): sent once more, as grpc-go's transparent
+            // retry does (gRFC A6); a runtime that restarts gracefully refuses the calls it was sent last.
+            if (err && !resent && wasRefused(err)) {
+              resent = true;
+              send();
+              return;
+            }
+            if (err) {
+              finish(err);
+              return;
+            }
+            if (answer === undefined || messages > 1) {
+              finish(grpcCallError(GrpcStatus.INTERNAL, `${messages} response messages to a unary call`));
+              return;
+            }
+            try {
+              finish(undefined, method.responseDeserialize(answer));
+            } catch (err) {
+              finish(grpcCallError(GrpcStatus.INTERNAL, `response could not be decoded: ${errorText(err)}`));
+            }
+          },
+        });
+        streamId = next.request(
+          grpcRequestFields(method.path, [...metadata, ['grpc-timeout', grpcTimeout(timeoutMs)]]),
+          frame,
+          handler,
+        );
+      };
+      send();
     });
   }
 
@@ -168,6 +182,12 @@ function grpcTimeout(timeoutMs: number): string {
   const ms = Math.max(1, Math.ceil(timeoutMs));
   if (ms <= MAX_TIMEOUT_DIGITS) return `${ms}m`;
   return `${Math.min(Math.ceil(ms / 1000), MAX_TIMEOUT_DIGITS)}S`;
+}
+
+/** The stream ended unprocessed: refused by RST_STREAM, or above a GOAWAY's last stream, or never sent. */
+function wasRefused(err: GrpcCallError): boolean {
+  const cause = err.cause as Http2StreamError | undefined;
+  return err.code === GrpcStatus.UNAVAILABLE && cause?.code === Http2ErrorCode.REFUSED_STREAM;
 }
 
 function errorText(err: unknown): string {

@@ -20,13 +20,17 @@ const ECHO: UnaryMethod<string, string> = {
   responseDeserialize: (bytes) => bytes.toString(),
 };
 
-type Behaviour = 'answer' | 'reset' | 'goaway' | 'cut' | 'silent';
+type Behaviour = 'answer' | 'reset' | 'refuse' | 'goaway' | 'cut' | 'silent';
 
 interface Server {
   socket: string;
   /** What the server does with the next request; 'answer' echoes it back. */
   next: Behaviour;
+  /** What it does with the one after (then 'answer' again). */
+  then?: Behaviour;
   sessions: number;
+  /** The requests the server saw, in order. */
+  requests: string[];
   /** The RST_STREAM codes of the streams that closed, in order (0 for a clean end). */
   closes: number[];
 }
@@ -38,7 +42,13 @@ afterEach(async () => {
 
 async function grpcServer(): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'unary-channel-'));
-  const server: Server = { socket: join(dir, 'grpc.sock'), next: 'answer', sessions: 0, closes: [] };
+  const server: Server = {
+    socket: join(dir, 'grpc.sock'),
+    next: 'answer',
+    sessions: 0,
+    closes: [],
+    requests: [],
+  };
   const h2 = http2.createServer();
   const sessions = new Set<http2.ServerHttp2Session>();
   // The raw sockets: node:http2 will not let its session's socket be destroyed through the session.
@@ -57,9 +67,12 @@ async function grpcServer(): Promise<Server> {
     stream.on('data', (c: Buffer) => chunks.push(c));
     stream.on('end', () => {
       const behaviour = server.next;
-      server.next = 'answer';
+      server.next = server.then ?? 'answer';
+      server.then = undefined;
+      server.requests.push(Buffer.concat(chunks).subarray(5).toString());
       const session = stream.session!;
       if (behaviour === 'reset') stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+      else if (behaviour === 'refuse') stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
       // A GOAWAY whose last stream is below this one: the server never took it.
       else if (behaviour === 'goaway') session.goaway(http2.constants.NGHTTP2_NO_ERROR, stream.id! - 2);
       else if (behaviour === 'cut') for (const socket of sockets) socket.destroy();
@@ -119,16 +132,29 @@ test('a stream the server resets fails alone with UNAVAILABLE and its code; the 
   assert.equal(server.sessions, 1);
 });
 
-test('a GOAWAY that leaves the call out fails it with UNAVAILABLE; the next call dials a new connection', async () => {
+test('a call the server did not take (GOAWAY below it) is sent once more, on a new connection, as grpc-go does', async () => {
   const server = await grpcServer();
   const c = channel(server);
   assert.equal(await c.call(ECHO, 'first', 5000), 'first');
   server.next = 'goaway';
-  const err = await callError(c.call(ECHO, 'refused', 5000));
-  assert.equal(err.code, GrpcStatus.UNAVAILABLE);
-  assert.match(err.details, /going away .* did not take the stream/);
-  assert.equal(await c.call(ECHO, 'again', 5000), 'again');
+  assert.equal(await c.call(ECHO, 'refused once', 5000), 'refused once');
+  assert.deepEqual(server.requests, ['first', 'refused once', 'refused once']);
   assert.equal(server.sessions, 2);
+});
+
+test('a stream refused with REFUSED_STREAM is sent once more; refused twice, the call fails with UNAVAILABLE', async () => {
+  const server = await grpcServer();
+  const c = channel(server);
+  server.next = 'refuse';
+  assert.equal(await c.call(ECHO, 'refused once', 5000), 'refused once');
+  server.next = 'refuse';
+  server.then = 'refuse';
+  const err = await callError(c.call(ECHO, 'refused twice', 5000));
+  assert.equal(err.code, GrpcStatus.UNAVAILABLE);
+  assert.match(err.details, /stream reset by the server \(code 7\)/);
+  assert.deepEqual(server.requests, ['refused once', 'refused once', 'refused twice', 'refused twice']);
+  assert.equal(await c.call(ECHO, 'after', 5000), 'after');
+  assert.equal(server.sessions, 1);
 });
 
 test('a connection lost mid-call fails the call with UNAVAILABLE; the next call reconnects', async () => {
