@@ -67,6 +67,17 @@ const MAX_STREAM_ID = 2 ** 31 - 1;
 // The largest header block taken in (HEADERS and its CONTINUATIONs), grpc-go's own default limit: a
 // server that sends more is broken, and the block is not kept growing.
 const MAX_HEADER_BLOCK_BYTES = 16 * 1024 * 1024;
+// And the most frames it may come in: what the largest block needs at the smallest frame size. Each
+// frame's part is kept until the block ends, so 1-octet frames would cost the heap ~100x the block.
+const MAX_HEADER_BLOCK_FRAMES = MAX_HEADER_BLOCK_BYTES / DEFAULT_MAX_FRAME_SIZE;
+// How long a closing socket may take to hand its last bytes (a GOAWAY) to a server that is not
+// reading before it is destroyed: without it such a socket would stay open for good.
+const CLOSE_GRACE_MS = 1000;
+// A server that reads nothing more (hung, yet connected) would have every later request, each timed
+// out and reset in turn, held in the socket's buffer for as long as the connection lasts: past this
+// many unsent octets the connection is given up, and with it the buffer. A live server's reader takes
+// frames as they come (only DATA waits for its windows), so a burst of requests stays far below it.
+const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
 
 export interface ClientConnectionOptions {
   /** The receive window of each stream and of the connection, which sets how fast a large answer comes. */
@@ -154,6 +165,11 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
    * Returns the stream ID, which cancel() takes. The handler is called from socket events only.
    */
   request(fields: readonly (readonly [string, string])[], body: Buffer, handler: StreamHandler): number {
+    if (this.socket.writableLength > MAX_UNSENT_BYTES && !this.closedWith) {
+      this.fail(
+        http2StreamError(`the server has not read the last ${this.socket.writableLength} octets sent`),
+      );
+    }
     if (!this.acceptsStreams) {
       const why =
         this.closedWith ?? http2StreamError('connection is going away', Http2ErrorCode.REFUSED_STREAM);
@@ -412,6 +428,12 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     }
     pending.parts.push(Buffer.from(payload));
     pending.bytes += payload.length;
+    if (pending.parts.length > MAX_HEADER_BLOCK_FRAMES) {
+      throw connectionError(
+        Http2ErrorCode.PROTOCOL_ERROR,
+        `a header block in more than ${MAX_HEADER_BLOCK_FRAMES} CONTINUATION frames`,
+      );
+    }
     if (pending.bytes > MAX_HEADER_BLOCK_BYTES) {
       throw connectionError(
         Http2ErrorCode.PROTOCOL_ERROR,
@@ -466,7 +488,13 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
         if (value > MAX_WINDOW) throw connectionError(Http2ErrorCode.FLOW_CONTROL_ERROR, 'window too large');
         const delta = value - this.peerInitialWindow;
         this.peerInitialWindow = value;
-        for (const s of this.streams.values()) s.sendWindow += delta;
+        for (const s of this.streams.values()) {
+          s.sendWindow += delta;
+          // §6.9.2: a change that takes any window past 2^31-1 is a connection error.
+          if (s.sendWindow > MAX_WINDOW) {
+            throw connectionError(Http2ErrorCode.FLOW_CONTROL_ERROR, `stream ${s.id} window past 2^31-1`);
+          }
+        }
       } else if (id === SETTINGS_MAX_FRAME_SIZE) {
         if (value < DEFAULT_MAX_FRAME_SIZE || value > 2 ** 24 - 1) {
           throw connectionError(Http2ErrorCode.PROTOCOL_ERROR, `MAX_FRAME_SIZE ${value}`);
@@ -552,6 +580,8 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     }
     // What was written (a GOAWAY) goes out first; then the socket is gone.
     const socket = this.socket;
+    const grace = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
+    socket.once('close', () => clearTimeout(grace));
     socket.end(() => socket.destroy());
     this.failStreams(error, 0);
     this.onClose?.(error);
