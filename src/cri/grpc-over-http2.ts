@@ -134,7 +134,8 @@ export function grpcAnswerHandler(options: GrpcAnswerOptions): StreamHandler {
   const { peer, onEnd } = options;
   const reader = new GrpcMessageReader(options.maxMessageBytes, options.onMessage);
   let httpStatus: number | undefined;
-  let grpcStatus: number | undefined;
+  // The status as sent: read once the answer is over, so that a malformed one fails the call.
+  let grpcStatus: string | undefined;
   let grpcMessage = '';
   let ended = false;
   const end = (error: GrpcCallError | undefined): void => {
@@ -147,7 +148,7 @@ export function grpcAnswerHandler(options: GrpcAnswerOptions): StreamHandler {
       if (httpStatus === undefined) httpStatus = Number(fields.get(':status'));
       const status = fields.get('grpc-status');
       if (status !== undefined) {
-        grpcStatus = Number(status);
+        grpcStatus = status;
         grpcMessage = decodeGrpcMessage(fields.get('grpc-message') ?? '');
       }
     },
@@ -166,11 +167,11 @@ export function grpcAnswerHandler(options: GrpcAnswerOptions): StreamHandler {
 function statusAtEnd(
   peer: string,
   httpStatus: number | undefined,
-  grpcStatus: number | undefined,
+  grpcStatusText: string | undefined,
   grpcMessage: string,
   midMessage: boolean,
 ): GrpcCallError | undefined {
-  if (grpcStatus === undefined) {
+  if (grpcStatusText === undefined) {
     // No status at all: the server went mid-answer, or something that is not a gRPC server answered.
     const why =
       httpStatus === undefined
@@ -178,6 +179,11 @@ function statusAtEnd(
         : `no grpc-status in the answer (HTTP status ${httpStatus})`;
     return grpcCallError(httpStatus === 200 ? GrpcStatus.INTERNAL : GrpcStatus.UNAVAILABLE, why);
   }
+  // Decimal digits only, as grpc-go reads it: Number() would take '' as OK and 'abc' as a code of NaN.
+  if (!/^\d{1,10}$/.test(grpcStatusText)) {
+    return grpcCallError(GrpcStatus.INTERNAL, `malformed grpc-status ${JSON.stringify(grpcStatusText)}`);
+  }
+  const grpcStatus = Number(grpcStatusText);
   if (grpcStatus !== GrpcStatus.OK) return grpcCallError(grpcStatus, grpcMessage);
   if (midMessage) return grpcCallError(GrpcStatus.INTERNAL, 'the answer ended inside a message');
   return undefined;

@@ -160,6 +160,18 @@ describe('grpcAnswerHandler', () => {
     assert.equal(c.ends[0]?.code, GrpcStatus.NOT_FOUND);
   });
 
+  it('a grpc-status that is not a number is INTERNAL, not a code of NaN or an empty one read as OK', () => {
+    for (const status of ['abc', '', '0x0', ' 1']) {
+      const c = call();
+      c.handler.onHeaders(ok(), false);
+      c.handler.onData(grpcMessageFrame(Buffer.from('a')));
+      c.handler.onHeaders(new Map([['grpc-status', status]]), true);
+      c.handler.onEnd();
+      assert.equal(c.ends[0]?.code, GrpcStatus.INTERNAL, `grpc-status ${JSON.stringify(status)}`);
+      assert.match(c.ends[0].details, /malformed grpc-status/);
+    }
+  });
+
   it('an answer ended without trailers, or without any headers, is an error', () => {
     const noTrailers = call();
     noTrailers.handler.onHeaders(ok(), false);
