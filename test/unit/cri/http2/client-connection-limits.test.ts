@@ -191,3 +191,25 @@ test('a server that stops reading fails the connection once its unsent requests 
     await server.close();
   }
 });
+
+test('the last stream ID (2^31-1) is used once, then the connection takes no more and closes when it ends', async () => {
+  const last = 2 ** 31 - 1;
+  // :status 200 (static index 8), ending the stream, on the last ID.
+  const server = await rawServer(scripted(frame(0x1, 0x1 | 0x4, last, Buffer.from([0x88]))));
+  const conn = new Http2ClientConnection(net.connect(server.socketPath), { windowBytes: 65_535 });
+  let closed = false;
+  conn.onClose = () => (closed = true);
+  // Months of calls at once: the IDs are one call short of running out.
+  (conn as unknown as { nextStreamId: number }).nextStreamId = last;
+  try {
+    const outcome = requestOutcome(conn);
+    assert.equal(conn.acceptsStreams, false);
+    assert.equal(await outcome, undefined);
+    assert.equal(closed, true);
+    const refused = await requestOutcome(conn);
+    assert.ok(refused, 'a request past the last ID was taken');
+  } finally {
+    conn.close();
+    await server.close();
+  }
+});
