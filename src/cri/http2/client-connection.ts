@@ -22,6 +22,8 @@ import {
 } from './stream-handler.js';
 
 const PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+// HPACK's dynamic table size update to 0 (RFC 7541 §6.3): the encoder never uses the table.
+const TABLE_SIZE_UPDATE_TO_ZERO = Buffer.from([0x20]);
 
 const enum FrameType {
   Data = 0x0,
@@ -116,6 +118,9 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
   private goAwayReceived = false;
   private closedWith: Http2StreamError | undefined;
   private corked = false;
+  // The server changed SETTINGS_HEADER_TABLE_SIZE: the next header block must open with a table size
+  // update (RFC 7541 §4.2), which nghttp2, for one, insists on when the size went down.
+  private tableSizeUpdateDue = false;
   private readonly windowBytes: number;
 
   /** Called once, when the connection can carry nothing more (closed, failed, or drained after GOAWAY). */
@@ -219,7 +224,9 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
       unacked: 0,
     };
     this.streams.set(id, stream);
-    this.writeHeaders(id, headers);
+    const due = this.tableSizeUpdateDue;
+    this.tableSizeUpdateDue = false;
+    this.writeHeaders(id, due ? Buffer.concat([TABLE_SIZE_UPDATE_TO_ZERO, headers]) : headers);
     this.sendPending(stream);
   }
 
@@ -502,8 +509,11 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
         this.peerMaxFrameSize = value;
       } else if (id === SETTINGS_MAX_CONCURRENT_STREAMS) {
         this.peerMaxConcurrentStreams = value;
+      } else if (id === SETTINGS_HEADER_TABLE_SIZE) {
+        // The server's decoder's table, which this encoder never fills, but must say so once more.
+        this.tableSizeUpdateDue = true;
       }
-      // HEADER_TABLE_SIZE concerns the server's decoder, which this encoder never fills; the rest do not apply.
+      // The rest do not apply.
     }
     this.writeFrame(FrameType.Settings, FLAG_ACK, 0, Buffer.alloc(0));
     this.flushAll();

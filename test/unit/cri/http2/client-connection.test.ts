@@ -448,3 +448,32 @@ test('header blocks over one frame go out and come in as HEADERS then CONTINUATI
     await s.close();
   }
 });
+
+test('after the server lowers SETTINGS_HEADER_TABLE_SIZE, the next header block opens with a table size update (RFC 7541 §4.2)', async () => {
+  // nghttp2 refuses, with COMPRESSION_ERROR, a block after such a change that does not open with one.
+  const s = await h2Server(
+    (stream) => {
+      stream.respond({ ':status': 200 });
+      stream.end('ok');
+    },
+    { headerTableSize: 0 },
+  );
+  const conn = connect(s.socketPath);
+  try {
+    // The first request may leave before the server's SETTINGS come; the later ones follow them.
+    for (let i = 0; i < 3; i++) {
+      const bound = new Promise<Answer>((resolve) =>
+        setTimeout(
+          () => resolve({ headers: [], body: Buffer.alloc(0), error: new Error('no answer in 5 s') }),
+          5000,
+        ).unref(),
+      );
+      const a = await Promise.race([exchange(conn, `/n${i}`), bound]);
+      assert.equal(a.error, undefined, `request ${i}: ${a.error?.message}`);
+      assert.equal(a.body.toString(), 'ok');
+    }
+  } finally {
+    conn.close();
+    await s.close();
+  }
+});
