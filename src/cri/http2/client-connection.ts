@@ -198,6 +198,7 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     const waiting = this.queued.findIndex((q) => q.id === id);
     if (waiting >= 0) {
       this.queued.splice(waiting, 1);
+      this.maybeDrained();
       return;
     }
     if (!this.streams.delete(id)) return;

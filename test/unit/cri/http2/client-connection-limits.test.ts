@@ -213,3 +213,35 @@ test('the last stream ID (2^31-1) is used once, then the connection takes no mor
     await server.close();
   }
 });
+
+test('a connection out of stream IDs closes when its last waiting request is cancelled', async () => {
+  const last = 2 ** 31 - 1;
+  const noStreams = Buffer.alloc(6);
+  noStreams.writeUInt16BE(0x3, 0); // SETTINGS_MAX_CONCURRENT_STREAMS 0: every later request waits
+  const server = await rawServer(
+    scripted(
+      Buffer.concat([frame(0x4, 0, 0, noStreams), frame(0x1, 0x1 | 0x4, last - 2, Buffer.from([0x88]))]),
+    ),
+  );
+  const conn = new Http2ClientConnection(net.connect(server.socketPath), { windowBytes: 65_535 });
+  let closed = false;
+  conn.onClose = () => (closed = true);
+  (conn as unknown as { nextStreamId: number }).nextStreamId = last - 2;
+  try {
+    assert.equal(await requestOutcome(conn), undefined);
+    const id = conn.request(POST, Buffer.alloc(0), {
+      onHeaders: () => undefined,
+      onData: () => undefined,
+      onEnd: () => undefined,
+      onError: () => undefined,
+    });
+    assert.equal(id, last);
+    assert.equal(conn.acceptsStreams, false);
+    assert.equal(closed, false);
+    conn.cancel(id);
+    assert.equal(closed, true, 'the connection stayed open with nothing left to carry');
+  } finally {
+    conn.close();
+    await server.close();
+  }
+});
