@@ -1,19 +1,16 @@
 import path from 'node:path';
 import { checkedPodUid } from '../api/pod-uid.js';
-import { localFileCalls, type FileCalls } from '../lib/memory-fs.js';
+import { promiseFileCalls, type FileCalls } from '../lib/memory-fs.js';
 
 const POD_DATA_DIR_NAMES = ['volumes', 'plugins'] as const;
 // mkdir's default (the umask applies), as the folders have always been made.
 const POD_DATA_DIR_MODE = 0o777;
 
-/**
- * Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. The kubelet's own
- * folders: synchronous calls (lib/memory-fs.ts).
- */
+/** Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. */
 export async function makePodDataDirs(
   rootDir: string,
   uid: string,
-  files: Pick<FileCalls, 'readdir' | 'stat' | 'mkdir'> = localFileCalls,
+  files: Pick<FileCalls, 'readdir' | 'stat' | 'mkdir'> = promiseFileCalls,
 ): Promise<void> {
   // Never a folder outside --root-dir, whatever a source said the UID is.
   const podDir = path.join(rootDir, 'pods', checkedPodUid(uid));

@@ -3,9 +3,9 @@
  * applyPlatformSpecificContainerConfig).
  */
 import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, open } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod, Quantity } from '../api/core-v1.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 import type { CDIDevice, ContainerConfig, Device, Image, Mount } from '../cri/types.js';
 import { hashContainer } from './container-hash.js';
 import { expandContainerCommandAndArgs, makeEnvironmentVariables, type EnvSources } from './container-env.js';
@@ -108,9 +108,7 @@ export async function generateContainerConfig(
   });
   const { command, args } = expandContainerCommandAndArgs(container, envs);
 
-  // The log folder and the termination message file are the kubelet's own: synchronous calls
-  // (lib/memory-fs.ts).
-  await localFileCalls.mkdir(buildContainerLogsDirectory(opts.podLogsDir, pod, container.name), {
+  await mkdir(buildContainerLogsDirectory(opts.podLogsDir, pod, container.name), {
     recursive: true,
     mode: 0o755,
   });
@@ -174,11 +172,12 @@ async function makeTerminationMessageMount(
 ): Promise<Mount | undefined> {
   if (!container.terminationMessagePath) return undefined;
   const dir = podContainerDir(opts.rootDir, pod.metadata.uid ?? '', container.name);
-  await localFileCalls.mkdir(dir, { recursive: true, mode: 0o750 });
+  await mkdir(dir, { recursive: true, mode: 0o750 });
   const hostPath = path.join(dir, (opts.randomId ?? defaultRandomId)());
-  await localFileCalls.writeFile(hostPath, '', { mode: 0o666 });
-  // The mode given at creation is masked by the umask; the container's user may be anyone.
-  await localFileCalls.chmod(hostPath, 0o666);
+  const file = await open(hostPath, 'w', 0o666);
+  await file.close();
+  // The mode given to open is masked by the umask; the container's user may be anyone.
+  await chmod(hostPath, 0o666);
   return {
     containerPath: container.terminationMessagePath,
     hostPath,

@@ -3,14 +3,13 @@
  * create, start, postStart hook), killed (preStop hook, then StopContainer within the grace period,
  * sidecars after the containers they serve), removed with their logs, and read back as statuses.
  */
-import { rm, unlink } from 'node:fs/promises';
+import { mkdir, rm, stat, symlink, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, Pod } from '../api/core-v1.js';
 import { machineAllocatable, type NodeAllocatable } from '../api/node.js';
 import { isNotFound } from '../cri/errors.js';
 import type { ContainerConfig, ImageService, Mount, PodSandboxConfig, RuntimeService } from '../cri/types.js';
 import { Backoff } from '../lib/backoff.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 import type { Clock } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -342,9 +341,6 @@ export class ContainerLifecycle {
       containerName,
       containerId,
     );
-    // The log's metadata and the link are in the kubelet's own folders: synchronous calls
-    // (lib/memory-fs.ts). Removing a log (removeContainer) stays asynchronous: it may be large.
-    const { mkdir, stat, symlink } = localFileCalls;
     try {
       await stat(containerLog);
     } catch (err) {

@@ -4,13 +4,12 @@
  * readLastStringFromContainerLogs, determinePodSandboxIPs, ConvertPodStatusToRunningPod).
  */
 import type { Dirent } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import path from 'node:path';
 import type { ContainerState, ContainerStatus, Mount, PodSandboxStatus } from '../cri/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 import { getContainerInfoFromAnnotations, getContainerInfoFromLabels } from './labels.js';
 import type { KubeContainerState, KubeContainerStatus, KubePodStatus, RunningPod } from './types.js';
 
@@ -211,12 +210,11 @@ export function convertPodStatusToRunningPod(podStatus: KubePodStatus): RunningP
  */
 export async function calcRestartCountByLogDir(dir: string): Promise<number> {
   // Asked on every container's first start, when the folder does not exist yet: the pod's folder,
-  // made with its sandbox, is listed first: a readdir of the missing folder would fail with an error
-  // and its stack every time. Both folders are the kubelet's own: synchronous calls (lib/memory-fs.ts).
-  const { readdir } = localFileCalls;
+  // made with its sandbox, is listed first. A readdir of the missing folder would fail with an error
+  // and its stack every time, and a synchronous stat would wait on the disk on the event loop.
   let siblings: Dirent[];
   try {
-    siblings = await readdir(path.dirname(dir));
+    siblings = await readdir(path.dirname(dir), { withFileTypes: true });
   } catch {
     return 0;
   }
@@ -225,7 +223,7 @@ export async function calcRestartCountByLogDir(dir: string): Promise<number> {
   if (!siblings.some((s) => s.name === name)) return 0;
   let entries: Dirent[];
   try {
-    entries = await readdir(dir);
+    entries = await readdir(dir, { withFileTypes: true });
   } catch {
     return 0;
   }

@@ -3,11 +3,10 @@
  * managedHostsFileContent, nodeHostsFileContent, hostsEntriesFromHostAliases): the pod's own
  * hostname on its IPs, plus spec.hostAliases; a host-network pod gets the node's file instead.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Container, HostAlias, Pod } from '../api/core-v1.js';
 import type { Mount } from '../cri/types.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 
 export const ETC_HOSTS_PATH = '/etc/hosts';
 
@@ -66,9 +65,6 @@ export async function makeHostsMount(pod: Pod, opts: HostsMountOptions): Promise
   const content = pod.spec.hostNetwork
     ? nodeHostsFileContent(await readFile(opts.nodeHostsFile, 'utf8'), aliases)
     : managedHostsFileContent(opts.podIPs, opts.hostname, opts.hostDomain, aliases);
-  // The pod's own file: synchronous calls (lib/memory-fs.ts); the node's hosts file above is not
-  // the kubelet's, so it is read asynchronously.
-  const { mkdir, writeFile } = localFileCalls;
   try {
     await writeFile(hostsPath, content, { mode: 0o644 });
   } catch (err) {

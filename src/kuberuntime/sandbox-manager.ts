@@ -2,12 +2,12 @@
  * A pod's sandboxes (upstream: kuberuntime_sandbox.go): made with the pod's RuntimeClass handler,
  * stopped when the pod is killed, and read back for its status.
  */
+import { mkdir } from 'node:fs/promises';
 import type { Pod } from '../api/core-v1.js';
 import { isNotFound } from '../cri/errors.js';
 import type { PodSandboxConfig, PodSandboxStatus, RuntimeService } from '../cri/types.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 import { determinePodSandboxIPs } from './container-status.js';
 import { formatPod } from './format.js';
 import { KUBERNETES_POD_UID_LABEL } from './labels.js';
@@ -72,8 +72,7 @@ export class PodSandboxManager {
       };
     }
     try {
-      // The pod's log folder is the kubelet's own: a synchronous call (lib/memory-fs.ts).
-      await localFileCalls.mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
+      await mkdir(config.logDirectory, { recursive: true, mode: 0o755 });
     } catch (err) {
       log.error('Failed to create log directory for pod', { pod: formatPod(pod), err: errorMessage(err) });
       return {

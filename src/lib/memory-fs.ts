@@ -1,30 +1,16 @@
 /**
- * File calls made synchronously: on memory-backed file systems (cgroupfs, tmpfs, procfs, sysfs), and
- * the metadata and small-file calls on the kubelet's own folders on the local disk.
+ * File calls for memory-backed file systems (cgroupfs, tmpfs, procfs, sysfs), made synchronously.
  *
- * Why: a synchronous call costs the process about 2 µs of CPU beside the kernel's own work, where the
- * same call through fs/promises costs 15–130 µs (a promise, a libuv pool thread woken, the
+ * Why: there a call never waits on a disk and the kernel answers in a few µs, while the same call
+ * through fs/promises costs the process 15–130 µs of CPU (a promise, a libuv pool thread woken, the
  * completion back on the main thread; bench/pod-file-work.ts). A pod start makes dozens of them.
- * Upstream's kubelet makes all of them synchronously, each pod's in a goroutine of its own.
  *
  * What is given up: a deadline. A synchronous call cannot be abandoned; one that hangs in the kernel
- * stops the event loop, where an asynchronous one would take a pool thread, and the pool's four
- * threads, which every file call of the process shares, soon after. A call that held the loop
- * longer than SLOW_CALL_MS is logged with its name once it returns.
+ * (a cgroup_mutex held by a stuck removal) stops the event loop, where an asynchronous one would take
+ * a pool thread, and the pool's four threads, which every file call of the process shares, soon
+ * after. A call that held the loop longer than SLOW_CALL_MS is logged with its name once it returns.
  *
- * The rule, for every file call the kubelet makes:
- * - memoryFileCalls: cgroupfs, procfs, sysfs, and a tmpfs the kubelet mounted (a secret's or
- *   projected volume once mounted): the kernel answers from memory.
- * - localFileCalls: metadata calls and small-file reads and writes on paths the kubelet owns on the
- *   node's disk: its root dir's pods/<uid>/ folders (volumes, plugins, containers, etc-hosts), the
- *   folders of the volumes it makes there (emptyDir, the API data volumes' wrappers) and their
- *   `ready` notes, the pod logs dir's folders and links, plugin registration folders. The disk may
- *   make such a call wait (200–1,000 µs to create a file on a busy disk), but so it does a pool
- *   thread: the wait is the kernel's either way, and it is short and bounded by a local disk.
- * - fs/promises (promiseFileCalls, or node:fs/promises itself): whatever may be remote or another
- *   user's (a hostPath's contents, CSI and NFS mount points, anything inside a volume a container
- *   writes to), a stat of a mount point that may hang, reading or walking container logs and large
- *   files, disk-usage walks (stats), and any call under an explicit deadline or AbortSignal.
+ * Files on disks (the pods' folders, logs) stay on fs/promises: a call there may wait on I/O.
  * `promiseFileCalls` has the same shape, for code that works on either kind.
  */
 import {
@@ -56,7 +42,7 @@ import { readSmallFileSync, readSmallTextFile } from './read-small-file.js';
 
 const log = logger('memory_fs');
 
-/** A synchronous file call that takes this long held every other piece of work back. */
+/** A call on a memory file system that takes this long held every other piece of work back. */
 export const SLOW_CALL_MS = 100;
 
 /** The calls the kubelet makes on either kind of file system, with fs/promises' meaning and errors. */
@@ -109,26 +95,26 @@ function writeIntoSync(p: string, data: string, flags: number): void {
   if (written !== Buffer.byteLength(data)) throw shortWrite(p, written, data);
 }
 
-/** Runs a synchronous call; one that held the event loop for slowCallMs or more is logged with message. */
-export type SyncCallTimer = <T>(call: string, p: string, fn: () => T) => T;
-
-export function syncCallTimer(message: string, slowCallMs = SLOW_CALL_MS): SyncCallTimer {
-  return (call, p, fn) => {
+/**
+ * Synchronous calls in fs/promises' shape: each resolves or rejects once the system call has
+ * returned. One that held the event loop for slowCallMs or more is logged.
+ */
+export function createMemoryFileCalls(opts: { slowCallMs?: number } = {}): FileCalls {
+  const slowCallMs = opts.slowCallMs ?? SLOW_CALL_MS;
+  const timed = <T>(call: string, p: string, fn: () => T): T => {
     const startMs = monotonicMs();
     try {
       return fn();
     } finally {
       const ms = monotonicMs() - startMs;
-      if (ms >= slowCallMs) log.warn(message, { call, path: p, ms: Math.round(ms) });
+      if (ms >= slowCallMs)
+        log.warn('A call on a memory-backed file system held the event loop', {
+          call,
+          path: p,
+          ms: Math.round(ms),
+        });
     }
   };
-}
-
-/**
- * Synchronous calls in fs/promises' shape: each resolves or rejects once the system call has
- * returned, with fs/promises' error (code and message).
- */
-function createSyncFileCalls(timed: SyncCallTimer): FileCalls {
   return {
     stat: async (p) => timed('stat', p, () => statSync(p)),
     lstat: async (p) => timed('lstat', p, () => lstatSync(p)),
@@ -150,26 +136,9 @@ function createSyncFileCalls(timed: SyncCallTimer): FileCalls {
   };
 }
 
-/** Synchronous calls for memory-backed file systems. */
-export function createMemoryFileCalls(opts: { slowCallMs?: number } = {}): FileCalls {
-  return createSyncFileCalls(
-    syncCallTimer('A call on a memory-backed file system held the event loop', opts.slowCallMs),
-  );
-}
-
-/** The held-loop warning of localFileCalls. */
-export const LOCAL_SLOW_CALL_MESSAGE = "A call on the kubelet's own folders held the event loop";
-
-/** Synchronous calls for the kubelet's own folders on the local disk (the rule above). */
-export function createLocalFileCalls(opts: { slowCallMs?: number } = {}): FileCalls {
-  return createSyncFileCalls(syncCallTimer(LOCAL_SLOW_CALL_MESSAGE, opts.slowCallMs));
-}
-
 export const memoryFileCalls: FileCalls = createMemoryFileCalls();
 
-export const localFileCalls: FileCalls = createLocalFileCalls();
-
-/** fs/promises itself, for what may be remote, another user's, large, or under a deadline. */
+/** fs/promises itself, for files on disks. */
 export const promiseFileCalls: FileCalls = {
   stat: (p) => fsp.stat(p),
   lstat: (p) => fsp.lstat(p),

@@ -8,7 +8,7 @@
  * are handled at once.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
-import { readdir, rename, unlink } from 'node:fs/promises';
+import { readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type * as Zlib from 'node:zlib';
@@ -17,7 +17,6 @@ import type { Clock, TimerHandle } from '../lib/clock.js';
 import { errorMessage } from '../lib/errors.js';
 import { lazyBuiltin } from '../lib/lazy-builtin.js';
 import { logger } from '../lib/log.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 
 const log = logger('logs');
 // Loaded by the first rotation that compresses.
@@ -126,9 +125,6 @@ export class ContainerLogManager {
     }
     this.logPaths.set(id, logPath);
     if (!logPath) return;
-    // The size of every running container's log, each pass: metadata in the kubelet's own logs
-    // folder, a synchronous call (lib/memory-fs.ts). Moving and compressing logs stay asynchronous.
-    const { stat } = localFileCalls;
     let size: number;
     try {
       size = (await stat(logPath)).size;

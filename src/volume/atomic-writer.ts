@@ -111,8 +111,7 @@ export interface AtomicWriterOptions {
   clock?: Clock;
   /**
    * How the writer reaches targetDir: memoryFileCalls when it is a tmpfs (a secret's or a projected
-   * token's volume once mounted), localFileCalls in the kubelet's own folders on disk, fs/promises
-   * (the default) anywhere else.
+   * token's volume once mounted), fs/promises (the default) on a disk.
    */
   files?: FileCalls;
 }

@@ -8,7 +8,7 @@
 import type { Pod } from '../api/core-v1.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
-import { localFileCalls, memoryFileCalls } from '../lib/memory-fs.js';
+import { memoryFileCalls, promiseFileCalls } from '../lib/memory-fs.js';
 import { AtomicWriter, type Payload } from './atomic-writer.js';
 import {
   emptyDirMemorySizeBytes,
@@ -79,9 +79,8 @@ export class DataVolumeMounter implements VolumeMounter {
     const context = `pod ${this.pod.metadata.namespace ?? ''}/${this.pod.metadata.name ?? ''} volume ${this.volumeName}`;
     const writer = new AtomicWriter(dir, context, {
       clock: this.host.clock,
-      // setUpEmptyDir has mounted a tmpfs at dir for the memory medium: memory-backed from here on;
-      // on disk, the volume's folder is the kubelet's own (lib/memory-fs.ts): synchronous either way.
-      files: this.medium === 'memory' ? memoryFileCalls : localFileCalls,
+      // setUpEmptyDir has mounted a tmpfs at dir for the memory medium: memory-backed from here on.
+      files: this.medium === 'memory' ? memoryFileCalls : promiseFileCalls,
     });
     try {
       // The whole volume, not only the new folder: the first write also made files outside it.

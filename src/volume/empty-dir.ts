@@ -4,6 +4,7 @@
  * `ready` note in the plugin folder says it was set up) and goes with the pod. It is also the
  * wrapper the API data volumes (configMap, secret, downwardAPI, projected) are written into.
  */
+import { chmod, lstat, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod, Quantity } from '../api/core-v1.js';
 // The pod-level memory limit is cm's sum (upstream reads it through component-helpers' PodLimits);
@@ -12,7 +13,6 @@ import type { Pod, Quantity } from '../api/core-v1.js';
 import { resourceConfigForPod } from '../cm/resource-config.js';
 import { quantityValue } from '../api/quantity.js';
 import { logger } from '../lib/log.js';
-import { localFileCalls } from '../lib/memory-fs.js';
 import { removeAllOneFilesystem } from './mounter.js';
 import type {
   MounterArgs,
@@ -33,9 +33,6 @@ export const EMPTY_DIR_PLUGIN_NAME = 'kubernetes.io/empty-dir';
 /** An emptyDir on disk is open to every user: containers run as anyone. */
 const EMPTY_DIR_MODE = 0o777;
 const READY_FILE_NAME = 'ready';
-// The volume's folder and its `ready` note are the kubelet's own: synchronous calls (lib/memory-fs.ts).
-// What a container put inside the folder is walked asynchronously (volume-ownership.ts, mounter.ts).
-const { chmod, lstat, mkdir, rm, stat, writeFile } = localFileCalls;
 
 export type StorageMedium = 'disk' | 'memory';
 

@@ -4,12 +4,11 @@
  * the mount helper (mount-helper.ts) rather than a fork of the kubelet; the table is read
  * asynchronously, never on a hot path more than once per operation.
  */
-import { lstatSync, realpathSync, statfsSync, statSync, type BigIntStats } from 'node:fs';
+import type { BigIntStats } from 'node:fs';
 import { lstat, readdir, realpath, rmdir, stat, statfs, unlink } from 'node:fs/promises';
 import { readSmallTextFile } from '../lib/read-small-file.js';
 import path from 'node:path';
 import { logger } from '../lib/log.js';
-import { LOCAL_SLOW_CALL_MESSAGE, syncCallTimer } from '../lib/memory-fs.js';
 import { BoundedMap } from '../lib/bounded-map.js';
 import { MountHelper, type CommandRunner } from './mount-helper.js';
 
@@ -70,20 +69,6 @@ export const promiseMountMediumFileCalls: MountMediumFileCalls = {
   realpath: (p) => realpath(p),
 };
 
-const timedLocalCall = syncCallTimer(LOCAL_SLOW_CALL_MESSAGE);
-
-/**
- * The same calls made synchronously (lib/memory-fs.ts): memoryFilesystemAt is asked only about the
- * kubelet's own emptyDir and data volume folders, where nothing but a tmpfs or hugetlbfs the kubelet
- * mounted itself can be found, so no call there waits on a remote filesystem.
- */
-export const localMountMediumFileCalls: MountMediumFileCalls = {
-  lstat: async (p) => timedLocalCall('lstat', p, () => lstatSync(p, { bigint: true })),
-  stat: async (p) => timedLocalCall('stat', p, () => statSync(p, { bigint: true })),
-  statfs: async (p) => timedLocalCall('statfs', p, () => statfsSync(p)),
-  realpath: async (p) => timedLocalCall('realpath', p, () => realpathSync.native(p)),
-};
-
 /** A memory filesystem found mounted at a path, by the identity of the mount's root folder. */
 interface KnownMemoryMount {
   dev: bigint;
@@ -131,7 +116,7 @@ export class SystemMounter implements Mounter {
     private readonly timeoutMs = MOUNT_COMMAND_TIMEOUT_MS,
     private readonly mountInfoPath = '/proc/self/mountinfo',
     private readonly runner: CommandRunner = new MountHelper(),
-    private readonly files: MountMediumFileCalls = localMountMediumFileCalls,
+    private readonly files: MountMediumFileCalls = promiseMountMediumFileCalls,
   ) {}
 
   close(): Promise<void> {

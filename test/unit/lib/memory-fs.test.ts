@@ -6,9 +6,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setLogSink } from '../../../src/lib/log.js';
 import {
-  createLocalFileCalls,
   createMemoryFileCalls,
-  localFileCalls,
   memoryFileCalls,
   promiseFileCalls,
   type FileCalls,
@@ -111,52 +109,5 @@ describe('memoryFileCalls', () => {
       setLogSink((l) => process.stderr.write(`${l}\n`));
     }
     assert.deepEqual(lines, []);
-  });
-});
-
-describe('localFileCalls', () => {
-  it('does what fs/promises does on a disk folder, and fails with the same codes and messages', async () => {
-    const viaPromises = await exercise(promiseFileCalls, await mkdtemp(path.join(tmp, 'p-')));
-    const viaLocal = await exercise(localFileCalls, await mkdtemp(path.join(tmp, 's-')));
-    const normalise = (v: unknown[]) => JSON.parse(JSON.stringify(v).replace(/\/[ps]-[A-Za-z0-9]{6}/g, '/X'));
-    assert.deepEqual(normalise(viaLocal), normalise(viaPromises));
-  });
-
-  it("rejects rather than throws: a caller's try around an await, or its .catch, sees every failure", async () => {
-    const missing = path.join(tmp, 'missing', 'deeper');
-    const calls = [
-      () => localFileCalls.mkdir(missing, { mode: 0o755 }),
-      () => localFileCalls.writeFile(path.join(missing, 'f'), '', { mode: 0o644 }),
-      () => localFileCalls.readdir(missing),
-      () => localFileCalls.symlink('x', path.join(missing, 'l')),
-    ];
-    for (const call of calls) {
-      const p = call();
-      assert.ok(p instanceof Promise);
-      assert.equal((await failure(p)).code, 'ENOENT');
-    }
-    await writeFile(path.join(tmp, 'exists'), '');
-    assert.equal(
-      (await failure(localFileCalls.mkdir(path.join(tmp, 'exists'), { mode: 0o755 }))).code,
-      'EEXIST',
-    );
-    assert.equal(
-      (await failure(localFileCalls.mkdir(path.join(tmp, 'exists', 'x'), { recursive: true, mode: 0o755 })))
-        .code,
-      'ENOTDIR',
-    );
-  });
-
-  it("logs a call that held the event loop too long as a call on the kubelet's own folders", async () => {
-    const lines: string[] = [];
-    setLogSink((l) => lines.push(l));
-    try {
-      await createLocalFileCalls({ slowCallMs: 0 }).mkdir(path.join(tmp, 'slow'), { mode: 0o755 });
-    } finally {
-      setLogSink((l) => process.stderr.write(`${l}\n`));
-    }
-    assert.equal(lines.length, 1);
-    assert.match(lines[0]!, /A call on the kubelet's own folders held the event loop/);
-    assert.match(lines[0]!, new RegExp(`call="mkdir" path="${path.join(tmp, 'slow')}"`));
   });
 });

@@ -13,56 +13,12 @@ import { existsSync } from 'node:fs';
 import { MountHelper } from '../../../src/volume/mount-helper.js';
 import {
   isMountPoint,
-  localMountMediumFileCalls,
   promiseMountMediumFileCalls,
   SystemMounter,
   type MountMediumFileCalls,
 } from '../../../src/volume/mounter.js';
 
 const needsRoot = process.getuid?.() === 0 ? false : 'needs root (mount(2))';
-
-describe('localMountMediumFileCalls', () => {
-  /** What each call gives, or its error's code and message, for the comparison with fs/promises. */
-  async function seen(files: MountMediumFileCalls, p: string): Promise<unknown[]> {
-    const settle = async (call: Promise<unknown>) =>
-      call.then(
-        (v) => v,
-        (err: NodeJS.ErrnoException) => ({ code: err.code, message: err.message }),
-      );
-    const st = (v: unknown) => {
-      const s = v as { dev?: bigint; ino?: bigint; mode?: bigint };
-      return s.dev === undefined ? v : [typeof s.dev, s.dev, s.ino, s.mode];
-    };
-    return [
-      st(await settle(files.lstat(p))),
-      st(await settle(files.stat(p))),
-      await settle(files.statfs(p).then((r) => r.type)),
-      await settle(files.realpath(p)),
-    ];
-  }
-
-  test('answers as fs/promises does, bigint stats and errors alike', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'tsk-mounter-calls-'));
-    try {
-      await mkdir(path.join(dir, 'plain'));
-      for (const p of [
-        path.join(dir, 'plain'),
-        path.join(dir, 'missing'),
-        path.join(dir, 'plain', 'x', 'y'),
-      ]) {
-        assert.deepEqual(
-          await seen(localMountMediumFileCalls, p),
-          await seen(promiseMountMediumFileCalls, p),
-          p,
-        );
-      }
-      const [missing] = await seen(localMountMediumFileCalls, path.join(dir, 'missing'));
-      assert.equal((missing as { code: string }).code, 'ENOENT');
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
-});
 
 describe('SystemMounter.memoryFilesystemAt', { skip: needsRoot }, () => {
   const mounter = new SystemMounter();
