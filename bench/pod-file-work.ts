@@ -9,19 +9,19 @@
  * - "pod": the kubelet's own code for each pod start, BENCH_PODS pods at once as a burst of pods
  *   starts (µs per pod): the pod's data dirs (its first sync, then 3 more), its cgroup (made under
  *   a QoS tier of the bench's own cgroup root, then found 3 more times), the service account token
- *   volume (the emptyDir wrapper, the medium checks and the atomic writer's first write, then 3
- *   remounts with nothing changed), a container's start (its restart count from its log folder, its
- *   config: the log folder and the termination message file), and the hosts file. The token
- *   volume's tmpfs is mounted before its stage, out of the measured window (mount(8) is a child
- *   process of its own): the wrapper then finds it mounted, where a kubelet mounts it in the same
- *   call; the file calls are the same but for the mount itself. The remounts go through a mounter
- *   of their own, which has not seen the tmpfs yet, as a kubelet's has not before the sync after
- *   the one that mounted it.
+ *   volume (the emptyDir wrapper, the medium checks, the tmpfs's mount and the atomic writer's first
+ *   write, then 3 remounts with nothing changed), a container's start (its restart count from its
+ *   log folder, its config: the log folder and the termination message file), and the hosts file.
+ *   The tmpfs is mounted as a kubelet mounts it, through the mount helper (started beforehand):
+ *   the figures hold the kubelet's side of that (a pipe each way), not the helper's shell nor
+ *   mount(8), which are other processes.
+ * - "count": the same stages, one round, not timed: the file calls each makes per pod, by call and
+ *   by the function that made it (bench/file-call-count.ts), to stderr; the totals on stdout.
  *
  * Figures: the median over BENCH_ROUNDS rounds (min and max beside it). Compare two trees by running
  * this file in each, alternating, under one lock (docs/benchmarks.md shows the command).
  *
- * Run (root: cgroups and mounts): node --import tsx bench/pod-file-work.ts  [calls|pod]
+ * Run (root: cgroups and mounts): node --import tsx bench/pod-file-work.ts  [calls|pod|count]
  * Env: BENCH_ROUNDS (default 7, quick 2), BENCH_PODS (default 100), BENCH_CALLS (default 2000),
  *      BENCH_CALL_CONCURRENCY (default 8), BENCH_FILEWORK_DIR (a folder on the disk under test;
  *      default a new one in /var/tmp).
@@ -46,10 +46,12 @@ import { buildContainerLogsDirectory } from '../src/kuberuntime/sandbox-config.j
 import { realClock } from '../src/lib/clock.js';
 import type { Payload } from '../src/volume/atomic-writer.js';
 import { DataVolumeMounter } from '../src/volume/data-volume.js';
-import { SystemMounter } from '../src/volume/mounter.js';
+import { MountHelper } from '../src/volume/mount-helper.js';
+import { MOUNT_COMMAND_TIMEOUT_MS, SystemMounter } from '../src/volume/mounter.js';
 import { PROJECTED_PLUGIN_NAME } from '../src/volume/projected.js';
 import type { VolumeHost } from '../src/volume/volume-plugin.js';
 import { podVolumeDir } from '../src/volume/volume-paths.js';
+import { countFileCalls } from './file-call-count.js';
 import { emit, envNumber, median, quickMode, say } from './report.js';
 
 const BENCH = 'pod-file-work';
@@ -306,14 +308,26 @@ function tokenPayload(): Payload {
   ]);
 }
 
-async function benchPods(p: Places): Promise<void> {
-  say(`pod: ${PODS} pods at once, ${ROUNDS} rounds`);
+interface PodRound {
+  stages: [string, (i: number) => Promise<unknown>][];
+  cleanUp(): Promise<void>;
+}
+
+/** The mount helper's two shells, started before anything is measured. */
+async function startedMountHelper(): Promise<MountHelper> {
+  const helper = new MountHelper();
+  await Promise.all([helper.run('true', [], 10_000), helper.run('true', [], 10_000)]);
+  return helper;
+}
+
+function podRound(p: Places, helper: MountHelper): PodRound {
   const rootDir = path.join(p.dir, 'kubelet');
   const host = {
     rootDir,
     nodeName: 'bench',
     clock: realClock,
-    mounter: new SystemMounter(),
+    // A mounter of the round's own: what it learnt of earlier rounds' mounts is not carried over.
+    mounter: new SystemMounter(MOUNT_COMMAND_TIMEOUT_MS, '/proc/self/mountinfo', helper),
     nodeAllocatable: { cpu: '2', memory: '4Gi' },
     objectCacheTtlMs: 0,
   } as unknown as VolumeHost;
@@ -337,114 +351,145 @@ async function benchPods(p: Places): Promise<void> {
     seccompDefault: false,
     envSources: {},
   };
+  const pods = Array.from({ length: PODS }, () => benchPod(randomUUID()));
+  const mounters = pods.map(
+    (pod) =>
+      new DataVolumeMounter(host, PROJECTED_PLUGIN_NAME, pod, TOKEN_VOLUME, 'memory', () =>
+        Promise.resolve(tokenPayload()),
+      ),
+  );
+  const stages: [string, (i: number) => Promise<unknown>][] = [
+    ['pod data dirs, first sync', (i) => makePodDataDirs(rootDir, pods[i]!.metadata.uid!)],
+    [
+      `pod data dirs, ${LATER_SYNCS} syncs more`,
+      async (i) => {
+        for (let s = 0; s < LATER_SYNCS; s++) await makePodDataDirs(rootDir, pods[i]!.metadata.uid!);
+      },
+    ],
+    [
+      'pod cgroup, made then found 3 times',
+      async (i) => {
+        await podCgroups.ensureExists(pods[i]!);
+        for (let s = 0; s < 3; s++) await podCgroups.exists(pods[i]!);
+      },
+    ],
+    ['token volume, first setUp', (i) => mounters[i]!.setUp({ remount: false, signal })],
+    [
+      `token volume, ${REMOUNTS} remounts`,
+      async (i) => {
+        for (let s = 0; s < REMOUNTS; s++) await mounters[i]!.setUp({ remount: true, signal });
+      },
+    ],
+    [
+      'container start: restart count from its log folder, its config (log folder, termination message file)',
+      async (i) => {
+        const pod = pods[i]!;
+        const container = pod.spec.containers[0]!;
+        const dir = buildContainerLogsDirectory(configOptions.podLogsDir, pod, container.name);
+        const restartCount = await calcRestartCountByLogDir(dir);
+        await generateContainerConfig(
+          {
+            pod,
+            container,
+            restartCount,
+            imageRef: 'sha256:bench',
+            image: undefined,
+            podIP: '10.244.0.10',
+            podIPs: ['10.244.0.10'],
+          },
+          configOptions,
+        );
+      },
+    ],
+    [
+      'hosts file',
+      (i) =>
+        makeHostsMount(pods[i]!, {
+          podDir: path.join(rootDir, 'pods', pods[i]!.metadata.uid!),
+          podIPs: ['10.244.0.10'],
+          hostname: pods[i]!.metadata.name!,
+          hostDomain: '',
+          nodeHostsFile: '/etc/hosts',
+        }),
+    ],
+  ];
+  return {
+    stages,
+    cleanUp: async () => {
+      for (const pod of pods) {
+        const uid = pod.metadata.uid!;
+        execFileSync('umount', [podVolumeDir(rootDir, uid, PROJECTED_PLUGIN_NAME, TOKEN_VOLUME)]);
+        fs.rmSync(path.join(rootDir, 'pods', uid), { recursive: true, force: true });
+        fs.rmSync(path.dirname(buildContainerLogsDirectory(configOptions.podLogsDir, pod, 'sleep')), {
+          recursive: true,
+          force: true,
+        });
+        await podCgroups.destroy(podCgroups.getPodContainerName(pod).name);
+      }
+    },
+  };
+}
+
+async function benchPods(p: Places, helper: MountHelper): Promise<void> {
+  say(`pod: ${PODS} pods at once, ${ROUNDS} rounds`);
   const results = new Map<string, number[]>();
   for (let round = 0; round < ROUNDS + 1; round++) {
-    const pods = Array.from({ length: PODS }, () => benchPod(randomUUID()));
-    const tokenMounters = (h: VolumeHost) =>
-      pods.map(
-        (pod) =>
-          new DataVolumeMounter(h, PROJECTED_PLUGIN_NAME, pod, TOKEN_VOLUME, 'memory', () =>
-            Promise.resolve(tokenPayload()),
-          ),
-      );
-    const mounters = tokenMounters(host);
-    // A mounter that has not seen the tmpfs yet, as a kubelet's has not after mounting it itself.
-    const remounters = tokenMounters({ ...host, mounter: new SystemMounter() });
-    const stages: [string, (i: number) => Promise<unknown>][] = [
-      ['pod data dirs, first sync', (i) => makePodDataDirs(rootDir, pods[i]!.metadata.uid!)],
-      [
-        `pod data dirs, ${LATER_SYNCS} syncs more`,
-        async (i) => {
-          for (let s = 0; s < LATER_SYNCS; s++) await makePodDataDirs(rootDir, pods[i]!.metadata.uid!);
-        },
-      ],
-      [
-        'pod cgroup, made then found 3 times',
-        async (i) => {
-          await podCgroups.ensureExists(pods[i]!);
-          for (let s = 0; s < 3; s++) await podCgroups.exists(pods[i]!);
-        },
-      ],
-      ['token volume, first setUp', (i) => mounters[i]!.setUp({ remount: false, signal })],
-      [
-        `token volume, ${REMOUNTS} remounts`,
-        async (i) => {
-          for (let s = 0; s < REMOUNTS; s++) await remounters[i]!.setUp({ remount: true, signal });
-        },
-      ],
-      [
-        'container start: restart count from its log folder, its config (log folder, termination message file)',
-        async (i) => {
-          const pod = pods[i]!;
-          const container = pod.spec.containers[0]!;
-          const dir = buildContainerLogsDirectory(configOptions.podLogsDir, pod, container.name);
-          const restartCount = await calcRestartCountByLogDir(dir);
-          await generateContainerConfig(
-            {
-              pod,
-              container,
-              restartCount,
-              imageRef: 'sha256:bench',
-              image: undefined,
-              podIP: '10.244.0.10',
-              podIPs: ['10.244.0.10'],
-            },
-            configOptions,
-          );
-        },
-      ],
-      [
-        'hosts file',
-        (i) =>
-          makeHostsMount(pods[i]!, {
-            podDir: path.join(rootDir, 'pods', pods[i]!.metadata.uid!),
-            podIPs: ['10.244.0.10'],
-            hostname: pods[i]!.metadata.name!,
-            hostDomain: '',
-            nodeHostsFile: '/etc/hosts',
-          }),
-      ],
-    ];
+    const r = podRound(p, helper);
     let total = 0;
-    for (const [name, stage] of stages) {
-      if (name.startsWith('token volume, first')) {
-        // The tmpfs a kubelet would mount in this stage, mounted beforehand (see the head of the file).
-        for (const m of mounters) {
-          fs.mkdirSync(m.getPath(), { recursive: true, mode: 0o750 });
-          execFileSync('mount', ['-t', 'tmpfs', 'tmpfs', m.getPath()]);
-        }
-      }
-      const us = await cpuPer(PODS, () => Promise.all(pods.map((_, i) => stage(i))));
+    for (const [name, stage] of r.stages) {
+      const us = await cpuPer(PODS, () => Promise.all(Array.from({ length: PODS }, (_, i) => stage(i))));
       total += us;
       // The first round warms the code up.
       if (round > 0) record(results, `${name}: cpu_us_per_pod`, us);
     }
     if (round > 0) record(results, 'all of it: cpu_us_per_pod', total);
-    for (const pod of pods) {
-      const uid = pod.metadata.uid!;
-      execFileSync('umount', [podVolumeDir(rootDir, uid, PROJECTED_PLUGIN_NAME, TOKEN_VOLUME)]);
-      fs.rmSync(path.join(rootDir, 'pods', uid), { recursive: true, force: true });
-      fs.rmSync(path.dirname(buildContainerLogsDirectory(configOptions.podLogsDir, pod, 'sleep')), {
-        recursive: true,
-        force: true,
-      });
-      await podCgroups.destroy(podCgroups.getPodContainerName(pod).name);
-    }
+    await r.cleanUp();
   }
   report(results, PODS);
+}
+
+/** The file calls of each stage per pod, by call and the function that made it (one round, not timed). */
+async function countPods(p: Places, helper: MountHelper): Promise<void> {
+  say(`count: ${PODS} pods at once, one round`);
+  const r = podRound(p, helper);
+  const totals = { pool: 0, sync: 0 };
+  for (const [name, stage] of r.stages) {
+    const counter = countFileCalls();
+    try {
+      await Promise.all(Array.from({ length: PODS }, (_, i) => stage(i)));
+    } finally {
+      counter.stop();
+    }
+    const counts = [...counter.counts()].sort((a, b) => b[1] - a[1]);
+    say(name);
+    for (const kind of ['pool', 'sync'] as const) {
+      const calls = counts.reduce((sum, [key, n]) => (key.startsWith(kind) ? sum + n : sum), 0) / PODS;
+      totals[kind] += calls;
+      emit({ bench: BENCH, n: PODS, metric: `${name}: ${kind}_calls_per_pod`, value: calls });
+    }
+    for (const [key, n] of counts) say(`  ${(n / PODS).toFixed(2).padStart(6)}  ${key}`);
+  }
+  for (const kind of ['pool', 'sync'] as const)
+    emit({ bench: BENCH, n: PODS, metric: `all of it: ${kind}_calls_per_pod`, value: totals[kind] });
+  await r.cleanUp();
 }
 
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0)
     throw new Error('pod-file-work needs root: it makes cgroups and mounts tmpfs');
   const which = process.argv[2];
-  if (which !== undefined && which !== 'calls' && which !== 'pod')
-    throw new Error(`usage: ${BENCH} [calls|pod]`);
+  if (which !== undefined && which !== 'calls' && which !== 'pod' && which !== 'count')
+    throw new Error(`usage: ${BENCH} [calls|pod|count]`);
   const places = await setUpPlaces();
+  const helper = await startedMountHelper();
   try {
-    if (which !== 'pod') await benchCalls(places);
-    if (which !== 'calls') await benchPods(places);
+    if (which === 'count') await countPods(places, helper);
+    else {
+      if (which !== 'pod') await benchCalls(places);
+      if (which !== 'calls') await benchPods(places, helper);
+    }
   } finally {
+    await helper.close();
     await tearDownPlaces(places);
   }
 }
