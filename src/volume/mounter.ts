@@ -76,6 +76,9 @@ interface KnownMemoryMount {
   type: MemoryFilesystem;
 }
 
+/** mount(8) options with which the target's mount is not a new one of the filesystem asked for. */
+const NOT_A_NEW_MOUNT = new Set(['bind', 'rbind', 'remount', 'move']);
+
 /** Bounds the memory of mounts that went away without an unmount through the mounter. */
 const MAX_KNOWN_MEMORY_MOUNTS = 4096;
 
@@ -146,6 +149,20 @@ export class SystemMounter implements Mounter {
         `mount failed: ${describeExit(e)}\nMounting command: mount\nMounting arguments: ${args.join(' ')}\nOutput: ${e.output ?? ''}`,
       );
     }
+    const type = fsType === 'tmpfs' || fsType === 'hugetlbfs' ? fsType : undefined;
+    if (type !== undefined && !options.some((o) => NOT_A_NEW_MOUNT.has(o)))
+      await this.learnMount(target, type);
+  }
+
+  /**
+   * Notes the root folder of a memory filesystem just mounted at target, so that memoryFilesystemAt
+   * answers the next question about it (the pod's next sync) with one lstat rather than four calls.
+   * A target whose last element is a symlink is left to the full look: lstat names the link there.
+   */
+  private async learnMount(target: string, type: MemoryFilesystem): Promise<void> {
+    const key = path.resolve(target);
+    const st = await this.files.lstat(key).catch(() => undefined);
+    if (st?.isDirectory()) this.knownMemoryMounts.set(key, { dev: st.dev, ino: st.ino, type });
   }
 
   async unmount(target: string): Promise<void> {
@@ -171,10 +188,11 @@ export class SystemMounter implements Mounter {
    * read, which a pod's projected volume asked for on every sync. Only a path on a memory filesystem
    * that has its parent's device (a bind mount of the same filesystem looks so) needs the table.
    *
-   * A path found to be a mount point of its own is answered next time by one lstat: while the same
-   * filesystem stays mounted there, the path still names that mount's root folder (a device and inode
-   * pair names one live file on the machine). Unmounted, the path names the folder beneath the mount,
-   * on another device; removed, it names nothing; either way it is looked at again in full.
+   * A path found to be a mount point of its own, or where this mounter mounted a memory filesystem
+   * itself, is answered next time by one lstat: while the same filesystem stays mounted there, the
+   * path still names that mount's root folder (a device and inode pair names one live file on the
+   * machine). Unmounted, the path names the folder beneath the mount, on another device; removed, it
+   * names nothing; either way it is looked at again in full.
    */
   async memoryFilesystemAt(p: string): Promise<MemoryFilesystem | undefined> {
     const key = path.resolve(p);

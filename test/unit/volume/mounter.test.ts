@@ -4,7 +4,7 @@
  * need root; they skip themselves without it.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -171,5 +171,60 @@ describe('SystemMounter through the mount helper', { skip: needsRoot }, () => {
       );
       return true;
     });
+  });
+});
+
+describe('SystemMounter.memoryFilesystemAt, after a tmpfs it mounted itself', { skip: needsRoot }, () => {
+  const made: string[] = [];
+  const files: MountMediumFileCalls = {
+    lstat: (p) => (made.push('lstat'), promiseMountMediumFileCalls.lstat(p)),
+    stat: (p) => (made.push('stat'), promiseMountMediumFileCalls.stat(p)),
+    statfs: (p) => (made.push('statfs'), promiseMountMediumFileCalls.statfs(p)),
+    realpath: (p) => (made.push('realpath'), promiseMountMediumFileCalls.realpath(p)),
+  };
+  const mounter = new SystemMounter(undefined, undefined, undefined, files);
+  let dir = '';
+
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'tsk-mounter-own-'));
+  });
+  after(async () => {
+    for (const m of (await mounter.list()).reverse())
+      if (m.mountPoint.startsWith(dir)) await mounter.unmount(m.mountPoint).catch(() => undefined);
+    await mounter.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  test('is answered by one lstat, and is seen gone once unmounted underneath', async () => {
+    const target = path.join(dir, 'mem');
+    await mkdir(target);
+    await mounter.mount('tmpfs', target, 'tmpfs', ['size=1m']);
+    made.length = 0;
+    assert.equal(await mounter.memoryFilesystemAt(target), 'tmpfs');
+    assert.deepEqual(made, ['lstat']);
+    execFileSync('umount', [target]);
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
+  });
+
+  test('through a symlink as the last element, it is looked at in full each time', async () => {
+    const real = path.join(dir, 'real');
+    const link = path.join(dir, 'link');
+    await mkdir(real);
+    await symlink(real, link);
+    await mounter.mount('tmpfs', link, 'tmpfs', ['size=1m']);
+    made.length = 0;
+    assert.equal(await mounter.memoryFilesystemAt(link), 'tmpfs');
+    assert.ok(made.includes('statfs'), `calls: ${made.join(', ')}`);
+    execFileSync('umount', [real]);
+    assert.equal(await mounter.memoryFilesystemAt(link), undefined);
+  });
+
+  test('a bind mount is not taken for a memory filesystem it mounted', async () => {
+    const source = path.join(dir, 'plain-source');
+    const target = path.join(dir, 'plain-target');
+    await mkdir(source);
+    await mkdir(target);
+    await mounter.mount(source, target, '', ['bind']);
+    assert.equal(await mounter.memoryFilesystemAt(target), undefined);
   });
 });
