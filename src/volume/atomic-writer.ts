@@ -132,16 +132,23 @@ export class AtomicWriter {
 
   /**
    * Writes payload; setPerms (fsGroup ownership) runs on the new folder's name before it becomes
-   * visible. Returns whether anything on disk changed.
+   * visible. Returns whether anything on disk changed. targetIsNew: the caller has just made
+   * targetDir (a volume's first setUp); one listing that finds it empty then stands for the looks
+   * for an old payload, a `..data_tmp` and each link, which would each find nothing.
    */
-  async write(payload: Payload, setPerms?: (tsDirName: string) => Promise<void>): Promise<boolean> {
+  async write(
+    payload: Payload,
+    setPerms?: (tsDirName: string) => Promise<void>,
+    opts: { targetIsNew?: boolean } = {},
+  ): Promise<boolean> {
     const clean = validatePayload(payload);
     const files = this.files;
+    const empty = opts.targetIsNew === true && (await files.readdir(this.targetDir)).length === 0;
     const dataDirPath = path.join(this.targetDir, DATA_DIR_NAME);
 
     let oldTsDir = '';
     try {
-      oldTsDir = await files.readlink(dataDirPath);
+      if (!empty) oldTsDir = await files.readlink(dataDirPath);
     } catch (err) {
       if (!isENOENT(err)) throw err;
     }
@@ -167,7 +174,8 @@ export class AtomicWriter {
         await writePayloadToDir(files, clean, tsDir);
         if (setPerms) await setPerms(tsDirName);
         const newDataDirPath = path.join(this.targetDir, NEW_DATA_DIR_NAME);
-        await files.rm(newDataDirPath, { force: true });
+        // One left by a write that failed half way.
+        if (!empty) await files.rm(newDataDirPath, { force: true });
         await files.symlink(tsDirName, newDataDirPath);
         try {
           // rename(2) over the old link is the atomic step.
@@ -183,7 +191,7 @@ export class AtomicWriter {
       log.v(4, 'Wrote new data to timestamped data directory', { context: this.logContext, dir: tsDirName });
     }
 
-    await this.createUserVisibleFiles(clean);
+    await this.createUserVisibleFiles(clean, empty);
     await this.removeUserVisiblePaths(pathsToRemove);
     if (oldTsDir !== '') await files.rm(oldTsPath, { recursive: true, force: true });
     return shouldWrite;
@@ -216,10 +224,14 @@ export class AtomicWriter {
   }
 
   /** `<name> -> ..data/<name>` for each top-level name of the payload that has none yet. */
-  private async createUserVisibleFiles(payload: Payload): Promise<void> {
+  private async createUserVisibleFiles(payload: Payload, noneYet: boolean): Promise<void> {
     const names = new Set([...payload.keys()].map((p) => p.split('/')[0] ?? p));
     for (const name of names) {
       const visible = path.join(this.targetDir, name);
+      if (noneYet) {
+        await this.files.symlink(path.join(DATA_DIR_NAME, name), visible);
+        continue;
+      }
       try {
         await this.files.readlink(visible);
       } catch (err) {

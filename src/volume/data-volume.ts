@@ -62,7 +62,7 @@ export class DataVolumeMounter implements VolumeMounter {
     const dir = this.getPath();
     const uid = this.pod.metadata.uid ?? '';
     const metaDir = emptyDirMetaDir(this.host, uid, wrapperName(this.volumeName));
-    await setUpEmptyDir(
+    const isNew = await setUpEmptyDir(
       this.host,
       {
         dir,
@@ -84,8 +84,10 @@ export class DataVolumeMounter implements VolumeMounter {
     });
     try {
       // The whole volume, not only the new folder: the first write also made files outside it.
-      await writer.write(payload, () =>
-        setVolumeOwnership(dir, args.fsGroup, { readOnly: true, clock: this.host.clock }),
+      await writer.write(
+        payload,
+        () => setVolumeOwnership(dir, args.fsGroup, { readOnly: true, clock: this.host.clock }),
+        { targetIsNew: isNew },
       );
     } catch (err) {
       log.error('Error writing payload to dir', { context, err: errorMessage(err) });

@@ -76,11 +76,18 @@ async function exists(p: string): Promise<boolean> {
   }
 }
 
-/** Makes dir with mode 0777 whatever the umask (upstream: setupDir). */
-async function setupDir(dir: string): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: EMPTY_DIR_MODE });
+/**
+ * Makes dir with mode 0777 whatever the umask (upstream: setupDir); true when this call made it.
+ * A folder made here has 0777 less the umask, so it is set without a look at its mode first.
+ */
+async function setupDir(dir: string): Promise<boolean> {
+  if ((await mkdir(dir, { recursive: true, mode: EMPTY_DIR_MODE })) !== undefined) {
+    await chmod(dir, EMPTY_DIR_MODE);
+    return true;
+  }
   const st = await lstat(dir);
   if ((st.mode & 0o777) !== EMPTY_DIR_MODE) await chmod(dir, EMPTY_DIR_MODE);
+  return false;
 }
 
 export interface EmptyDirSetup {
@@ -94,18 +101,19 @@ export interface EmptyDirSetup {
 
 /**
  * Sets an emptyDir up at dir (upstream: emptyDir.SetUpAt). Once `ready`, a disk folder that exists
- * or a tmpfs that is mounted is left as it is, so its content survives kubelet restarts.
+ * or a tmpfs that is mounted is left as it is, so its content survives kubelet restarts. Resolves
+ * true when the folder is new, and so empty: made, or a tmpfs mounted on it, by this call.
  */
 export async function setUpEmptyDir(
   host: VolumeHost,
   setup: EmptyDirSetup,
   args: MounterArgs,
-): Promise<void> {
+): Promise<boolean> {
   const { dir, metaDir, medium } = setup;
   const readyFile = path.join(metaDir, READY_FILE_NAME);
   if (await exists(readyFile)) {
-    if (medium === 'memory' && (await host.mounter.memoryFilesystemAt(dir)) === 'tmpfs') return;
-    if (medium === 'disk' && (await exists(dir))) return;
+    if (medium === 'memory' && (await host.mounter.memoryFilesystemAt(dir)) === 'tmpfs') return false;
+    if (medium === 'disk' && (await exists(dir))) return false;
     // Only if someone removed the volume by hand: start over.
     log.warn('Volume ready file exists, but the volume does not; setting it up again', {
       readyDir: metaDir,
@@ -113,10 +121,13 @@ export async function setUpEmptyDir(
     });
     await rm(metaDir, { recursive: true, force: true });
   }
-  await setupDir(dir);
+  let isNew = await setupDir(dir);
   if (medium === 'memory') {
-    const type = await host.mounter.memoryFilesystemAt(dir);
-    if (type !== 'tmpfs') {
+    // Nothing is mounted on a folder made just now (a pod's first setUp): only one that was there
+    // (a kubelet restarted before the ready note) may hold the tmpfs already.
+    const type = isNew ? undefined : await host.mounter.memoryFilesystemAt(dir);
+    isNew = type !== 'tmpfs';
+    if (isNew) {
       const options = setup.sizeBytes !== undefined && setup.sizeBytes > 0 ? [`size=${setup.sizeBytes}`] : [];
       log.v(3, 'Mounting tmpfs for volume', { dir, options });
       await host.mounter.mount('tmpfs', dir, 'tmpfs', options);
@@ -129,6 +140,7 @@ export async function setUpEmptyDir(
   });
   await mkdir(metaDir, { recursive: true, mode: 0o750 });
   await writeFile(readyFile, '', { mode: 0o600 });
+  return isNew;
 }
 
 /** Tears an emptyDir down (upstream: TearDownAt): the `ready` note, the tmpfs if one is mounted, the folder. */

@@ -244,3 +244,83 @@ for (const [kind, files] of kinds) {
     });
   });
 }
+
+describe('AtomicWriter, into a folder its caller has just made (a new volume)', () => {
+  /** memoryFileCalls, with each call's name noted. */
+  function counting(): { files: FileCalls; made: string[] } {
+    const made: string[] = [];
+    const files = Object.fromEntries(
+      Object.entries(memoryFileCalls).map(([name, call]) => [
+        name,
+        (...args: unknown[]) => (made.push(name), (call as (...a: unknown[]) => unknown)(...args)),
+      ]),
+    ) as unknown as FileCalls;
+    return { files, made };
+  }
+
+  test('makes what a first write makes, without looking for an old payload or links that cannot be there', async () => {
+    const clock = new FakeClock(Date.UTC(2024, 0, 2, 3, 4, 5));
+    const files = payload({ a: 'A', 'sub/b': ['B', 0o600] });
+    const usual = await target();
+    await new AtomicWriter(usual, 'test', { clock, files: memoryFileCalls }).write(files);
+    const fresh = await target();
+    const { files: calls, made } = counting();
+    assert.equal(
+      await new AtomicWriter(fresh, 'test', { clock, files: calls }).write(files, undefined, {
+        targetIsNew: true,
+      }),
+      true,
+    );
+    for (const name of ['readlink', 'readFile', 'lstat', 'rm'])
+      assert.ok(!made.includes(name), `${name} was called: ${made.join(', ')}`);
+    assert.deepEqual(
+      made.filter((name) => name === 'readdir'),
+      ['readdir'],
+      'one listing says the folder is empty',
+    );
+
+    // The same layout, names and modes as the usual first write.
+    const tree = async (dir: string) => {
+      const ts = await readlink(path.join(dir, '..data'));
+      return {
+        names: (await readdir(dir)).map((e) => (e === ts ? '<ts>' : e)).sort(),
+        tsMode: (await stat(path.join(dir, ts))).mode & 0o777,
+        links: [await readlink(path.join(dir, 'a')), await readlink(path.join(dir, 'sub'))],
+        a: [await readFile(path.join(dir, 'a'), 'utf8'), (await stat(path.join(dir, 'a'))).mode & 0o777],
+        b: [
+          await readFile(path.join(dir, 'sub/b'), 'utf8'),
+          (await stat(path.join(dir, 'sub/b'))).mode & 0o777,
+        ],
+      };
+    };
+    assert.deepEqual(await tree(fresh), await tree(usual));
+    assert.deepEqual(await tree(fresh), {
+      names: ['..data', '<ts>', 'a', 'sub'],
+      tsMode: 0o755,
+      links: ['..data/a', '..data/sub'],
+      a: ['A', 0o644],
+      b: ['B', 0o600],
+    });
+  });
+
+  test('a folder said to be new that holds an earlier payload gets the usual write', async () => {
+    const dir = await target();
+    const w = new AtomicWriter(dir, 'test', { files: memoryFileCalls });
+    await w.write(payload({ a: 'A', gone: 'G' }));
+    const first = await readlink(path.join(dir, '..data'));
+    assert.equal(await w.write(payload({ a: 'A2' }), undefined, { targetIsNew: true }), true);
+    const second = await readlink(path.join(dir, '..data'));
+    assert.notEqual(second, first);
+    assert.equal(await readFile(path.join(dir, 'a'), 'utf8'), 'A2');
+    assert.deepEqual((await readdir(dir)).sort(), ['..data', second, 'a'].sort());
+  });
+
+  test('a later write into it is the usual one: an unchanged payload changes nothing', async () => {
+    const dir = await target();
+    const w = new AtomicWriter(dir, 'test', { files: memoryFileCalls });
+    await w.write(payload({ a: 'A' }), undefined, { targetIsNew: true });
+    const first = await readlink(path.join(dir, '..data'));
+    assert.equal(await w.write(payload({ a: 'A' })), false);
+    assert.equal(await readlink(path.join(dir, '..data')), first);
+  });
+});
