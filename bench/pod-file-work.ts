@@ -359,7 +359,11 @@ function podRound(p: Places, helper: MountHelper): PodRound {
       ),
   );
   const stages: [string, (i: number) => Promise<unknown>][] = [
-    ['pod data dirs, first sync', (i) => makePodDataDirs(rootDir, pods[i]!.metadata.uid!)],
+    [
+      'pod data dirs, first sync',
+      // As the kubelet's first sync of a pod asks (a base without the hint leaves it out).
+      (i) => makePodDataDirs(rootDir, pods[i]!.metadata.uid!, undefined, { likelyNew: true }),
+    ],
     [
       `pod data dirs, ${LATER_SYNCS} syncs more`,
       async (i) => {

@@ -515,7 +515,7 @@ export class Kubelet implements ServerHost {
     // A static pod shows in the API as its mirror pod (upstream: syncPod, before the data dirs).
     await this.opts.mirrorPods?.reconcile(pod, signal);
     try {
-      await makePodDataDirs(this.opts.rootDir, uid);
+      await makePodDataDirs(this.opts.rootDir, uid, undefined, { likelyNew: updateType === 'create' });
     } catch (err) {
       this.opts.recorder?.event(
         pod,

@@ -6,14 +6,29 @@ const POD_DATA_DIR_NAMES = ['volumes', 'plugins'] as const;
 // mkdir's default (the umask applies), as the folders have always been made.
 const POD_DATA_DIR_MODE = 0o777;
 
-/** Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. */
+/**
+ * Upstream makes <root>/pods/<uid>/{volumes,plugins} before the containers start. likelyNew: the
+ * pod's first sync in this run, when the folders are nearly always not there yet.
+ */
 export async function makePodDataDirs(
   rootDir: string,
   uid: string,
   files: Pick<FileCalls, 'readdir' | 'stat' | 'mkdir'> = promiseFileCalls,
+  opts: { likelyNew?: boolean } = {},
 ): Promise<void> {
   // Never a folder outside --root-dir, whatever a source said the UID is.
   const podDir = path.join(rootDir, 'pods', checkedPodUid(uid));
+  if (opts.likelyNew) {
+    // Two mkdirs make them, where a listing that finds no folder came first; each also accepts a
+    // folder that is there. Anything else (a file in the way) is looked at one by one below.
+    try {
+      for (const name of POD_DATA_DIR_NAMES)
+        await files.mkdir(path.join(podDir, name), { recursive: true, mode: POD_DATA_DIR_MODE });
+      return;
+    } catch {
+      return makeEach(podDir, files);
+    }
+  }
   // Every sync makes them, as upstream's does with MkdirAll. On every sync but the pod's first they
   // are there, and one listing of the pod's folder says so for both (a stat each said it before).
   let entries;

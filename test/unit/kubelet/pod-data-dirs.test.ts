@@ -77,3 +77,46 @@ describe('makePodDataDirs', () => {
     assert.deepEqual(made, []);
   });
 });
+
+describe('makePodDataDirs at a pod first sync (likelyNew)', () => {
+  let root = '';
+  before(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'tsk-pod-data-dirs-new-'));
+  });
+  after(async () => {
+    await rm(root, { recursive: true, force: true });
+  });
+
+  const uid = '0b8d5e52-7f1a-4c39-8e0d-3a6c2f9b1d47';
+  const podDir = () => path.join(root, 'pods', uid);
+
+  test('a new pod gets its folder, volumes and plugins from two mkdirs, without a listing first', async () => {
+    const { files, made } = counting();
+    await makePodDataDirs(root, uid, files, { likelyNew: true });
+    assert.deepEqual(made, ['mkdir', 'mkdir']);
+    assert.ok((await stat(path.join(podDir(), 'volumes'))).isDirectory());
+    assert.ok((await stat(path.join(podDir(), 'plugins'))).isDirectory());
+  });
+
+  test('folders already there (a kubelet restarted) are kept', async () => {
+    await writeFile(path.join(podDir(), 'volumes', 'kept'), 'x');
+    await makePodDataDirs(root, uid, undefined, { likelyNew: true });
+    assert.ok((await stat(path.join(podDir(), 'volumes', 'kept'))).isFile());
+  });
+
+  test('a file in the way fails as without the hint, and nothing is replaced', async () => {
+    await rm(path.join(podDir(), 'plugins'), { recursive: true });
+    await writeFile(path.join(podDir(), 'plugins'), 'x');
+    await assert.rejects(makePodDataDirs(root, uid, undefined, { likelyNew: true }), {
+      code: 'ENOTDIR',
+      message: `mkdir ${path.join(podDir(), 'plugins')}: not a directory`,
+    });
+    assert.ok((await stat(path.join(podDir(), 'plugins'))).isFile());
+  });
+
+  test('a UID that is not one is refused before any file call', async () => {
+    const { files, made } = counting();
+    await assert.rejects(makePodDataDirs(root, '../escape', files, { likelyNew: true }));
+    assert.deepEqual(made, []);
+  });
+});
