@@ -78,11 +78,13 @@ async function exists(p: string): Promise<boolean> {
 
 /**
  * Makes dir with mode 0777 whatever the umask (upstream: setupDir); true when this call made it.
- * A folder made here has 0777 less the umask, so it is set without a look at its mode first.
+ * A folder made here has 0777 less the umask: it is set without a look at its mode first, or not
+ * at all when a tmpfs is to be mounted over it (toBeCovered), whose root is then what pods see. A
+ * mount that fails leaves it for the next setUp, which finds the folder there and sets its mode.
  */
-async function setupDir(dir: string): Promise<boolean> {
+async function setupDir(dir: string, toBeCovered: boolean): Promise<boolean> {
   if ((await mkdir(dir, { recursive: true, mode: EMPTY_DIR_MODE })) !== undefined) {
-    await chmod(dir, EMPTY_DIR_MODE);
+    if (!toBeCovered) await chmod(dir, EMPTY_DIR_MODE);
     return true;
   }
   const st = await lstat(dir);
@@ -121,7 +123,7 @@ export async function setUpEmptyDir(
     });
     await rm(metaDir, { recursive: true, force: true });
   }
-  let isNew = await setupDir(dir);
+  let isNew = await setupDir(dir, medium === 'memory');
   if (medium === 'memory') {
     // Nothing is mounted on a folder made just now (a pod's first setUp): only one that was there
     // (a kubelet restarted before the ready note) may hold the tmpfs already.

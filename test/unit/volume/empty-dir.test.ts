@@ -76,7 +76,17 @@ describe('emptyDir setUp', () => {
       mounter.calls.map((c) => [c.op, c.target, c.fsType]),
       [['mount', m.getPath(), 'tmpfs']],
     );
-    // The folder beneath the tmpfs has upstream's 0777, whatever the umask.
+    // Nor is it chmod-ed: the tmpfs mounted over it hides it, and its root is what the pod sees.
+    assert.equal(await mode(m.getPath()), 0o777 & ~process.umask());
+  });
+
+  test('a disk volume whose folder it made itself is 0777 whatever the umask', async () => {
+    const { host } = setup();
+    const m = new EmptyDirPlugin(host).newMounter(
+      { name: 'scratch', volume: { name: 'scratch', emptyDir: {} }, readOnly: false },
+      pod,
+    );
+    await m.setUp(args());
     assert.equal(await mode(m.getPath()), 0o777);
   });
 
