@@ -3,7 +3,7 @@
  * process.cpuUsage counts the client only): the relist bench's fake CRI server in a child process,
  * or a real runtime (BENCH_CRI_ENDPOINT, e.g. a private stack's containerd). The layers: protobuf
  * encoding and decoding alone; a bare request carrying the same gRPC frame, over node:http2 and over
- * the project's own HTTP/2 connection (src/cri/http2); the call through GrpcUnaryChannel over each
+ * the project's own HTTP/2 connection (src/lib/http2); the call through GrpcUnaryChannel over each
  * (framing, deadline, decoding); and through the instrumented RemoteRuntimeService the kubelet uses
  * (error mapping, conversion, metrics). Version (the smallest answer) and a status (ContainerStatus
  * on the fake, ImageStatus on a real runtime, which may have no containers), one call at a time and
@@ -27,8 +27,8 @@ import {
   RuntimeServiceDefinition,
   VersionRequest,
 } from '../src/cri/generated/runtime/v1/api.js';
-import { dialOwnHttp2 } from '../src/cri/http2/dial.js';
-import type { GrpcHttp2Connection } from '../src/cri/http2/stream-handler.js';
+import { dialOwnHttp2 } from '../src/lib/http2/dial.js';
+import type { GrpcHttp2Connection } from '../src/lib/http2/stream-handler.js';
 import { RemoteImageService } from '../src/cri/remote-image.js';
 import { instrumentCri } from '../src/cri/instrumented-runtime.js';
 import { RemoteRuntimeService } from '../src/cri/remote-runtime.js';

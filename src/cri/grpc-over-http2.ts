@@ -10,7 +10,7 @@
  * frames however the server likes, and trailers carrying grpc-status and grpc-message (or, for an
  * error without a body, those in the headers alone).
  */
-import type { StreamHandler } from './http2/stream-handler.js';
+import type { StreamHandler } from '../lib/http2/stream-handler.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
 import { GRPC_PREFIX_BYTES, decodeGrpcMessage } from '../lib/grpc-wire.js';
 

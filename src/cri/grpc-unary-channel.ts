@@ -12,9 +12,9 @@ import { CallWatchdog } from '../lib/call-watchdog.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../lib/grpc-status.js';
 import { grpcMessageFrame } from '../lib/grpc-wire.js';
 import { Http2Connection } from './http2-connection.js';
-import { dialOwnHttp2 } from './http2/dial.js';
-import { Http2ErrorCode } from './http2/client-connection.js';
-import type { GrpcHttp2Connection, Http2StreamError } from './http2/stream-handler.js';
+import { dialOwnHttp2 } from '../lib/http2/dial.js';
+import { Http2ErrorCode } from '../lib/http2/client-connection.js';
+import type { GrpcHttp2Connection, Http2StreamError } from '../lib/http2/stream-handler.js';
 import { grpcAnswerHandler, grpcRequestFields } from './grpc-over-http2.js';
 
 export interface UnaryMethod<Request, Response> {

@@ -12,7 +12,11 @@
 import type * as Http2 from 'node:http2';
 import net from 'node:net';
 import { lazyBuiltin } from '../lib/lazy-builtin.js';
-import { http2StreamError, type GrpcHttp2Connection, type StreamHandler } from './http2/stream-handler.js';
+import {
+  http2StreamError,
+  type GrpcHttp2Connection,
+  type StreamHandler,
+} from '../lib/http2/stream-handler.js';
 
 const http2Module = lazyBuiltin<typeof Http2>('node:http2');
 

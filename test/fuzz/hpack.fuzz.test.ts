@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { HpackDecoder, HUFFMAN, huffmanDecode, isHpackError } from '../../src/cri/http2/hpack.js';
+import { HpackDecoder, HUFFMAN, huffmanDecode, isHpackError } from '../../src/lib/http2/hpack.js';
 import { fuzzRuns } from './fuzz-runs.js';
 
 /**

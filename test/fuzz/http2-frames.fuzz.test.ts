@@ -12,8 +12,8 @@ import http2 from 'node:http2';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { after, before, test } from 'node:test';
 import fc from 'fast-check';
-import { Http2ClientConnection, Http2ErrorCode } from '../../src/cri/http2/client-connection.js';
-import type { Http2StreamError, StreamHandler } from '../../src/cri/http2/stream-handler.js';
+import { Http2ClientConnection, Http2ErrorCode } from '../../src/lib/http2/client-connection.js';
+import type { Http2StreamError, StreamHandler } from '../../src/lib/http2/stream-handler.js';
 import { fuzzRuns } from './fuzz-runs.js';
 
 const SETTLE_WITHIN_MS = 2000;

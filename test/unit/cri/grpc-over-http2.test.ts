@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { grpcAnswerHandler, GrpcMessageReader } from '../../../src/cri/grpc-over-http2.js';
 import { GrpcStatus, grpcCallError, type GrpcCallError } from '../../../src/lib/grpc-status.js';
 import { grpcMessageFrame } from '../../../src/lib/grpc-wire.js';
-import { http2StreamError } from '../../../src/cri/http2/stream-handler.js';
+import { http2StreamError } from '../../../src/lib/http2/stream-handler.js';
 
 function reader(maxMessageBytes = 1024): { reader: GrpcMessageReader; messages: Buffer[] } {
   const messages: Buffer[] = [];

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, test } from 'node:test';
 import { Http2Connection } from '../../../src/cri/http2-connection.js';
-import type { Http2StreamError, StreamHandler } from '../../../src/cri/http2/stream-handler.js';
+import type { Http2StreamError, StreamHandler } from '../../../src/lib/http2/stream-handler.js';
 import { sleep, waitFor } from '../../helpers/wait.js';
 
 const WINDOW_BYTES = 1024 * 1024;

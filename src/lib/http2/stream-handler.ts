@@ -1,8 +1,8 @@
 /**
- * What an HTTP/2 connection tells the owner of one of its streams, shared by the two connections the
- * CRI client has: its own (client-connection.ts, the unary calls) and node:http2's
- * (../http2-connection.ts, containerd's event stream). The gRPC framing above (../grpc-over-http2.ts)
- * sees only this.
+ * What an HTTP/2 connection tells the owner of one of its streams. Shared by the project's own
+ * connection (client-connection.ts: the CRI's unary calls, the API client over TLS) and the CRI's
+ * node:http2 one (src/cri/http2-connection.ts, containerd's event stream); the CRI's gRPC framing
+ * (src/cri/grpc-over-http2.ts) and the API client's transport (src/k8s/http2-transport.ts) see only this.
  */
 
 /** What a stream's owner hears, in order: headers (maybe twice: response, then trailers), data, then one end. */
@@ -17,7 +17,7 @@ export interface StreamHandler {
 
 /**
  * Why a stream ended without an answer; `code` is the HTTP/2 error code when there is one. Not a
- * class of its own: the gRPC layer turns it into a call's error (see ../to-cri-error.ts).
+ * class of its own: the layer above turns it into its call's error (the CRI's src/cri/to-cri-error.ts).
  */
 export type Http2StreamError = Error & { code?: number };
 

@@ -1,6 +1,6 @@
 /**
  * An HTTP/2 client connection (RFC 9113) over one socket, for request/response exchanges with a
- * local server: the CRI's gRPC unary calls (../grpc-unary-channel.ts). Hand-written rather than
+ * local server: the CRI's gRPC unary calls (src/cri/grpc-unary-channel.ts). Hand-written rather than
  * node:http2 because node's stream is most of a call's CPU however small the call (a Duplex stream,
  * an AsyncResource whose bind() builds two deprecation wrappers, header validation, listeners) and a
  * pod start makes a dozen calls or more: against containerd a call through the unary channel costs

@@ -10,9 +10,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { Http2ClientConnection, Http2ErrorCode } from '../../../../src/cri/http2/client-connection.js';
-import type { Http2StreamError, StreamHandler } from '../../../../src/cri/http2/stream-handler.js';
-import type { HeaderFields } from '../../../../src/cri/http2/hpack.js';
+import { Http2ClientConnection, Http2ErrorCode } from '../../../../src/lib/http2/client-connection.js';
+import type { Http2StreamError, StreamHandler } from '../../../../src/lib/http2/stream-handler.js';
+import type { HeaderFields } from '../../../../src/lib/http2/hpack.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'h2-client-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -6,7 +6,7 @@ import {
   isHpackError,
   hpackEncode,
   huffmanDecode,
-} from '../../../../src/cri/http2/hpack.js';
+} from '../../../../src/lib/http2/hpack.js';
 
 const hex = (s: string): Buffer => Buffer.from(s.replace(/\s+/g, ''), 'hex');
 
