@@ -2,8 +2,8 @@
  * The API client's own CPU per request against a real kube-apiserver (run by bench/api-client.sh,
  * which starts a throw-away control plane on loopback): the kubelet's common calls as the node's
  * user (GET a pod, a strategic merge PATCH of pods/status, POST an event, POST a service account
- * TokenRequest) and the watch events it decodes. docs/benchmarks.md has the figures, and the
- * commit whose bench also measured the client over HTTP/2.
+ * TokenRequest) and the watch events it decodes. The kube-apiserver's ALPN picks h2, so this build's
+ * client speaks HTTP/2 to it (DISABLE_HTTP2=1 keeps it on HTTP/1.1); docs/benchmarks.md has the figures.
  *
  * CPU is process.cpuUsage() (all of this process's threads: TLS, HTTP, JSON, V8's helpers) over
  * BENCH_API_REQUESTS requests with BENCH_API_CONCURRENCY in flight, per request, in µs. The watch's

@@ -1,8 +1,10 @@
 /**
- * A thin Kubernetes API client on node:https (upstream: client-go's rest.RESTClient): JSON only (in
- * Node.js it costs no more CPU than protobuf: src/cmd/api-content-type.ts), one keep-alive agent
- * carrying the kubeconfig's TLS identity, a shared token-bucket rate limit (kubeAPIQPS/kubeAPIBurst),
- * a deadline on every call, and Status replies turned into results.
+ * A thin Kubernetes API client (upstream: client-go's rest.RESTClient): JSON only (in Node.js it
+ * costs no more CPU than protobuf: src/cmd/api-content-type.ts); over TLS one HTTP/2 connection when
+ * the server's ALPN picks h2, as client-go (./http2-transport.ts, on the project's own HTTP/2 client),
+ * else node:https keep-alive agents, all carrying the kubeconfig's TLS identity in one secure context;
+ * a shared token-bucket rate limit (kubeAPIQPS/kubeAPIBurst), a deadline on every call, and Status
+ * replies turned into results.
  *
  * Why not fetch: Node's global fetch cannot present a client certificate or trust a private CA
  * without undici's own Agent, which is not a dependency here; node:https does both.
@@ -19,6 +21,8 @@ import { KubeApiError, expectedFailure, statusFrom, type ApiResult, type Status 
 import { DeadlineExceededError, withDeadline, type Deadline } from '../lib/deadline.js';
 import { loadKubeconfig, type RestConfig } from './kubeconfig.js';
 import { rateLimiterFor, type RateLimiter } from '../lib/token-bucket.js';
+import { LineWatchStream } from './watch-stream.js';
+import { ApiHttp2Transport, H2WatchStream, readWholeBody, type H2Request } from './http2-transport.js';
 
 /** Any API object: what the client needs of it is its metadata. */
 export interface KubeObject {
@@ -110,6 +114,12 @@ export interface RestClientOptions {
   /** The deadline of each call that names none (default 30 s). */
   requestTimeoutMs?: number;
   log?: Logger;
+  /**
+   * `auto` (the default): HTTP/2 over TLS when the server's ALPN picks it, HTTP/1.1 otherwise;
+   * `http/1.1`: never HTTP/2 (client-go's DisableHTTP2). Absent: `http/1.1` when the environment
+   * has DISABLE_HTTP2 set (as client-go reads it), else `auto`.
+   */
+  httpVersion?: 'auto' | 'http/1.1';
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -176,6 +186,9 @@ export class RestClient {
   private agent: http.Agent;
   // Watches hold a connection for minutes each: they get one of their own, outside the calls' bound.
   private watchAgent: http.Agent;
+  // Over TLS unless told http/1.1: used while the server speaks h2 (unknown until the first call).
+  private h2: ApiHttp2Transport | undefined;
+  private readonly httpVersion: 'auto' | 'http/1.1';
   private readonly transport: typeof http | typeof https;
   private readonly base: URL;
   // Taken from the server's URL once: a request names them rather than a URL node would parse again.
@@ -201,13 +214,17 @@ export class RestClient {
     this.port = this.base.port === '' ? undefined : Number(this.base.port);
     this.pathPrefix = this.base.pathname.replace(/\/+$/, '');
     this.hostHeader = this.base.host;
-    [this.agent, this.watchAgent] = this.makeAgents();
+    // client-go's switch for the same: any value of DISABLE_HTTP2 keeps the client on HTTP/1.1.
+    this.httpVersion = options.httpVersion ?? (process.env.DISABLE_HTTP2 ? 'http/1.1' : 'auto');
+    [this.agent, this.watchAgent, this.h2] = this.makeAgents();
   }
 
-  private makeAgents(): [calls: http.Agent, watches: http.Agent] {
+  private makeAgents(): [calls: http.Agent, watches: http.Agent, h2: ApiHttp2Transport | undefined] {
     const common = { keepAlive: true, timeout: IDLE_SOCKET_TIMEOUT_MS };
-    if (this.base.protocol !== 'https:')
-      return [new http.Agent({ ...common, maxSockets: MAX_CALL_CONNECTIONS }), new http.Agent(common)];
+    if (this.base.protocol !== 'https:') {
+      const calls = new http.Agent({ ...common, maxSockets: MAX_CALL_CONNECTIONS });
+      return [calls, new http.Agent(common), undefined];
+    }
     // One secure context for every connection: given the PEM texts instead, node parses the CA, the
     // certificate and the key again for each connection it opens.
     const secureContext = tls.createSecureContext({
@@ -222,7 +239,23 @@ export class RestClient {
       ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
       rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
     };
-    return [new https.Agent({ ...options, maxSockets: MAX_CALL_CONNECTIONS }), new https.Agent(options)];
+    const h2 =
+      this.httpVersion === 'auto'
+        ? new ApiHttp2Transport(
+            {
+              host: this.hostname,
+              port: this.port ?? 443,
+              authority: this.hostHeader,
+              secureContext,
+              ...(this.config.tlsServerName ? { servername: this.config.tlsServerName } : {}),
+              rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
+            },
+            this.clock,
+          )
+        : undefined;
+    // A server known to speak only HTTP/1.1 is not asked again with the new certificate.
+    if (h2 && this.h2?.speaksHttp2 === false) h2.speaksHttp2 = false;
+    return [new https.Agent({ ...options, maxSockets: MAX_CALL_CONNECTIONS }), new https.Agent(options), h2];
   }
 
   /**
@@ -233,8 +266,10 @@ export class RestClient {
   setClientCertificate(certPem: string, keyPem: string): void {
     this.config = { ...this.config, clientCertPem: certPem, clientKeyPem: keyPem };
     const old = [this.agent, this.watchAgent];
-    [this.agent, this.watchAgent] = this.makeAgents();
+    const oldH2 = this.h2;
+    [this.agent, this.watchAgent, this.h2] = this.makeAgents();
     for (const agent of old) agent.destroy();
+    oldH2?.retire();
   }
 
   /** A client for the kubeconfig at path (--kubeconfig). */
@@ -251,6 +286,7 @@ export class RestClient {
   close(): void {
     this.agent.destroy();
     this.watchAgent.destroy();
+    this.h2?.close();
   }
 
   // ---- verbs ----------------------------------------------------------------------------------------
@@ -349,6 +385,10 @@ export class RestClient {
     );
     const failed = (err: unknown) =>
       this.transportError(spec, err, deadlineExceeded(deadline.signal), options.signal);
+    if (this.h2 && this.h2.speaksHttp2 !== false) {
+      const opened = await this.watchHttp2<T>(this.h2, spec, deadline, failed);
+      if (opened) return opened;
+    }
     let res: http.IncomingMessage;
     try {
       res = await this.openWatch(spec, deadline.signal);
@@ -371,14 +411,81 @@ export class RestClient {
     return { ok: true, object: new ResponseWatchStream<T>(res, deadline, this.describe(spec)) };
   }
 
+  /** A watch as a stream of the HTTP/2 connection; undefined when the server speaks only HTTP/1.1. */
+  private async watchHttp2<T>(
+    h2: ApiHttp2Transport,
+    spec: RequestSpec,
+    deadline: Deadline,
+    failed: (err: unknown) => KubeApiError,
+  ): Promise<ApiResult<WatchStream<T>> | undefined> {
+    let res;
+    try {
+      res = await h2.stream(this.h2Request(spec, await this.bearerToken()), deadline.signal);
+    } catch (err) {
+      deadline.dispose();
+      throw failed(err);
+    }
+    if (!res) return undefined;
+    if (res.status !== 200) {
+      try {
+        const raw = decodeBody(res.status, res.contentType, await readWholeBody(res, deadline.signal));
+        return this.toResult<WatchStream<T>>(spec, raw, () => {
+          throw new Error('unreachable');
+        });
+      } catch (err) {
+        throw err instanceof KubeApiError ? err : failed(err);
+      } finally {
+        deadline.dispose();
+      }
+    }
+    return { ok: true, object: new H2WatchStream<T>(res, deadline, this.describe(spec)) };
+  }
+
   // ---- plumbing -------------------------------------------------------------------------------------
 
   /** Sends spec and decodes the reply: 2xx as the object, expected failures as results, the rest thrown. */
   async call<T>(spec: RequestSpec, options: CallOptions = {}): Promise<ApiResult<T>> {
     await this.throttle(options.signal);
     const token = this.config.tokenFile ? await this.bearerToken() : this.config.token;
-    const raw = await this.exchange(spec, token, options.timeoutMs ?? this.requestTimeoutMs, options.signal);
+    const timeoutMs = options.timeoutMs ?? this.requestTimeoutMs;
+    const h2 = this.h2;
+    const raw =
+      (h2 && h2.speaksHttp2 !== false
+        ? await this.exchangeHttp2(h2, spec, token, timeoutMs, options.signal)
+        : undefined) ?? (await this.exchange(spec, token, timeoutMs, options.signal));
     return this.toResult<T>(spec, raw, () => raw.body as T);
+  }
+
+  /** exchange() as a stream of the HTTP/2 connection; undefined when the server speaks only HTTP/1.1. */
+  private async exchangeHttp2(
+    h2: ApiHttp2Transport,
+    spec: RequestSpec,
+    token: string | undefined,
+    timeoutMs: number,
+    caller: AbortSignal | undefined,
+  ): Promise<RawResponse | undefined> {
+    let reply;
+    try {
+      reply = await h2.exchange(this.h2Request(spec, token), timeoutMs, caller);
+    } catch (err) {
+      throw this.transportError(spec, err, err instanceof DeadlineExceededError ? err : undefined, caller);
+    }
+    return reply && decodeBody(reply.status, reply.contentType, reply.chunks);
+  }
+
+  /** spec for HTTP/2: header names in lower case, the body as bytes (its length is the frames'). */
+  private h2Request(spec: RequestSpec, token: string | undefined): H2Request {
+    const headers: [string, string][] = [
+      ['accept', 'application/json'],
+      ['user-agent', this.userAgent],
+    ];
+    if (token) headers.push(['authorization', `Bearer ${token}`]);
+    let body: Buffer | undefined;
+    if (spec.body !== undefined) {
+      body = Buffer.from(typeof spec.body === 'string' ? spec.body : JSON.stringify(spec.body));
+      headers.push(['content-type', spec.contentType ?? 'application/json']);
+    }
+    return { method: spec.method, path: this.pathPrefix + withQuery(spec.path, spec.query), headers, body };
   }
 
   /**
@@ -583,16 +690,20 @@ async function readResponse(res: http.IncomingMessage, signal: AbortSignal): Pro
 
 /** A reply's status and body: JSON decoded when it says it is JSON, the text kept for error messages. */
 function decodeReply(res: http.IncomingMessage, chunks: Buffer[]): RawResponse {
+  return decodeBody(res.statusCode ?? 0, res.headers['content-type'] ?? '', chunks);
+}
+
+function decodeBody(status: number, contentType: string, chunks: Buffer[]): RawResponse {
   const text = (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8');
   let body: unknown;
-  if (text !== '' && (res.headers['content-type'] ?? '').includes('json')) {
+  if (text !== '' && contentType.includes('json')) {
     try {
       body = JSON.parse(text);
     } catch {
       body = undefined;
     }
   }
-  return { status: res.statusCode ?? 0, body, text };
+  return { status, body, text };
 }
 
 /** The reason a signal aborted when it was its own deadline passing. */
@@ -615,93 +726,23 @@ function withQuery(path: string, query: RequestSpec['query']): string {
   return joined;
 }
 
-/** The events of one watch response: newline-delimited JSON, read as it arrives. */
-class ResponseWatchStream<T> implements WatchStream<T> {
-  private readonly queue: WatchEvent<T>[] = [];
-  private buffer = '';
-  private ended = false;
-  private failure: Error | undefined;
-  private wake: (() => void) | undefined;
-
+/** A watch's events over HTTP/1.1: the response's body as text. */
+class ResponseWatchStream<T> extends LineWatchStream<T> {
   constructor(
     private readonly res: http.IncomingMessage,
-    private readonly deadline: Deadline,
-    private readonly what: string,
+    deadline: Deadline,
+    what: string,
   ) {
+    super(deadline, what);
     res.setEncoding('utf8');
-    res.on('data', (chunk: string) => this.onData(chunk));
+    res.on('data', (chunk: string) => this.onText(chunk));
     res.on('end', () => this.finish());
     res.on('error', (err) => this.finish(err));
     res.on('close', () => this.finish(res.complete ? undefined : new Error('connection closed mid-watch')));
-    const onAbort = () => {
-      // Our own deadline passing is the watch's end, as the server's timeout would have been.
-      const reason: unknown = deadline.signal.reason;
-      this.finish(
-        reason instanceof DeadlineExceededError ? undefined : new Error('watch aborted', { cause: reason }),
-      );
-      res.destroy();
-    };
-    if (deadline.signal.aborted) onAbort();
-    else deadline.signal.addEventListener('abort', onAbort, { once: true });
+    this.watchDeadline();
   }
 
-  private onData(chunk: string): void {
-    // One pass over what has come: each line is cut out once and the rest kept once, not re-sliced per line.
-    const text = this.buffer === '' ? chunk : this.buffer + chunk;
-    let start = 0;
-    let nl: number;
-    while ((nl = text.indexOf('\n', start)) >= 0) {
-      const line = text.slice(start, nl);
-      start = nl + 1;
-      if (line.trim() === '') continue;
-      try {
-        this.queue.push(JSON.parse(line) as WatchEvent<T>);
-      } catch (err) {
-        this.finish(new Error(`undecodable watch event: ${errorMessage(err)}`));
-        this.res.destroy();
-        return;
-      }
-    }
-    this.buffer = start === 0 ? text : text.slice(start);
-    this.wake?.();
-  }
-
-  private finish(err?: Error): void {
-    if (this.ended) return;
-    this.ended = true;
-    if (err) this.failure = err;
-    this.deadline.dispose();
-    this.wake?.();
-  }
-
-  close(): void {
-    this.finish();
+  protected cut(): void {
     this.res.destroy();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncIterator<WatchEvent<T>> {
-    try {
-      for (;;) {
-        const event = this.queue.shift();
-        if (event) {
-          yield event;
-          continue;
-        }
-        if (this.ended) {
-          if (this.failure) {
-            throw new KubeApiError(`${this.what}: ${this.failure.message}`, {
-              httpStatus: 0,
-              reason: 'Transport',
-              cause: this.failure,
-            });
-          }
-          return;
-        }
-        await new Promise<void>((resolve) => (this.wake = resolve));
-        this.wake = undefined;
-      }
-    } finally {
-      this.close();
-    }
   }
 }

@@ -1,6 +1,7 @@
 /**
- * An HTTP/2 client connection (RFC 9113) over one socket, for request/response exchanges with a
- * local server: the CRI's gRPC unary calls (src/cri/grpc-unary-channel.ts). Hand-written rather than
+ * An HTTP/2 client connection (RFC 9113) over one socket, for request/response exchanges: the CRI's
+ * gRPC unary calls (src/cri/grpc-unary-channel.ts, a unix socket) and the API client's calls and
+ * watches (src/k8s/http2-transport.ts, over TLS). Hand-written rather than
  * node:http2 because node's stream is most of a call's CPU however small the call (a Duplex stream,
  * an AsyncResource whose bind() builds two deprecation wrappers, header validation, listeners) and a
  * pod start makes a dozen calls or more: against containerd a call through the unary channel costs
@@ -10,7 +11,8 @@
  * What it does: the preface and SETTINGS (push off, a large receive window), HEADERS/CONTINUATION
  * with HPACK, DATA with flow control both ways, RST_STREAM, PING answers, GOAWAY (streams above the
  * server's last one fail, the rest finish), and a connection error (GOAWAY, then the socket closed)
- * on anything malformed. What it leaves out: server push, priorities, TLS, upgrades.
+ * on anything malformed; optionally health checks (PING after a quiet spell) and closing when idle.
+ * What it leaves out: server push, priorities, upgrades; TLS is the caller's, who hands it the socket.
  */
 import type { Socket } from 'node:net';
 import { HpackDecoder, hpackEncode, isHpackError } from './hpack.js';
@@ -84,6 +86,14 @@ const MAX_UNSENT_BYTES = 4 * 1024 * 1024;
 export interface ClientConnectionOptions {
   /** The receive window of each stream and of the connection, which sets how fast a large answer comes. */
   windowBytes: number;
+  /**
+   * Checked every readIdleMs (client-go's HTTP2_READ_IDLE_TIMEOUT_SECONDS, 30 s): when nothing came
+   * from the server since the last check the connection sends a PING and fails when it is not answered
+   * within pingTimeoutMs (HTTP2_PING_TIMEOUT_SECONDS, 15 s), so a connection that died silently (a
+   * peer gone without a FIN) fails its streams rather than leave them waiting. With closeWhenIdle, a
+   * connection that carried no stream since the last check is closed instead. Absent: neither.
+   */
+  healthCheck?: { readIdleMs: number; pingTimeoutMs: number; closeWhenIdle: boolean };
 }
 
 interface Stream {
@@ -122,6 +132,12 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
   // update (RFC 7541 §4.2), which nghttp2, for one, insists on when the size went down.
   private tableSizeUpdateDue = false;
   private readonly windowBytes: number;
+  // Health checks: whether anything came, or any stream was asked for, since the last check (a flag
+  // costs less per frame than a timer reset), and the PING waiting for its answer.
+  private receivedSinceCheck = false;
+  private requestedSinceCheck = false;
+  private readonly healthTimer: NodeJS.Timeout | undefined;
+  private pingTimer: NodeJS.Timeout | undefined;
 
   /** Called once, when the connection can carry nothing more (closed, failed, or drained after GOAWAY). */
   onClose: ((error: Http2StreamError | undefined) => void) | undefined;
@@ -145,6 +161,30 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     this.write(PREFACE);
     this.writeFrame(FrameType.Settings, 0, 0, settings);
     if (this.windowBytes > DEFAULT_WINDOW) this.windowUpdate(0, this.windowBytes - DEFAULT_WINDOW);
+    const check = options.healthCheck;
+    if (check) {
+      this.healthTimer = setInterval(
+        () => this.checkHealth(check.pingTimeoutMs, check.closeWhenIdle),
+        check.readIdleMs,
+      ).unref();
+    }
+  }
+
+  private checkHealth(pingTimeoutMs: number, closeWhenIdle: boolean): void {
+    const received = this.receivedSinceCheck;
+    const requested = this.requestedSinceCheck;
+    this.receivedSinceCheck = false;
+    this.requestedSinceCheck = false;
+    if (closeWhenIdle && !requested && this.activeStreams === 0) {
+      this.close();
+      return;
+    }
+    if (received || this.pingTimer || this.closedWith) return;
+    this.pingTimer = setTimeout(() => {
+      this.pingTimer = undefined;
+      this.fail(http2StreamError(`the server did not answer a PING within ${pingTimeoutMs} ms`));
+    }, pingTimeoutMs).unref();
+    this.writeFrame(FrameType.Ping, 0, 0, Buffer.alloc(8));
   }
 
   /** False once GOAWAY came, the connection failed, or it used its last stream ID. */
@@ -170,6 +210,7 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
    * Returns the stream ID, which cancel() takes. The handler is called from socket events only.
    */
   request(fields: readonly (readonly [string, string])[], body: Buffer, handler: StreamHandler): number {
+    this.requestedSinceCheck = true;
     if (this.socket.writableLength > MAX_UNSENT_BYTES && !this.closedWith) {
       this.fail(
         http2StreamError(`the server has not read the last ${this.socket.writableLength} octets sent`),
@@ -324,6 +365,7 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
   // ---- receiving ----
 
   private receive(chunk: Buffer): void {
+    this.receivedSinceCheck = true;
     const data = this.inbox ? Buffer.concat([this.inbox, chunk]) : chunk;
     this.inbox = undefined;
     let at = 0;
@@ -377,6 +419,10 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
       case FrameType.Ping:
         if (payload.length !== 8) throw connectionError(Http2ErrorCode.FRAME_SIZE_ERROR, 'PING size');
         if (!(flags & FLAG_ACK)) this.writeFrame(FrameType.Ping, FLAG_ACK, 0, Buffer.from(payload));
+        else if (this.pingTimer) {
+          clearTimeout(this.pingTimer);
+          this.pingTimer = undefined;
+        }
         return;
       case FrameType.GoAway:
         return this.goAwayFrame(payload);
@@ -585,6 +631,8 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
   private fail(error: Http2StreamError): void {
     if (this.closedWith) return;
     this.closedWith = error;
+    clearInterval(this.healthTimer);
+    clearTimeout(this.pingTimer);
     if (this.corked) {
       this.corked = false;
       this.socket.uncork();

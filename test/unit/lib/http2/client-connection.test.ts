@@ -477,3 +477,65 @@ test('after the server lowers SETTINGS_HEADER_TABLE_SIZE, the next header block 
     await s.close();
   }
 });
+
+test('health checks: a silent server fails the streams after an unanswered PING; a live one answers and the call completes', async () => {
+  const healthCheck = { readIdleMs: 40, pingTimeoutMs: 60, closeWhenIdle: false };
+  // Reads everything, sends nothing: a peer gone without a FIN looks like this from the client.
+  const silent = await rawServer(() => undefined);
+  const dead = new Http2ClientConnection(net.connect(silent.socketPath), {
+    windowBytes: 65_535,
+    healthCheck,
+  });
+  try {
+    const started = Date.now();
+    const a = await exchange(dead, '/never');
+    assert.match(a.error?.message ?? '', /did not answer a PING within 60 ms/);
+    assert.ok(Date.now() - started < 2000);
+    assert.equal(dead.acceptsStreams, false);
+  } finally {
+    dead.close();
+    await silent.close();
+  }
+  // nghttp2 answers PINGs: a reply slower than several idle periods still comes.
+  const s = await h2Server((stream) => {
+    stream.on('data', () => undefined);
+    stream.on('end', () =>
+      setTimeout(() => {
+        stream.respond({ ':status': 200 });
+        stream.end('late');
+      }, 400),
+    );
+  });
+  const live = new Http2ClientConnection(net.connect(s.socketPath), { windowBytes: 65_535, healthCheck });
+  try {
+    const a = await exchange(live, '/slow');
+    assert.equal(a.error, undefined);
+    assert.equal(a.body.toString(), 'late');
+  } finally {
+    live.close();
+    await s.close();
+  }
+});
+
+test('closeWhenIdle: a connection that carried no stream for a whole check closes itself', async () => {
+  const s = await h2Server((stream) => {
+    stream.respond({ ':status': 200 });
+    stream.end('ok');
+  });
+  const conn = new Http2ClientConnection(net.connect(s.socketPath), {
+    windowBytes: 65_535,
+    healthCheck: { readIdleMs: 50, pingTimeoutMs: 1000, closeWhenIdle: true },
+  });
+  try {
+    const closed = new Promise<number>((resolve) => (conn.onClose = () => resolve(Date.now())));
+    const a = await exchange(conn, '/one');
+    assert.equal(a.error, undefined);
+    const answeredAt = Date.now();
+    const closedAt = await closed;
+    assert.equal(conn.acceptsStreams, false);
+    assert.ok(closedAt - answeredAt >= 0 && closedAt - answeredAt < 2000);
+  } finally {
+    conn.close();
+    await s.close();
+  }
+});
