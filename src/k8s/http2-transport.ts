@@ -12,7 +12,8 @@
  *   stream on it: calls fail as Transport errors, watches end with one (their callers retry).
  * - Streams beyond the server's MAX_CONCURRENT_STREAMS wait in the connection until others end.
  * - Health: PING after READ_IDLE_TIMEOUT_MS with nothing received, the connection failed when it is
- *   not answered within PING_TIMEOUT_MS (client-go's defaults); closed once idle, as the HTTP/1.1
+ *   not answered within PING_TIMEOUT_MS (client-go's defaults, and its environment variables that
+ *   change them: http2HealthFromEnv); closed once idle, as the HTTP/1.1
  *   agents close idle sockets. It holds the process open only while it carries streams.
  */
 import net from 'node:net';
@@ -25,9 +26,37 @@ import type { HeaderFields } from '../lib/http2/hpack.js';
 import type { Http2StreamError, StreamHandler } from '../lib/http2/stream-handler.js';
 import { LineWatchStream } from './watch-stream.js';
 
-/** client-go's HTTP2_READ_IDLE_TIMEOUT_SECONDS and HTTP2_PING_TIMEOUT_SECONDS. */
+/** client-go's defaults of HTTP2_READ_IDLE_TIMEOUT_SECONDS and HTTP2_PING_TIMEOUT_SECONDS. */
 export const READ_IDLE_TIMEOUT_MS = 30_000;
 export const PING_TIMEOUT_MS = 15_000;
+
+/** The health check's timing: readIdleMs 0 sends no PING (the idle connection still closes). */
+export interface Http2Health {
+  readIdleMs: number;
+  pingTimeoutMs: number;
+}
+
+/**
+ * The health check as client-go reads it from the environment: HTTP2_READ_IDLE_TIMEOUT_SECONDS (0 or
+ * less turns the check off) and HTTP2_PING_TIMEOUT_SECONDS (0: Go's 15 s), whole seconds; a value
+ * that is not a whole number is warned about and the default used.
+ */
+export function http2HealthFromEnv(env: NodeJS.ProcessEnv, warn: (message: string) => void): Http2Health {
+  const seconds = (name: string, fallbackMs: number): number => {
+    const text = env[name];
+    if (text === undefined || text === '') return fallbackMs;
+    if (!/^[+-]?\d+$/.test(text.trim())) {
+      warn(
+        `Illegal ${name}(${JSON.stringify(text)}): not a whole number of seconds. Default value ${fallbackMs / 1000} is used`,
+      );
+      return fallbackMs;
+    }
+    return Number(text.trim()) * 1000;
+  };
+  const readIdleMs = Math.max(0, seconds('HTTP2_READ_IDLE_TIMEOUT_SECONDS', READ_IDLE_TIMEOUT_MS));
+  const pingTimeoutMs = seconds('HTTP2_PING_TIMEOUT_SECONDS', PING_TIMEOUT_MS);
+  return { readIdleMs, pingTimeoutMs: pingTimeoutMs > 0 ? pingTimeoutMs : PING_TIMEOUT_MS };
+}
 /** A TLS handshake not done by then is given up (a call's own deadline may cut it sooner). */
 const CONNECT_TIMEOUT_MS = 30_000;
 /**
@@ -83,6 +112,10 @@ export class ApiHttp2Transport {
   constructor(
     private readonly target: TlsTarget,
     private readonly clock: Clock,
+    private readonly health: Http2Health = {
+      readIdleMs: READ_IDLE_TIMEOUT_MS,
+      pingTimeoutMs: PING_TIMEOUT_MS,
+    },
   ) {}
 
   /** Closes the connection: its streams, watches included, fail; a later call opens another. */
@@ -318,7 +351,13 @@ export class ApiHttp2Transport {
   private adopt(socket: tls.TLSSocket): Http2ClientConnection {
     const conn = new Http2ClientConnection(socket, {
       windowBytes: WINDOW_BYTES,
-      healthCheck: { readIdleMs: READ_IDLE_TIMEOUT_MS, pingTimeoutMs: PING_TIMEOUT_MS, closeWhenIdle: true },
+      healthCheck: {
+        // With PINGs off the check still runs at the default period, to close an idle connection.
+        readIdleMs: this.health.readIdleMs > 0 ? this.health.readIdleMs : READ_IDLE_TIMEOUT_MS,
+        pingTimeoutMs: this.health.pingTimeoutMs,
+        closeWhenIdle: true,
+        ping: this.health.readIdleMs > 0,
+      },
     });
     conn.unref();
     conn.onClose = () => {

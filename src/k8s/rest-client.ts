@@ -22,7 +22,13 @@ import { DeadlineExceededError, withDeadline, type Deadline } from '../lib/deadl
 import { loadKubeconfig, type RestConfig } from './kubeconfig.js';
 import { rateLimiterFor, type RateLimiter } from '../lib/token-bucket.js';
 import { LineWatchStream } from './watch-stream.js';
-import { ApiHttp2Transport, H2WatchStream, readWholeBody, type H2Request } from './http2-transport.js';
+import {
+  ApiHttp2Transport,
+  H2WatchStream,
+  http2HealthFromEnv,
+  readWholeBody,
+  type H2Request,
+} from './http2-transport.js';
 
 /** Any API object: what the client needs of it is its metadata. */
 export interface KubeObject {
@@ -251,6 +257,7 @@ export class RestClient {
               rejectUnauthorized: this.config.insecureSkipTLSVerify !== true,
             },
             this.clock,
+            http2HealthFromEnv(process.env, (message) => this.log.warn(message)),
           )
         : undefined;
     // A server known to speak only HTTP/1.1 is not asked again with the new certificate.

@@ -90,10 +90,11 @@ export interface ClientConnectionOptions {
    * Checked every readIdleMs (client-go's HTTP2_READ_IDLE_TIMEOUT_SECONDS, 30 s): when nothing came
    * from the server since the last check the connection sends a PING and fails when it is not answered
    * within pingTimeoutMs (HTTP2_PING_TIMEOUT_SECONDS, 15 s), so a connection that died silently (a
-   * peer gone without a FIN) fails its streams rather than leave them waiting. With closeWhenIdle, a
-   * connection that carried no stream since the last check is closed instead. Absent: neither.
+   * peer gone without a FIN) fails its streams rather than leave them waiting; ping false sends none
+   * (client-go with HTTP2_READ_IDLE_TIMEOUT_SECONDS=0). With closeWhenIdle, a connection that carried
+   * no stream since the last check is closed instead. Absent: neither.
    */
-  healthCheck?: { readIdleMs: number; pingTimeoutMs: number; closeWhenIdle: boolean };
+  healthCheck?: { readIdleMs: number; pingTimeoutMs: number; closeWhenIdle: boolean; ping?: boolean };
 }
 
 interface Stream {
@@ -164,13 +165,13 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     const check = options.healthCheck;
     if (check) {
       this.healthTimer = setInterval(
-        () => this.checkHealth(check.pingTimeoutMs, check.closeWhenIdle),
+        () => this.checkHealth(check.ping === false ? undefined : check.pingTimeoutMs, check.closeWhenIdle),
         check.readIdleMs,
       ).unref();
     }
   }
 
-  private checkHealth(pingTimeoutMs: number, closeWhenIdle: boolean): void {
+  private checkHealth(pingTimeoutMs: number | undefined, closeWhenIdle: boolean): void {
     const received = this.receivedSinceCheck;
     const requested = this.requestedSinceCheck;
     this.receivedSinceCheck = false;
@@ -179,7 +180,7 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
       this.close();
       return;
     }
-    if (received || this.pingTimer || this.closedWith) return;
+    if (pingTimeoutMs === undefined || received || this.pingTimer || this.closedWith) return;
     this.pingTimer = setTimeout(() => {
       this.pingTimer = undefined;
       this.fail(http2StreamError(`the server did not answer a PING within ${pingTimeoutMs} ms`));

@@ -3,10 +3,11 @@ import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { CertificateAuthority, type KeyPair } from '../../apiserver/certs.js';
 import { isKubeApiError } from '../../../src/k8s/api-status.js';
 import { RestClient, defaultUserAgent, type WatchEvent } from '../../../src/k8s/rest-client.js';
+import { http2HealthFromEnv } from '../../../src/k8s/http2-transport.js';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 
@@ -517,4 +518,27 @@ describe('k8s RestClient over HTTP/2', () => {
       c.close();
     }
   });
+});
+
+test("the HTTP/2 health check's timing comes from client-go's environment variables", () => {
+  const warnings: string[] = [];
+  const warn = (m: string) => warnings.push(m);
+  assert.deepEqual(http2HealthFromEnv({}, warn), { readIdleMs: 30_000, pingTimeoutMs: 15_000 });
+  assert.deepEqual(
+    http2HealthFromEnv({ HTTP2_READ_IDLE_TIMEOUT_SECONDS: '10', HTTP2_PING_TIMEOUT_SECONDS: '3' }, warn),
+    { readIdleMs: 10_000, pingTimeoutMs: 3_000 },
+  );
+  // 0 turns the PINGs off; a ping timeout of 0 is Go's default.
+  assert.deepEqual(
+    http2HealthFromEnv({ HTTP2_READ_IDLE_TIMEOUT_SECONDS: '0', HTTP2_PING_TIMEOUT_SECONDS: '0' }, warn),
+    { readIdleMs: 0, pingTimeoutMs: 15_000 },
+  );
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(http2HealthFromEnv({ HTTP2_READ_IDLE_TIMEOUT_SECONDS: '5s' }, warn), {
+    readIdleMs: 30_000,
+    pingTimeoutMs: 15_000,
+  });
+  assert.deepEqual(warnings, [
+    'Illegal HTTP2_READ_IDLE_TIMEOUT_SECONDS("5s"): not a whole number of seconds. Default value 30 is used',
+  ]);
 });

@@ -496,6 +496,26 @@ test('health checks: a silent server fails the streams after an unanswered PING;
     dead.close();
     await silent.close();
   }
+  // With PINGs off (HTTP2_READ_IDLE_TIMEOUT_SECONDS=0) the same silence is waited out.
+  const quiet = await rawServer(() => undefined);
+  const waiting = new Http2ClientConnection(net.connect(quiet.socketPath), {
+    windowBytes: 65_535,
+    healthCheck: { ...healthCheck, ping: false },
+  });
+  try {
+    let heard = false;
+    waiting.request(
+      postTo('/never'),
+      Buffer.alloc(0),
+      listener(() => (heard = true)),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(heard, false);
+    assert.equal(waiting.acceptsStreams, true);
+  } finally {
+    waiting.close();
+    await quiet.close();
+  }
   // nghttp2 answers PINGs: a reply slower than several idle periods still comes.
   const s = await h2Server((stream) => {
     stream.on('data', () => undefined);
