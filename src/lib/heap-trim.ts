@@ -1,24 +1,27 @@
 /**
  * Gives the memory of a burst of work back to the system once the kubelet has settled.
  *
- * Starting 100 pods leaves V8's old space with about 10 MiB of free pages and garbage: after a full
- * collection its next one is due only 16 MiB above what is live. V8's memory reducer collects and
- * compacts once it judges the process idle, which on a node that keeps polling its runtime came 20 s
- * or more after the burst (docs/benchmarks.md, "Memory"). The kubelet can tell better: when its
- * heap (with the ArrayBuffers V8 counts) has grown 8 MiB past its lowest level since the last
- * collection and the process has used next to no CPU for 3 s, the burst is over, and a full
- * collection (two, 40–60 ms on the main thread with 100 pods) frees those pages. (Under the
- * upstream kubelet, Go's runtime returns free pages in the background with its scavenger.)
+ * Starting pods leaves V8's old space with free pages and garbage, and V8's memory reducer collects
+ * only once it judges the process idle, which on a node that keeps polling its runtime came 20 s or
+ * more after the burst (docs/benchmarks.md, "Memory"). The kubelet can tell better: when its heap
+ * (with the ArrayBuffers V8 counts) has grown 4 MiB past its lowest level since the last collection
+ * and the process has used next to no CPU for 3 s, the burst is over, and one compacting full
+ * collection (tens of ms on the main thread) gives those pages back: a plain one left the old space
+ * a quarter free after a 30- or 100-pod start, the objects still alive spread over all its pages
+ * (fullGarbageCollection). (Under the upstream kubelet, Go's runtime returns free pages in the
+ * background with its scavenger.) 4 MiB, not more: a 30-pod start grows the heap by about 8 MiB,
+ * and at 8 the trim came late or not at all.
  *
- * A node that never goes quiet is left to V8's own schedule; collections are at least minGapMs apart.
+ * A node that never goes quiet is left to V8's own schedule; trims are at least minGapMs apart.
  *
  * Within a burst, V8 left a 100-pod start without any full collection: its first old-generation
  * limit is set from the survival rate of its first scavenges against a heap of gigabytes, far above
  * a kubelet's. So the garbage the scavenges promote (old-space objects, and ArrayBuffers whose
  * memory sits in malloc's heap) piled up until the burst ended: the start's peak RSS was 20–35 MiB
- * above what was live. So one full collection (not two: the memory is to be reused, not returned)
+ * above what was live. So one full collection (plain: the memory is to be reused, not returned)
  * also runs, busy or not, whenever heapBytes has grown by burstGrowthBytes over its level after the
- * last collection, at most once every burstMinGapMs.
+ * last collection, at most once every burstMinGapMs. (At 8 MiB rather than 16, so that a 30-pod
+ * start has one too, the peak RSS did not fall: 0.98x and 1.00x at 30 and 100 pods.)
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -44,18 +47,18 @@ export interface HeapTrimOptions {
   periodMs?: number;
   /** How long the process must have been quiet (3 s: a lull of a second or two within a burst does not count). */
   quietForMs?: number;
-  /** Growth of heapBytes over its lowest level since the last collection that counts as a burst (8 MiB). */
+  /** Growth of heapBytes over its lowest level since the last collection that counts as a burst (4 MiB). */
   growthBytes?: number;
   /** The CPU, as a fraction of one core over the last period, below which the process is quiet (5 %). */
   quietCpuFraction?: number;
-  /** At least this long between two collections (10 s). */
+  /** At least this long between two collections after a burst (10 s). */
   minGapMs?: number;
   /** Growth of heapBytes over its level after the last collection that calls for one within a burst (16 MiB). */
   burstGrowthBytes?: number;
   /** At least this long between a collection and one within a burst (5 s). */
   burstMinGapMs?: number;
   sample?: () => HeapSample;
-  /** Full, synchronous garbage collection once the burst is over (two passes). */
+  /** Full, synchronous garbage collection once the burst is over (one pass, compacting). */
   collect?: () => void;
   /** The same within a burst (one pass). */
   collectInBurst?: () => void;
@@ -68,14 +71,23 @@ export function sampleHeap(): HeapSample {
 }
 
 /**
- * Two full collections through V8's `gc()`, without `--expose-gc` on the command line. Two, because
- * after one the kubelet's free pages went back only with V8's next full collection (9 s later in a
- * run of 100 pods), after two within a second.
+ * Full collections through V8's `gc()`, without `--expose-gc` on the command line: `passes` of
+ * them (without compaction, after one the kubelet's free pages went back only with V8's next full
+ * collection, 9 s later in a run of 100 pods; after two, within a second).
+ *
+ * `compact` moves every object left in the old space together, so that the pages the dead ones
+ * leave are given back (within 0.1 s, one pass). V8 moves the objects of a page only when 70 % of
+ * it is free, and a burst's garbage is spread thinner than that: after a 30- or 100-pod start a
+ * plain full collection left the old space a quarter free (3-6 MiB of RSS) until the next burst.
+ * It costs the copying of what is live (about 40 ms of CPU with 17 MiB live), so only the
+ * collection after a burst asks.
  *
  * `gc()` lives in a context made with the flag set, set back at once so that no other context
  * gains it; the context is made for each call and dropped with it (held, it kept about 0.8 MiB).
+ * V8 reads `--compact-on-every-full-gc` as each collection picks the pages to move, so it is set
+ * around these passes only; a user's own, as a node flag, is left alone.
  */
-export function fullGarbageCollection(passes = 2): () => void {
+export function fullGarbageCollection({ passes = 2, compact = false } = {}): () => void {
   const given = (globalThis as { gc?: unknown }).gc;
   const gcFunction = (): (() => void) => {
     if (typeof given === 'function') return given as () => void;
@@ -92,9 +104,16 @@ export function fullGarbageCollection(passes = 2): () => void {
     if (typeof gc !== 'function') throw new Error('V8 did not provide gc() in a new context');
     return gc as () => void;
   };
+  const setCompaction =
+    compact && !process.execArgv.some((f) => /^--(no[-_])?compact[-_]on[-_]every[-_]full[-_]gc\b/.test(f));
   return () => {
     const gc = gcFunction();
-    for (let i = 0; i < passes; i++) gc();
+    if (setCompaction) v8.setFlagsFromString('--compact-on-every-full-gc');
+    try {
+      for (let i = 0; i < passes; i++) gc();
+    } finally {
+      if (setCompaction) v8.setFlagsFromString('--no-compact-on-every-full-gc');
+    }
   };
 }
 
@@ -118,6 +137,12 @@ export class HeapTrimmer {
   private quietSinceMs: number | undefined;
   private last: { atMs: number; cpuMicros: number } | undefined;
   private lastCollectMs = -Infinity;
+  /**
+   * When the last collection after a burst ran. minGapMs counts from it, not from one within the
+   * burst, which may come just before the burst ends and leaves the pages the trim is there to give
+   * back committed.
+   */
+  private lastTrimMs = -Infinity;
   private collections = 0;
   private burstCollections = 0;
   /** Why trimming stopped (a sample or collection that threw); V8's own schedule goes on. */
@@ -127,14 +152,14 @@ export class HeapTrimmer {
     this.clock = opts.clock ?? realClock;
     this.periodMs = opts.periodMs ?? 1000;
     this.quietForMs = opts.quietForMs ?? 3000;
-    this.growthBytes = opts.growthBytes ?? 8 * MIB;
+    this.growthBytes = opts.growthBytes ?? 4 * MIB;
     this.quietCpuFraction = opts.quietCpuFraction ?? 0.05;
     this.minGapMs = opts.minGapMs ?? 10_000;
     this.burstGrowthBytes = opts.burstGrowthBytes ?? 16 * MIB;
     this.burstMinGapMs = opts.burstMinGapMs ?? 5000;
     this.sample = opts.sample ?? sampleHeap;
-    this.collect = opts.collect ?? fullGarbageCollection(2);
-    this.collectInBurst = opts.collectInBurst ?? fullGarbageCollection(1);
+    this.collect = opts.collect ?? fullGarbageCollection({ passes: 1, compact: true });
+    this.collectInBurst = opts.collectInBurst ?? fullGarbageCollection({ passes: 1 });
   }
 
   /** Looks every periodMs until signal aborts, or until a look fails: then the kubelet runs on without it. */
@@ -180,6 +205,7 @@ export class HeapTrimmer {
     if (now <= previous.atMs || now - previous.atMs > 3 * this.periodMs) {
       this.quietSinceMs = undefined;
       this.lastCollectMs = Math.min(this.lastCollectMs, now);
+      this.lastTrimMs = Math.min(this.lastTrimMs, now);
       return false;
     }
     const cpuFraction = (s.cpuMicros - previous.cpuMicros) / 1000 / (now - previous.atMs);
@@ -191,11 +217,12 @@ export class HeapTrimmer {
     if (
       now - this.quietSinceMs < this.quietForMs ||
       s.heapBytes - this.baseBytes < this.growthBytes ||
-      now - this.lastCollectMs < this.minGapMs
+      now - this.lastTrimMs < this.minGapMs
     )
       return false;
 
     this.baseBytes = this.runCollection(this.collect, s, 'Collected garbage after a burst of work');
+    this.lastTrimMs = this.lastCollectMs;
     this.collections++;
     return true;
   }
