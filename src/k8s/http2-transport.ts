@@ -197,7 +197,10 @@ export class ApiHttp2Transport {
         onHeaders: (fields) => readHead(reply, fields),
         onData: (chunk) => reply.chunks.push(chunk),
         onEnd: () => settle(reply.status === 0 ? new Error('stream ended without a response') : undefined),
-        onError: settle,
+        // A reset after the head came is of a request the server acted on: never sent again, whatever
+        // its code (Go's transport returns the response it has, whose body then fails).
+        onError: (err) =>
+          settle(reply.status === 0 ? err : new Error(`${err.message} after its answer began`)),
       };
       const cut = (err: unknown) => {
         settle(err);

@@ -298,6 +298,24 @@ describe('k8s RestClient over HTTP/2', () => {
     );
   });
 
+  it('does not send again a call whose answer had begun when the server reset it as refused', async () => {
+    server.handler = (stream) => {
+      // The server acted on it (its head came): a reset after that, whatever its code, is a failure.
+      // waitForTrailers: the body's end is not END_STREAM, so the reset comes after an unfinished answer.
+      stream.respond({ ':status': 201, 'content-type': 'application/json' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.close(http2.constants.NGHTTP2_REFUSED_STREAM));
+      stream.end('{"kind":');
+    };
+    await assert.rejects(
+      client.create({ resource: 'events', namespace: 'default' }, { metadata: { name: 'e' } }),
+      (err) => isKubeApiError(err, 'Transport'),
+    );
+    assert.deepEqual(
+      server.seen.map((s) => s.method),
+      ['POST'],
+    );
+  });
+
   it('opens a new connection after a graceful GOAWAY, the call in flight answered on the old one', async () => {
     server.handler = (stream, seen) => {
       if (seen.session === 0) stream.session?.goaway(NGHTTP2_NO_ERROR, stream.id ?? 0);
