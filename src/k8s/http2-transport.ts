@@ -282,10 +282,11 @@ export class ApiHttp2Transport {
     caller: AbortSignal | undefined,
   ): Promise<Http2ClientConnection | undefined> {
     if (this.speaksHttp2 === false) return Promise.resolve(undefined);
+    // Checked before dialing: a dial nobody waits for would fail unheard (an unhandled rejection).
+    if (caller?.aborted) return Promise.reject(caller.reason as Error);
     this.connecting ??= this.dial().finally(() => (this.connecting = undefined));
     const connecting = this.connecting;
     return new Promise((resolve, reject) => {
-      if (caller?.aborted) return reject(caller.reason as Error);
       const done = () => {
         this.clock.clearTimeout(timer);
         caller?.removeEventListener('abort', onAbort);

@@ -2,12 +2,13 @@ import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { TLSSocket } from 'node:tls';
+import tls, { type TLSSocket } from 'node:tls';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { CertificateAuthority, type KeyPair } from '../../apiserver/certs.js';
 import { isKubeApiError } from '../../../src/k8s/api-status.js';
 import { RestClient, defaultUserAgent, type WatchEvent } from '../../../src/k8s/rest-client.js';
-import { http2HealthFromEnv } from '../../../src/k8s/http2-transport.js';
+import { ApiHttp2Transport, http2HealthFromEnv } from '../../../src/k8s/http2-transport.js';
+import { realClock } from '../../../src/lib/clock.js';
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 
@@ -559,4 +560,31 @@ test("the HTTP/2 health check's timing comes from client-go's environment variab
   assert.deepEqual(warnings, [
     'Illegal HTTP2_READ_IDLE_TIMEOUT_SECONDS("5s"): not a whole number of seconds. Default value 30 is used',
   ]);
+});
+
+test('a call whose caller gave up before the connection is made leaves no dial failing unheard', async () => {
+  const unhandled: unknown[] = [];
+  const onUnhandled = (reason: unknown) => unhandled.push(reason);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    const transport = new ApiHttp2Transport(
+      {
+        host: '127.0.0.1',
+        port: 1,
+        authority: '127.0.0.1:1',
+        secureContext: tls.createSecureContext(),
+        rejectUnauthorized: true,
+      },
+      realClock,
+    );
+    const ac = new AbortController();
+    ac.abort(new Error('stop'));
+    const req = { method: 'GET', path: '/api/v1/pods', headers: [], body: undefined };
+    await assert.rejects(transport.exchange(req, 1000, ac.signal), /stop/);
+    // The refused TCP connection fails within a few ms; give its rejection the time to surface.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(unhandled, []);
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
 });
