@@ -142,14 +142,15 @@ export class ApiHttp2Transport {
     const startedMs = this.clock.now();
     const conn = this.ready() ?? (await this.connected(timeoutMs, caller));
     if (!conn) return undefined;
-    const leftMs = Math.max(1, timeoutMs - (this.clock.now() - startedMs));
+    // The one deadline covers both tries and their connections: each waits only for what is left of it.
+    const leftMs = () => Math.max(1, timeoutMs - (this.clock.now() - startedMs));
     try {
-      return await this.send(conn, req, leftMs, caller);
+      return await this.send(conn, req, leftMs(), caller);
     } catch (err) {
       if (!isRefused(err)) throw err;
-      const retryConn = this.ready() ?? (await this.connected(timeoutMs, caller));
+      const retryConn = this.ready() ?? (await this.connected(leftMs(), caller));
       if (!retryConn) throw err;
-      return this.send(retryConn, req, Math.max(1, timeoutMs - (this.clock.now() - startedMs)), caller);
+      return this.send(retryConn, req, leftMs(), caller);
     }
   }
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import tls, { type TLSSocket } from 'node:tls';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { CertificateAuthority, type KeyPair } from '../../apiserver/certs.js';
@@ -315,6 +315,54 @@ describe('k8s RestClient over HTTP/2', () => {
       server.seen.map((s) => s.method),
       ['POST'],
     );
+  });
+
+  it("keeps to the call's deadline when a refused call waits for a new connection", async () => {
+    // The first connection reaches the server; later ones are accepted and never answered.
+    let connections = 0;
+    const silent: net.Socket[] = [];
+    const proxy = net.createServer((socket) => {
+      if (connections++ > 0) return void silent.push(socket);
+      const upstream = net.connect(Number(new URL(server.url).port), '127.0.0.1');
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    let held: http2.ServerHttp2Stream | undefined;
+    server.handler = (stream, seen) => {
+      if (seen.path.endsWith('/held')) return void (held = stream);
+      // Most of the deadline goes by before the server refuses the stream unprocessed.
+      setTimeout(() => stream.session?.goaway(NGHTTP2_NO_ERROR, held?.id ?? 0), 800);
+    };
+    const c = new RestClient({
+      config: {
+        server: `https://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+        caPem: ca.certPem,
+        clientCertPem: first.certPem,
+        clientKeyPem: first.keyPem,
+      },
+      qps: -1,
+    });
+    try {
+      const first = c.get({ resource: 'pods', namespace: 'default', name: 'held' }, { timeoutMs: 3000 });
+      const firstFailed = assert.rejects(first);
+      while (!held) await new Promise((resolve) => setTimeout(resolve, 5));
+      const started = Date.now();
+      await assert.rejects(
+        c.get({ resource: 'pods', namespace: 'default', name: 'p' }, { timeoutMs: 1000 }),
+        (err) => isKubeApiError(err, 'DeadlineExceeded'),
+      );
+      assert.equal(connections, 2);
+      const took = Date.now() - started;
+      assert.ok(took < 1500, `the call took ${took} ms against its deadline of 1000 ms`);
+      held?.close();
+      await firstFailed;
+    } finally {
+      c.close();
+      for (const socket of silent) socket.destroy();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('opens a new connection after a graceful GOAWAY, the call in flight answered on the old one', async () => {
