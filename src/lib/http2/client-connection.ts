@@ -62,6 +62,7 @@ export const Http2ErrorCode = {
   REFUSED_STREAM: 0x7,
   CANCEL: 0x8,
   COMPRESSION_ERROR: 0x9,
+  ENHANCE_YOUR_CALM: 0xb,
 } as const;
 
 const DEFAULT_WINDOW = 65_535;
@@ -419,7 +420,7 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
         return this.settingsFrame(flags, streamId, payload);
       case FrameType.Ping:
         if (payload.length !== 8) throw connectionError(Http2ErrorCode.FRAME_SIZE_ERROR, 'PING size');
-        if (!(flags & FLAG_ACK)) this.writeFrame(FrameType.Ping, FLAG_ACK, 0, Buffer.from(payload));
+        if (!(flags & FLAG_ACK)) this.answer(FrameType.Ping, Buffer.from(payload));
         else if (this.pingTimer) {
           clearTimeout(this.pingTimer);
           this.pingTimer = undefined;
@@ -563,9 +564,24 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
       }
       // The rest do not apply.
     }
-    this.writeFrame(FrameType.Settings, FLAG_ACK, 0, Buffer.alloc(0));
+    this.answer(FrameType.Settings, Buffer.alloc(0));
     this.flushAll();
     this.openQueued();
+  }
+
+  /**
+   * Acknowledges a PING or SETTINGS. The server sets their pace, not a request: one that sends them
+   * and reads none of the answers would have them kept unsent for as long as the connection lasts, so
+   * past the bound on unsent octets the connection is given up instead.
+   */
+  private answer(type: FrameType.Ping | FrameType.Settings, payload: Buffer): void {
+    if (this.socket.writableLength > MAX_UNSENT_BYTES) {
+      throw connectionError(
+        Http2ErrorCode.ENHANCE_YOUR_CALM,
+        `the server has not read the last ${this.socket.writableLength} octets sent`,
+      );
+    }
+    this.writeFrame(type, FLAG_ACK, 0, payload);
   }
 
   private windowUpdateFrame(streamId: number, payload: Buffer): void {

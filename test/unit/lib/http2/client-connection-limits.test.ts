@@ -245,3 +245,30 @@ test('a connection out of stream IDs closes when its last waiting request is can
     await server.close();
   }
 });
+
+test('a server that floods PINGs and reads none of the answers fails the connection once they pass the bound', async () => {
+  // 6 MiB of PINGs, each answered with a PING ACK of the same size that the server never reads: the
+  // answers would wait in the client's write buffer for as long as the connection lasts.
+  const ping = frame(0x6, 0, 0, Buffer.alloc(8));
+  const flood = Buffer.concat(Array.from({ length: Math.ceil((6 * 1024 * 1024) / ping.length) }, () => ping));
+  const server = await rawServer((socket) => {
+    socket.pause();
+    socket.write(flood);
+  });
+  const socket = net.connect(server.socketPath);
+  const conn = new Http2ClientConnection(socket, { windowBytes: 65_535 });
+  try {
+    // A stream that stays open: the client has no reason of its own to write.
+    const outcome = requestOutcome(conn);
+    const closed = new Promise<Error | undefined>((resolve) => (conn.onClose = resolve));
+    const bound = new Promise<string>((resolve) => setTimeout(() => resolve('timeout'), 5000).unref());
+    const error = await Promise.race([closed, bound]);
+    assert.notEqual(error, 'timeout', `the connection kept ${socket.writableLength} octets unsent`);
+    assert.match(String((error as Error | undefined)?.message), /not read/);
+    assert.ok((await outcome) instanceof Error);
+  } finally {
+    conn.close();
+    socket.destroy();
+    await server.close();
+  }
+});
