@@ -195,7 +195,10 @@ export class ApiHttp2Transport {
         else reject(err as Error);
       };
       const handler: StreamHandler = {
-        onHeaders: (fields) => readHead(reply, fields),
+        onHeaders: (fields) => {
+          const malformed = readHead(reply, fields);
+          if (malformed) cut(malformed);
+        },
         onData: (chunk) => reply.chunks.push(chunk),
         onEnd: () => settle(reply.status === 0 ? new Error('stream ended without a response') : undefined),
         // A reset after the head came is of a request the server acted on: never sent again, whatever
@@ -374,13 +377,22 @@ export class ApiHttp2Transport {
   }
 }
 
-/** The first final head of a reply (1xx heads are skipped; trailers come after it and are not read). */
-function readHead(reply: { status: number; contentType: string }, fields: HeaderFields): void {
-  if (reply.status !== 0) return;
-  const status = Number(fields.get(':status') ?? 0);
-  if (status >= 100 && status < 200) return;
+/**
+ * The first final head of a reply (1xx heads are skipped; trailers come after it and are not read).
+ * A head whose :status is not three digits is an error, as Go's transport and node's HTTP/1.1
+ * parser make it: taken as a number it would be NaN, or 200 for "2e2".
+ */
+function readHead(reply: { status: number; contentType: string }, fields: HeaderFields): Error | undefined {
+  if (reply.status !== 0) return undefined;
+  const text = fields.get(':status');
+  if (text === undefined || !/^[1-9]\d\d$/.test(text)) {
+    return new Error(`malformed response from the server: :status ${JSON.stringify(text ?? null)}`);
+  }
+  const status = Number(text);
+  if (status < 200) return undefined;
   reply.status = status;
   reply.contentType = fields.get('content-type') ?? '';
+  return undefined;
 }
 
 /** Refused by the server unprocessed, or sent to a connection already going away: safe to send again. */
@@ -407,7 +419,11 @@ export class H2Response implements StreamHandler {
 
   onHeaders(fields: HeaderFields): void {
     if (this.status !== 0) return;
-    readHead(this, fields);
+    const malformed = readHead(this, fields);
+    if (malformed) {
+      this.cancel();
+      return this.onFailedHead(malformed);
+    }
     if (this.status !== 0) this.onHead();
   }
 

@@ -575,6 +575,52 @@ describe('k8s RestClient over HTTP/2', () => {
     assert.equal(server.sessions.length, 2);
   });
 
+  it('fails a call and a watch whose answer has a malformed :status as a transport error', async () => {
+    // nghttp2 sends no such head: a raw TLS server that answers every stream with :status "abc".
+    const serving = await ca.issueServing('raw-h2', ['127.0.0.1'], []);
+    const raw = tls.createServer(
+      { cert: serving.certPem, key: serving.keyPem, ALPNProtocols: ['h2'] },
+      (socket) => {
+        socket.on('error', () => undefined);
+        let seen = Buffer.alloc(0);
+        let answered = 0;
+        socket.on('data', (chunk: Buffer) => {
+          if (answered === 0) socket.write(Buffer.from([0, 0, 0, 4, 0, 0, 0, 0, 0])); // SETTINGS
+          seen = Buffer.concat([seen, chunk]);
+          // Each HEADERS frame the client sent (type 1, after the 24-octet preface) gets the bad head.
+          for (let at = 24; at + 9 <= seen.length; at += 9 + seen.readUIntBE(at, 3)) {
+            if (seen[at + 3] !== 1) continue;
+            const id = seen.readUInt32BE(at + 5);
+            if (id < answered) continue;
+            answered = id + 1;
+            // HEADERS, END_STREAM|END_HEADERS: `:status` (static name 8) literal "abc", not indexed.
+            const block = Buffer.from([0x08, 0x03, 0x61, 0x62, 0x63]);
+            const head = Buffer.from([0, 0, block.length, 1, 0x5, 0, 0, 0, 0]);
+            head.writeUInt32BE(id, 5);
+            socket.write(Buffer.concat([head, block]));
+          }
+        });
+      },
+    );
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    const c = new RestClient({
+      config: { server: `https://127.0.0.1:${(raw.address() as AddressInfo).port}`, caPem: ca.certPem },
+      qps: -1,
+      requestTimeoutMs: 2000,
+    });
+    try {
+      await assert.rejects(c.get({ resource: 'pods', namespace: 'default', name: 'p' }), (err) =>
+        isKubeApiError(err, 'Transport'),
+      );
+      await assert.rejects(c.watch({ resource: 'pods' }, { timeoutSeconds: 5 }), (err) =>
+        isKubeApiError(err, 'Transport'),
+      );
+    } finally {
+      c.close();
+      await new Promise((resolve) => raw.close(resolve));
+    }
+  });
+
   it('fails a call to a server that is not there as a transport error', async () => {
     const c = new RestClient({ config: { server: 'https://127.0.0.1:1', caPem: ca.certPem }, qps: -1 });
     try {
