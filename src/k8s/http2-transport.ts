@@ -118,8 +118,12 @@ export class ApiHttp2Transport {
     },
   ) {}
 
-  /** Closes the connection: its streams, watches included, fail; a later call opens another. */
+  /**
+   * Closes the connections, the current one and any still draining after a GOAWAY (a watch can last
+   * minutes there): their streams, watches included, fail; a later call opens another.
+   */
   close(): void {
+    for (const conn of [...this.open.keys()]) conn.close();
     this.connection?.close();
     this.connection = undefined;
   }

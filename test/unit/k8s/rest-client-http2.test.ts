@@ -412,6 +412,33 @@ describe('k8s RestClient over HTTP/2', () => {
     assert.equal(server.seen.at(-1)!.user, 'system:node:second');
   });
 
+  it('ends the watches of a connection draining after GOAWAY too when the certificate rotates', async () => {
+    server.handler = (stream, seen) => {
+      if (!seen.path.includes('watch=true')) return json(stream, 200, {});
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+      // The server goes away but keeps the watch (its stream is the last it takes): it drains.
+      if (seen.session === 0) stream.session?.goaway(NGHTTP2_NO_ERROR, stream.id ?? 0);
+    };
+    const w = await client.watch({ resource: 'pods' }, { timeoutSeconds: 30 });
+    assert.ok(w.ok);
+    const watching = (async () => {
+      for await (const e of w.object) void e;
+    })();
+    // A later call goes to a new connection: the draining one is no longer the transport's current.
+    assert.ok((await client.get({ resource: 'pods', namespace: 'default', name: 'p' })).ok);
+    assert.deepEqual(
+      server.seen.map((s) => s.session),
+      [0, 1],
+    );
+    client.setClientCertificate(second.certPem, second.keyPem);
+    const bound = new Promise((resolve) => setTimeout(() => resolve('still open'), 2000).unref());
+    const ended = watching.then(
+      () => 'ended',
+      (err: unknown) => (isKubeApiError(err, 'Transport') ? 'failed' : String(err)),
+    );
+    assert.equal(await Promise.race([ended, bound]), 'failed');
+  });
+
   it('speaks HTTP/1.1 to a server that does not choose h2, and when told to', async () => {
     const ca2 = await CertificateAuthority.create();
     const serving = await ca2.issueServing('h1', ['127.0.0.1'], []);
