@@ -108,6 +108,8 @@ export class ApiHttp2Transport {
   /** Streams open per connection: a connection holds the process open only while it has some. */
   private readonly open = new Map<Http2ClientConnection, number>();
   private retired = false;
+  /** The socket of the handshake under way, if any. */
+  private dialing: tls.TLSSocket | undefined;
 
   constructor(
     private readonly target: TlsTarget,
@@ -123,6 +125,10 @@ export class ApiHttp2Transport {
    * minutes there): their streams, watches included, fail; a later call opens another.
    */
   close(): void {
+    // A handshake under way is given up too: its socket would hold the process open for up to 30 s.
+    this.dialing?.destroy(
+      new Error('given up while connecting: the client was closed or its certificate changed'),
+    );
     for (const conn of [...this.open.keys()]) conn.close();
     this.connection?.close();
     this.connection = undefined;
@@ -333,17 +339,20 @@ export class ApiHttp2Transport {
         rejectUnauthorized: t.rejectUnauthorized,
         ALPNProtocols: ['h2', 'http/1.1'],
       });
+      this.dialing = socket;
       const timer = setTimeout(
         () => socket.destroy(new Error(`TLS handshake not done within ${CONNECT_TIMEOUT_MS} ms`)),
         CONNECT_TIMEOUT_MS,
       );
       const onError = (err: Error) => {
         clearTimeout(timer);
+        if (this.dialing === socket) this.dialing = undefined;
         reject(err);
       };
       socket.once('error', onError);
       socket.once('secureConnect', () => {
         clearTimeout(timer);
+        if (this.dialing === socket) this.dialing = undefined;
         socket.removeListener('error', onError);
         if (socket.alpnProtocol !== 'h2') {
           socket.destroy();

@@ -648,6 +648,39 @@ describe('k8s RestClient over HTTP/2', () => {
     }
   });
 
+  it('gives up a TLS handshake still under way when the client is closed', async () => {
+    // A server that takes the TCP connection and never answers the handshake.
+    const held: net.Socket[] = [];
+    let closedAt = 0;
+    const silent = net.createServer((socket) => {
+      held.push(socket);
+      socket.on('error', () => undefined);
+      socket.on('close', () => (closedAt = Date.now()));
+      socket.resume(); // read (and drop) the ClientHello, so the client's FIN is seen
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const c = new RestClient({
+      config: { server: `https://127.0.0.1:${(silent.address() as AddressInfo).port}`, caPem: ca.certPem },
+      qps: -1,
+    });
+    try {
+      await assert.rejects(
+        c.get({ resource: 'pods', namespace: 'd', name: 'p' }, { timeoutMs: 100 }),
+        (err) => isKubeApiError(err, 'DeadlineExceeded'),
+      );
+      assert.equal(held.length, 1);
+      const closing = Date.now();
+      c.close();
+      // The dial's socket held the process open for up to its 30 s handshake bound.
+      while (closedAt === 0 && Date.now() - closing < 2000) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(closedAt > 0, 'the handshake socket stayed open after close()');
+    } finally {
+      c.close();
+      for (const socket of held) socket.destroy();
+      await new Promise((resolve) => silent.close(resolve));
+    }
+  });
+
   it('fails a call to a server that is not there as a transport error', async () => {
     const c = new RestClient({ config: { server: 'https://127.0.0.1:1', caPem: ca.certPem }, qps: -1 });
     try {
