@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { access, constants } from 'node:fs/promises';
 import { describe, it } from 'node:test';
 import {
+  drainKmsg,
   kmsgMessage,
   OomParser,
   runOomWatcher,
@@ -14,6 +15,27 @@ import {
   type OomInstance,
 } from '../../../src/oom/oom-watcher.js';
 import { realClock } from '../../../src/lib/clock.js';
+
+/** A read function over records, as /dev/kmsg gives them: one a call; an Error with a code thrown as is. */
+function recordReader(records: (string | string[] | Error)[]): {
+  read: (into: Buffer) => number;
+  calls: () => number;
+} {
+  let calls = 0;
+  return {
+    read: (into) => {
+      const next = records[calls++];
+      if (next === undefined) return 0;
+      if (next instanceof Error) throw next;
+      return into.write(typeof next === 'string' ? next : next.join('\n'));
+    },
+    calls: () => calls,
+  };
+}
+
+function errnoError(code: string): Error {
+  return Object.assign(new Error(code), { code });
+}
 
 function feedAll(lines: string[]): OomInstance[] {
   const p = new OomParser();
@@ -125,5 +147,53 @@ describe('OOM watcher', () => {
       },
       new AbortController().signal,
     );
+  });
+
+  describe('reading the log (drainKmsg)', () => {
+    const buffer = Buffer.alloc(8192);
+
+    it('hands over the message of each record, in order, and says the log ended at a 0-byte read', () => {
+      const seen: string[] = [];
+      const r = recordReader(['6,1,100,-;first', ['6,2,200,-;second', ' SUBSYSTEM=x'], 'no separator']);
+      assert.equal(
+        drainKmsg(r.read, buffer, (m) => seen.push(m), 100),
+        'empty',
+      );
+      assert.deepEqual(seen, ['first', 'second'], 'a malformed record is passed over');
+      assert.equal(r.calls(), 4);
+    });
+
+    it('ends at EAGAIN (nothing more yet), passes over EPIPE (records overwritten) and throws other errors', () => {
+      const seen: string[] = [];
+      const r = recordReader([
+        errnoError('EPIPE'),
+        '6,5,100,-;after the gap',
+        errnoError('EAGAIN'),
+        '6,6,1,-;later',
+      ]);
+      assert.equal(
+        drainKmsg(r.read, buffer, (m) => seen.push(m), 100),
+        'empty',
+      );
+      assert.deepEqual(seen, ['after the gap']);
+      assert.equal(r.calls(), 3, 'nothing is read after EAGAIN');
+      const failing = recordReader([errnoError('EIO')]);
+      assert.throws(() => drainKmsg(failing.read, buffer, () => undefined, 100), /EIO/);
+    });
+
+    it('reads at most maxRecords in one call and says more may be left', () => {
+      const seen: string[] = [];
+      const r = recordReader(['6,1,1,-;a', '6,2,1,-;b', '6,3,1,-;c']);
+      assert.equal(
+        drainKmsg(r.read, buffer, (m) => seen.push(m), 2),
+        'more',
+      );
+      assert.deepEqual(seen, ['a', 'b']);
+      assert.equal(
+        drainKmsg(r.read, buffer, (m) => seen.push(m), 2),
+        'empty',
+      );
+      assert.deepEqual(seen, ['a', 'b', 'c']);
+    });
   });
 });
