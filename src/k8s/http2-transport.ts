@@ -26,6 +26,7 @@ import type { HeaderFields } from '../lib/http2/hpack.js';
 import type { Http2StreamError, StreamHandler } from '../lib/http2/stream-handler.js';
 import { LineWatchStream } from './watch-stream.js';
 
+const MAX_TIMER_MS = 2 ** 31 - 1;
 /** client-go's defaults of HTTP2_READ_IDLE_TIMEOUT_SECONDS and HTTP2_PING_TIMEOUT_SECONDS. */
 export const READ_IDLE_TIMEOUT_MS = 30_000;
 export const PING_TIMEOUT_MS = 15_000;
@@ -51,7 +52,13 @@ export function http2HealthFromEnv(env: NodeJS.ProcessEnv, warn: (message: strin
       );
       return fallbackMs;
     }
-    return Number(text.trim()) * 1000;
+    const ms = Number(text.trim()) * 1000;
+    // node fires a timer of more than 2^31-1 ms at once (every 1 ms for an interval), where Go waits.
+    if (ms > MAX_TIMER_MS) {
+      warn(`${name}(${text}) is more than a timer takes: ${Math.floor(MAX_TIMER_MS / 1000)} s is used`);
+      return MAX_TIMER_MS;
+    }
+    return ms;
   };
   const readIdleMs = Math.max(0, seconds('HTTP2_READ_IDLE_TIMEOUT_SECONDS', READ_IDLE_TIMEOUT_MS));
   const pingTimeoutMs = seconds('HTTP2_PING_TIMEOUT_SECONDS', PING_TIMEOUT_MS);

@@ -714,6 +714,17 @@ test("the HTTP/2 health check's timing comes from client-go's environment variab
   assert.deepEqual(warnings, [
     'Illegal HTTP2_READ_IDLE_TIMEOUT_SECONDS("5s"): not a whole number of seconds. Default value 30 is used',
   ]);
+  // Past a timer's 2^31-1 ms node would fire at once (every 1 ms): such a value is held to the most a timer takes.
+  warnings.length = 0;
+  assert.deepEqual(
+    http2HealthFromEnv(
+      { HTTP2_READ_IDLE_TIMEOUT_SECONDS: '9999999', HTTP2_PING_TIMEOUT_SECONDS: '9999999' },
+      warn,
+    ),
+    { readIdleMs: 2 ** 31 - 1, pingTimeoutMs: 2 ** 31 - 1 },
+  );
+  assert.equal(warnings.length, 2);
+  assert.match(warnings[0]!, /HTTP2_READ_IDLE_TIMEOUT_SECONDS.*2147483 s/);
 });
 
 test('a call whose caller gave up before the connection is made leaves no dial failing unheard', async () => {
