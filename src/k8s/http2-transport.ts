@@ -8,7 +8,7 @@
  *   spoken to over the client's HTTP/1.1 agents from then on (`speaksHttp2` false), as Go's does.
  * - A connection that received GOAWAY, failed or closed takes no new streams; the next call opens
  *   another. A stream the server refused unprocessed (REFUSED_STREAM, or above a GOAWAY's last stream)
- *   is sent once more on a fresh connection, as Go's transport does. A lost connection fails every
+ *   is sent once more (on a fresh connection after a GOAWAY), as Go's transport does. A lost connection fails every
  *   stream on it: calls fail as Transport errors, watches end with one (their callers retry).
  * - Streams beyond the server's MAX_CONCURRENT_STREAMS wait in the connection until others end.
  * - Health: PING after READ_IDLE_TIMEOUT_MS with nothing received, the connection failed when it is
