@@ -393,7 +393,7 @@ export class RestClient {
     const failed = (err: unknown) =>
       this.transportError(spec, err, deadlineExceeded(deadline.signal), options.signal);
     if (this.h2 && this.h2.speaksHttp2 !== false) {
-      const opened = await this.watchHttp2<T>(this.h2, spec, deadline, failed);
+      const opened = await this.watchHttp2<T>(spec, deadline, failed);
       if (opened) return opened;
     }
     let res: http.IncomingMessage;
@@ -420,14 +420,17 @@ export class RestClient {
 
   /** A watch as a stream of the HTTP/2 connection; undefined when the server speaks only HTTP/1.1. */
   private async watchHttp2<T>(
-    h2: ApiHttp2Transport,
     spec: RequestSpec,
     deadline: Deadline,
     failed: (err: unknown) => KubeApiError,
   ): Promise<ApiResult<WatchStream<T>> | undefined> {
     let res;
     try {
-      res = await h2.stream(this.h2Request(spec, await this.bearerToken()), deadline.signal);
+      const req = this.h2Request(spec, await this.bearerToken());
+      // Taken after the token's read: a certificate rotated meanwhile retired the transport before it.
+      const h2 = this.h2;
+      if (!h2 || h2.speaksHttp2 === false) return undefined;
+      res = await h2.stream(req, deadline.signal);
     } catch (err) {
       deadline.dispose();
       throw failed(err);

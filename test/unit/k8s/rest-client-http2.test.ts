@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import http2 from 'node:http2';
 import https from 'node:https';
 import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import tls, { type TLSSocket } from 'node:tls';
 import { after, before, beforeEach, describe, it, test } from 'node:test';
 import { CertificateAuthority, type KeyPair } from '../../apiserver/certs.js';
@@ -437,6 +442,41 @@ describe('k8s RestClient over HTTP/2', () => {
       (err: unknown) => (isKubeApiError(err, 'Transport') ? 'failed' : String(err)),
     );
     assert.equal(await Promise.race([ended, bound]), 'failed');
+  });
+
+  it('opens a watch with the rotated certificate when it rotated while the token was read', async () => {
+    server.handler = (stream, seen) => {
+      if (!seen.path.includes('watch=true')) return json(stream, 200, {});
+      stream.respond({ ':status': 200, 'content-type': 'application/json' });
+    };
+    // A FIFO as the token file: its read waits until the test writes, with the rotation in between.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'h2-token-'));
+    const fifo = path.join(dir, 'token');
+    execFileSync('mkfifo', [fifo]);
+    const c = new RestClient({
+      config: {
+        server: server.url,
+        caPem: ca.certPem,
+        clientCertPem: first.certPem,
+        clientKeyPem: first.keyPem,
+        tokenFile: fifo,
+      },
+      qps: -1,
+    });
+    try {
+      const opening = c.watch({ resource: 'pods' }, { timeoutSeconds: 30 });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      c.setClientCertificate(second.certPem, second.keyPem);
+      await writeFile(fifo, 'tok\n');
+      const w = await opening;
+      assert.ok(w.ok);
+      w.object.close();
+      assert.equal(server.seen.at(-1)!.user, 'system:node:second');
+      assert.equal(server.seen.at(-1)!.headers.authorization, 'Bearer tok');
+    } finally {
+      c.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('speaks HTTP/1.1 to a server that does not choose h2, and when told to', async () => {
