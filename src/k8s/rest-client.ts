@@ -403,18 +403,8 @@ export class RestClient {
       deadline.dispose();
       throw failed(err);
     }
-    if (res.statusCode !== 200) {
-      try {
-        const raw = await readResponse(res, deadline.signal);
-        return this.toResult<WatchStream<T>>(spec, raw, () => {
-          throw new Error('unreachable');
-        });
-      } catch (err) {
-        throw err instanceof KubeApiError ? err : failed(err);
-      } finally {
-        deadline.dispose();
-      }
-    }
+    if (res.statusCode !== 200)
+      return this.watchRefused<T>(spec, () => readResponse(res, deadline.signal), deadline, failed);
     return { ok: true, object: new ResponseWatchStream<T>(res, deadline, this.describe(spec)) };
   }
 
@@ -437,18 +427,30 @@ export class RestClient {
     }
     if (!res) return undefined;
     if (res.status !== 200) {
-      try {
-        const raw = decodeBody(res.status, res.contentType, await readWholeBody(res, deadline.signal));
-        return this.toResult<WatchStream<T>>(spec, raw, () => {
-          throw new Error('unreachable');
-        });
-      } catch (err) {
-        throw err instanceof KubeApiError ? err : failed(err);
-      } finally {
-        deadline.dispose();
-      }
+      const reply = res;
+      const read = async () =>
+        decodeBody(reply.status, reply.contentType, await readWholeBody(reply, deadline.signal));
+      return this.watchRefused<T>(spec, read, deadline, failed);
     }
     return { ok: true, object: new H2WatchStream<T>(res, deadline, this.describe(spec)) };
+  }
+
+  /** A watch the server answered with other than 200, over either transport: its Status as a result or thrown. */
+  private async watchRefused<T>(
+    spec: RequestSpec,
+    read: () => Promise<RawResponse>,
+    deadline: Deadline,
+    failed: (err: unknown) => KubeApiError,
+  ): Promise<ApiResult<WatchStream<T>>> {
+    try {
+      return this.toResult<WatchStream<T>>(spec, await read(), () => {
+        throw new Error('unreachable');
+      });
+    } catch (err) {
+      throw err instanceof KubeApiError ? err : failed(err);
+    } finally {
+      deadline.dispose();
+    }
   }
 
   // ---- plumbing -------------------------------------------------------------------------------------
