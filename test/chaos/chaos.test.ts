@@ -141,10 +141,12 @@ describe(`chaos, standalone: ${form.pods} static pods`, () => {
         let healthy = false;
         let polling = true;
         const poller = (async () => {
-          // From its first 200 on: before that the kubelet is still starting (PLEG has not relisted).
+          // From its first 200 with the PLEG's check in it on: before that the kubelet is still
+          // starting. Until the kubelet is built, /healthz checks only that the runtime answers, so a
+          // 200 then is followed by the PLEG's 'yet to be successful' until its first relist.
           while (polling && !healthy) {
             const first = await probeHealthz(kubelet.healthzPort);
-            healthy = !first.failure;
+            healthy = !first.failure && first.body.includes('[+]pleg ok');
             healthzFailure = first.failure;
             if (!healthy) await sleep(250);
           }

@@ -333,6 +333,8 @@ export interface HealthzAnswer {
   ms: number;
   /** What it said instead of 200, for the report. */
   failure: string;
+  /** The verbose answer's body ('' when none came). */
+  body: string;
 }
 
 export async function probeHealthz(port: number, timeoutMs = 5000): Promise<HealthzAnswer> {
@@ -342,10 +344,10 @@ export async function probeHealthz(port: number, timeoutMs = 5000): Promise<Heal
       signal: AbortSignal.timeout(timeoutMs),
     });
     const body = await res.text();
-    if (res.status === 200) return { ms: Date.now() - started, failure: '' };
-    return { ms: Infinity, failure: `${res.status}: ${body.slice(0, 500)}` };
+    if (res.status === 200) return { ms: Date.now() - started, failure: '', body };
+    return { ms: Infinity, failure: `${res.status}: ${body.slice(0, 500)}`, body };
   } catch (err) {
-    return { ms: Infinity, failure: err instanceof Error ? err.message : String(err) };
+    return { ms: Infinity, failure: err instanceof Error ? err.message : String(err), body: '' };
   }
 }
 
