@@ -157,18 +157,9 @@ export class ApiHttp2Transport {
     caller: AbortSignal | undefined,
   ): Promise<H2Reply | undefined> {
     const startedMs = this.clock.now();
-    const conn = this.ready() ?? (await this.connected(timeoutMs, caller));
-    if (!conn) return undefined;
     // The one deadline covers both tries and their connections: each waits only for what is left of it.
     const leftMs = () => Math.max(1, timeoutMs - (this.clock.now() - startedMs));
-    try {
-      return await this.send(conn, req, leftMs(), caller);
-    } catch (err) {
-      if (!isRefused(err)) throw err;
-      const retryConn = this.ready() ?? (await this.connected(leftMs(), caller));
-      if (!retryConn) throw err;
-      return this.send(retryConn, req, leftMs(), caller);
-    }
+    return this.sendOnceMoreIfRefused(leftMs, caller, (conn) => this.send(conn, req, leftMs(), caller));
   }
 
   /**
@@ -177,15 +168,32 @@ export class ApiHttp2Transport {
    */
   async stream(req: H2Request, signal: AbortSignal): Promise<H2Response | undefined> {
     signal.throwIfAborted();
-    const conn = this.ready() ?? (await this.connected(CONNECT_TIMEOUT_MS, signal));
+    return this.sendOnceMoreIfRefused(
+      () => CONNECT_TIMEOUT_MS,
+      signal,
+      (conn) => this.openStream(conn, req, signal),
+    );
+  }
+
+  /**
+   * attempt on the connection at hand, or a new one made within connectMs(); a stream the server
+   * refused unprocessed is attempted once more on the connection then at hand (a new one after a
+   * GOAWAY). undefined when the server speaks only HTTP/1.1.
+   */
+  private async sendOnceMoreIfRefused<R>(
+    connectMs: () => number,
+    caller: AbortSignal | undefined,
+    attempt: (conn: Http2ClientConnection) => Promise<R>,
+  ): Promise<R | undefined> {
+    const conn = this.ready() ?? (await this.connected(connectMs(), caller));
     if (!conn) return undefined;
     try {
-      return await this.openStream(conn, req, signal);
+      return await attempt(conn);
     } catch (err) {
       if (!isRefused(err)) throw err;
-      const retryConn = this.ready() ?? (await this.connected(CONNECT_TIMEOUT_MS, signal));
-      if (!retryConn) throw err;
-      return this.openStream(retryConn, req, signal);
+      const again = this.ready() ?? (await this.connected(connectMs(), caller));
+      if (!again) throw err;
+      return attempt(again);
     }
   }
 
