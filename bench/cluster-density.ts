@@ -12,8 +12,9 @@
  * containerd is removed over CRI before the next run. Only one kubelet runs at a time.
  * What the kubelet sent the API server comes from the API server's audit log (the node's user) and
  * its /metrics, per window: start (first create → all Running + settle), steady, delete (first
- * delete → all gone + settle). The CRI calls it made in the start window, by method, come from its
- * own /metrics through the API server's node proxy (bench/cluster-cri-calls.ts).
+ * delete → all gone + settle). The CRI calls it made in the start window, by method, and its pod
+ * worker's syncs, by update type, come from its own /metrics through the API server's node proxy
+ * (bench/cluster-cri-calls.ts).
  *
  * Env: BENCH_PODS ("30,100"), BENCH_ROUNDS (3: runs per kubelet and size), BENCH_STEADY_S (30),
  * BENCH_SETTLE_S (5), BENCH_CREATE_PARALLEL (10), BENCH_AUTOMOUNT_TOKEN (1: the pods get the
@@ -44,7 +45,7 @@ import {
   type ProtobufWatchCounter,
   type WatchTally,
 } from './cluster-api.js';
-import { criCallsPerPod, criOperations } from './cluster-cri-calls.js';
+import { criCallsPerPod, criOperations, podSyncs, podSyncsPerPod } from './cluster-cri-calls.js';
 import { ClusterKubelet, type Side } from './cluster-kubelet.js';
 import { identifyKubelet, type KubeletKind } from './kubelet-launcher.js';
 import { clusterNotes, clusterReport, type RunFigures } from './cluster-report.js';
@@ -358,8 +359,10 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     if (!kubelet.isRunning()) throw new Error(`the kubelet exited: ${await kubelet.tail()}`);
   };
   const metrics = async () => parseMetrics(await api.metricsText());
-  const kubeletCriCalls = async () =>
-    criOperations(await api.metricsText(`/api/v1/nodes/${s.nodeName}/proxy/metrics`));
+  const kubeletMetrics = async () => {
+    const text = await api.metricsText(`/api/v1/nodes/${s.nodeName}/proxy/metrics`);
+    return { cri: criOperations(text), syncs: podSyncs(text) };
+  };
   let failed = true;
   let watch: PodWatch | undefined;
   let counters: ProtobufWatchCounter[] | undefined;
@@ -393,7 +396,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
       ...(counters ? { pbPods: counters[0]!.snapshot(), pbNodes: counters[1]!.snapshot() } : {}),
     });
     const m0 = await metrics();
-    const cri0 = await kubeletCriCalls();
+    const own0 = await kubeletMetrics();
     const tally0 = snap();
     resetPeakRss(pid);
     const cpu0 = kubeletCpu(pid);
@@ -420,7 +423,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     await sleep(s.settleMs);
     const startEndMs = Date.now();
     const m1 = await metrics();
-    const cri1 = await kubeletCriCalls();
+    const own1 = await kubeletMetrics();
     const tally1 = snap();
 
     phase(`${label}: steady window`);
@@ -464,8 +467,10 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
       ready_ms: readyMs,
       ready_cpu_s: readyCpuS,
       restarts,
-      // The start window's CRI calls, by method (its metrics are the kubelet's own, both kinds keep them).
-      ...criCallsPerPod(cri0, cri1, n),
+      // The start window's CRI calls by method and pod syncs by update type (the kubelet's own
+      // metrics, which both kinds keep).
+      ...criCallsPerPod(own0.cri, own1.cri, n),
+      ...podSyncsPerPod(own0.syncs, own1.syncs, n),
     };
     say(
       `cluster-density ${label}: p50 ${Math.round(figures.p50_ms!)} ms, all running ${Math.round(allRunningMs)} ms, ` +

@@ -50,6 +50,8 @@ export function clusterNotes(s: ClusterSettings): Record<string, string> {
     other_writes: 'writes by other clients during the run (should be 0: they would blur the metrics figures)',
     cri_calls_per_pod:
       "CRI calls over the start window (the kubelet's kubelet_runtime_operations_total), per pod; cri_<operation>_per_pod by method. Upstream counts only its runtime manager's calls, not its log manager's or stats provider's",
+    pod_syncs_per_pod:
+      "pod worker syncs over the start window (the kubelet's kubelet_pod_worker_duration_seconds_count), per pod; pod_syncs_<type>_per_pod by update type (create, update, sync)",
   };
 }
 
