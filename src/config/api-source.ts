@@ -1,7 +1,8 @@
 /**
  * The API server as a pod source (upstream pkg/kubelet/config/apiserver.go): a Reflector on the pods
  * bound to this node (`spec.nodeName=<node>`), sending the whole set as a SET on each change, as
- * upstream's UndeltaStore does. Mirror pods come too (they are bound to this node): the sync loop
+ * upstream's UndeltaStore does (the changes that came in one read of the watch as one SET, with each
+ * pod's latest version). Mirror pods come too (they are bound to this node): the sync loop
  * tells them apart by their `kubernetes.io/config.mirror` annotation.
  *
  * As upstream, the watch starts only once the node is registered (nodeHasSynced), so that pods are
@@ -113,11 +114,14 @@ export class ApiSource implements ApiPodLookup {
     return copy;
   }
 
-  // A list hands over each object, then the set: coalesce a burst of changes into one SET.
+  // One SET for a burst of changes: a list's objects, and every watch event that came in the same
+  // read. Each SET costs a pass over every pod (PodConfig's, and the startup observer's), and a busy
+  // start reads several events at once; a microtask would send a SET per event, as the watch hands
+  // each event over in a microtask of its own. setImmediate waits only for what was already read.
   private scheduleSend(): void {
     if (this.sendScheduled || !this.reflector.hasSynced()) return;
     this.sendScheduled = true;
-    queueMicrotask(() => {
+    setImmediate(() => {
       this.sendScheduled = false;
       if (this.stopController.signal.aborted) return;
       this.options.send({ op: 'SET', pods: this.reflector.list().map((pod) => this.markedCopy(pod)) });

@@ -3,7 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { ApiSource } from '../../../src/config/api-source.js';
 import { PodConfig, type SourceUpdate } from '../../../src/config/pod-config.js';
 import type { PodUpdate } from '../../../src/config/types.js';
-import { RestClient } from '../../../src/k8s/rest-client.js';
+import type { Pod } from '../../../src/api/core-v1.js';
+import type { ListerWatcher } from '../../../src/k8s/reflector.js';
+import { RestClient, type WatchEvent, type WatchStream } from '../../../src/k8s/rest-client.js';
 import { startTestApiServer, type TestApiServer } from '../../apiserver/test-api-server.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -144,6 +146,54 @@ describe('ApiSource', () => {
       await waitFor('the first (empty) SET', () => raw.length === 1, 5000, 20);
       assert.deepEqual(raw[0], { op: 'SET', pods: [] });
     } finally {
+      await source.stop();
+    }
+  });
+
+  it('sends one SET for the watch events that came in one read, the last version of each pod', async () => {
+    const pod = (name: string, resourceVersion: string) =>
+      ({
+        metadata: { name, namespace: 'default', uid: `uid-${name}`, resourceVersion },
+        spec: { nodeName: NODE, containers: [] },
+      }) as unknown as Pod;
+    let closeWatch = () => {};
+    const closed = new Promise<void>((resolve) => (closeWatch = resolve));
+    // Three events handed over at once, as a stream hands over what one read of the socket held.
+    const events: WatchEvent<Pod>[] = [
+      { type: 'ADDED', object: pod('a', '2') },
+      { type: 'ADDED', object: pod('b', '3') },
+      { type: 'MODIFIED', object: pod('a', '4') },
+    ];
+    const stream: WatchStream<Pod> = {
+      close: closeWatch,
+      async *[Symbol.asyncIterator]() {
+        // After the first SET has gone: the events come in a later read.
+        await new Promise((r) => setTimeout(r, 20));
+        yield* events;
+        await closed;
+      },
+    };
+    const lister = {
+      list: () => Promise.resolve({ ok: true, object: { metadata: { resourceVersion: '1' }, items: [] } }),
+      watch: () => Promise.resolve({ ok: true, object: stream }),
+    } as unknown as ListerWatcher;
+    const raw: SourceUpdate[] = [];
+    const source = new ApiSource({ client: lister, nodeName: NODE, send: (u) => raw.push(u) });
+    source.start();
+    try {
+      await waitFor('the SET after the events', () => raw.length >= 2, 5000, 5);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(raw[0], { op: 'SET', pods: [] });
+      assert.equal(raw.length, 2, 'one SET for the three events');
+      assert.deepEqual(
+        raw[1]!.pods.map((p) => [p.metadata.name, p.metadata.resourceVersion]),
+        [
+          ['a', '4'],
+          ['b', '3'],
+        ],
+      );
+    } finally {
+      closeWatch();
       await source.stop();
     }
   });
