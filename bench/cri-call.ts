@@ -7,11 +7,14 @@
  * (framing, deadline, decoding); and through the instrumented RemoteRuntimeService the kubelet uses
  * (error mapping, conversion, metrics). Version (the smallest answer) and a status (ContainerStatus
  * on the fake, ImageStatus on a real runtime, which may have no containers), one call at a time and
- * 16 at a time; the layers' batches alternate, so a busy machine weighs on each alike.
+ * 16 at a time; the layers' batches alternate, so a busy machine weighs on each alike. Then what a
+ * pod start sends and a relist reads: the CreateContainerRequest frame (a container's config and its
+ * sandbox's, encoded alone), and ListContainers and ListPodSandbox through the service (the fake's
+ * BENCH_CRI_PODS pods, or the runtime's own).
  *
  * Env: BENCH_CRI_CALLS (calls per batch, 3000), BENCH_ROUNDS (batches per layer, 7),
  * BENCH_CRI_ENDPOINT (unix://… of a running runtime; the fake when unset), BENCH_CRI_LAYERS (a
- * comma-separated subset of the layers' names).
+ * comma-separated subset of the layers' names), BENCH_CRI_PODS (the fake's pods, 100).
  */
 import { fork } from 'node:child_process';
 import http2 from 'node:http2';
@@ -22,6 +25,7 @@ import { GrpcUnaryChannel, dialNodeHttp2 } from '../src/cri/grpc-unary-channel.j
 import { grpcRequestFields } from '../src/cri/grpc-over-http2.js';
 import {
   ContainerStatusRequest,
+  CreateContainerRequest,
   ImageServiceDefinition,
   ImageStatusRequest,
   RuntimeServiceDefinition,
@@ -37,6 +41,8 @@ import { grpcMessageFrame } from '../src/lib/grpc-wire.js';
 import { MetricsRegistry } from '../src/lib/metrics.js';
 import type { RelistRuntimeReply } from './relist-fake-runtime.js';
 import { emit, envNumber, percentile, say } from './report.js';
+import { generatePodSandboxConfig } from '../src/kuberuntime/sandbox-config.js';
+import type { ContainerConfig } from '../src/cri/types.js';
 
 const BENCH = 'cri-call';
 const RS = grpcMethods(RuntimeServiceDefinition);
@@ -110,6 +116,111 @@ function bareConnection(connection: GrpcHttp2Connection, pathName: string, frame
   });
 }
 
+/** A frame as the unary channel sends it: the method's own when it has one, else its message behind the prefix. */
+function requestFrame<Request>(
+  method: { requestSerialize: (r: Request) => Buffer; requestFrame?: (r: Request) => Buffer },
+  request: Request,
+): Buffer {
+  return method.requestFrame
+    ? method.requestFrame(request)
+    : grpcMessageFrame(method.requestSerialize(request));
+}
+
+/** A CreateContainerRequest of the size the kubelet sends for a busybox pod with a service account token. */
+function createContainerRequest(i: number): CreateContainerRequest {
+  const uid = `0f0e0d0c-0b0a-0908-0706-0504030201${String(i % 100).padStart(2, '0')}`;
+  const sandboxConfig = generatePodSandboxConfig(
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: `pod-${i}`, namespace: 'bench', uid, labels: { app: 'bench' } },
+      spec: { containers: [{ name: 'c', image: 'busybox' }], nodeName: 'bench-node', dnsPolicy: 'Default' },
+    },
+    0,
+    {
+      podLogsDir: '/var/log/pods',
+      hostDNS: undefined,
+      clusterDNS: [],
+      clusterDomain: 'cluster.local',
+      nodeIPs: ['10.0.0.1'],
+      cgroupParent: '/kubepods/besteffort/pod' + uid,
+    },
+  );
+  const env = (key: string, value: string) => ({ key, value });
+  const config: ContainerConfig = {
+    metadata: { name: 'c', attempt: 0 },
+    image: { image: 'sha256:' + 'ab'.repeat(32), userSpecifiedImage: 'busybox' },
+    command: ['sleep', '3600'],
+    args: [],
+    workingDir: '',
+    envs: [
+      env('KUBERNETES_SERVICE_HOST', '10.96.0.1'),
+      env('KUBERNETES_SERVICE_PORT', '443'),
+      env('KUBERNETES_SERVICE_PORT_HTTPS', '443'),
+      env('KUBERNETES_PORT', 'tcp://10.96.0.1:443'),
+      env('KUBERNETES_PORT_443_TCP', 'tcp://10.96.0.1:443'),
+      env('KUBERNETES_PORT_443_TCP_PROTO', 'tcp'),
+      env('KUBERNETES_PORT_443_TCP_PORT', '443'),
+      env('KUBERNETES_PORT_443_TCP_ADDR', '10.96.0.1'),
+    ],
+    mounts: [
+      {
+        containerPath: '/var/run/secrets/kubernetes.io/serviceaccount',
+        hostPath: `/var/lib/kubelet/pods/${uid}/volumes/kubernetes.io~projected/kube-api-access-x1y2z`,
+        readonly: true,
+        selinuxRelabel: false,
+        propagation: 'PROPAGATION_PRIVATE',
+      },
+      {
+        containerPath: '/etc/hosts',
+        hostPath: `/var/lib/kubelet/pods/${uid}/etc-hosts`,
+        readonly: false,
+        selinuxRelabel: false,
+        propagation: 'PROPAGATION_PRIVATE',
+      },
+      {
+        containerPath: '/dev/termination-log',
+        hostPath: `/var/lib/kubelet/pods/${uid}/containers/c/0a1b2c3d`,
+        readonly: false,
+        selinuxRelabel: false,
+        propagation: 'PROPAGATION_PRIVATE',
+      },
+    ],
+    labels: {
+      'io.kubernetes.container.name': 'c',
+      'io.kubernetes.pod.name': `pod-${i}`,
+      'io.kubernetes.pod.namespace': 'bench',
+      'io.kubernetes.pod.uid': uid,
+    },
+    annotations: {
+      'io.kubernetes.container.hash': '5c3fa6a1',
+      'io.kubernetes.container.restartCount': '0',
+      'io.kubernetes.container.terminationMessagePath': '/dev/termination-log',
+      'io.kubernetes.container.terminationMessagePolicy': 'File',
+      'io.kubernetes.pod.terminationGracePeriod': '30',
+    },
+    logPath: 'c/0.log',
+    stdin: false,
+    stdinOnce: false,
+    tty: false,
+    linux: {
+      resources: {
+        cpuPeriod: 100000,
+        cpuQuota: 0,
+        cpuShares: 2,
+        memoryLimitInBytes: 0,
+        oomScoreAdj: 1000,
+        cpusetCpus: '',
+        cpusetMems: '',
+        unified: {},
+        memorySwapLimitInBytes: 0,
+      },
+      securityContext: { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } },
+    },
+  } as unknown as ContainerConfig;
+  return CreateContainerRequest.fromPartial({ podSandboxId: 'f'.repeat(64), config, sandboxConfig });
+}
+
 /** The runtime to call: BENCH_CRI_ENDPOINT's, or the fake in a child process (stopped by the returned function). */
 async function startRuntime(): Promise<{ endpoint: string; stop: () => void }> {
   const given = process.env.BENCH_CRI_ENDPOINT;
@@ -119,7 +230,7 @@ async function startRuntime(): Promise<{ endpoint: string; stop: () => void }> {
   const child = fork(script, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const reply = await new Promise<RelistRuntimeReply>((resolve) => {
     child.once('message', resolve);
-    child.send({ cmd: 'populate', pods: 20, containersPerPod: 1 });
+    child.send({ cmd: 'populate', pods: envNumber('BENCH_CRI_PODS', 100), containersPerPod: 1 });
   });
   if (!('endpoint' in reply)) throw new Error('the fake runtime gave no endpoint');
   return { endpoint: reply.endpoint, stop: () => child.send({ cmd: 'exit' }) };
@@ -181,6 +292,7 @@ async function main(): Promise<void> {
       statusName = 'container_status';
       statusCall = (i) => runtime.containerStatus(ids[i % ids.length]!, false);
     }
+    const createRequests = Array.from({ length: 100 }, (_, i) => createContainerRequest(i));
     const all: Record<string, Call> = {
       version_protobuf: () =>
         Promise.resolve(RS.version.responseDeserialize(versionAnswer) && versionFrame()),
@@ -194,6 +306,10 @@ async function main(): Promise<void> {
       [`${statusName}_bare_node_http2`]: (i) => bareHttp2(session, status.path, status.frame(i)),
       [`${statusName}_bare_own_http2`]: (i) => bareConnection(own, status.path, status.frame(i)),
       [`${statusName}_service`]: statusCall,
+      create_container_request_encode: (i) =>
+        Promise.resolve(requestFrame(RS.createContainer, createRequests[i % 100]!)),
+      list_containers_service: () => runtime.listContainers(),
+      list_podsandbox_service: () => runtime.listPodSandbox(),
     };
     const wanted = process.env.BENCH_CRI_LAYERS?.split(',');
     const layers = Object.fromEntries(
