@@ -301,12 +301,22 @@ export class HpackDecoder {
   }
 }
 
-const STATIC_INDEX = new Map<string, number>();
+// The static table's entries with a value, by name then value, and each name's first entry: two
+// lookups per field rather than a joined key string made for each.
+const STATIC_INDEX = new Map<string, Map<string, number>>();
 const STATIC_NAME_INDEX = new Map<string, number>();
 STATIC_TABLE.forEach(([name, value], i) => {
-  if (value !== '') STATIC_INDEX.set(`${name}\u0000${value}`, i + 1);
+  if (value !== '') {
+    let byValue = STATIC_INDEX.get(name);
+    if (!byValue) STATIC_INDEX.set(name, (byValue = new Map()));
+    byValue.set(value, i + 1);
+  }
   if (!STATIC_NAME_INDEX.has(name)) STATIC_NAME_INDEX.set(name, i + 1);
 });
+
+// A block is written here, then copied out at its size: one allocation per block, where a growing
+// array of numbers cost one per octet on the way. A larger block gets a buffer of its own.
+const scratch = Buffer.allocUnsafeSlow(16 * 1024);
 
 /**
  * Encodes header fields without touching the dynamic table: a static entry that matches exactly is
@@ -314,41 +324,49 @@ STATIC_TABLE.forEach(([name, value], i) => {
  * the static table has it. Names must be lower case, as HTTP/2 requires.
  */
 export function hpackEncode(fields: readonly (readonly [string, string])[]): Buffer {
-  const out: number[] = [];
+  // At most: a 5-octet integer for an index or a name's length, and each value's length and octets.
+  let most = 0;
+  for (const [name, value] of fields) most += name.length + value.length + 15;
+  const out = most > scratch.length ? Buffer.allocUnsafe(most) : scratch;
+  let at = 0;
   for (const [name, value] of fields) {
-    const exact = STATIC_INDEX.get(`${name}\u0000${value}`);
+    const exact = STATIC_INDEX.get(name)?.get(value);
     if (exact !== undefined) {
-      pushInteger(out, exact, 7, 0x80);
+      at = writeInteger(out, at, exact, 7, 0x80);
       continue;
     }
     const nameIndex = STATIC_NAME_INDEX.get(name);
     if (nameIndex !== undefined) {
-      pushInteger(out, nameIndex, 4, 0x00);
+      at = writeInteger(out, at, nameIndex, 4, 0x00);
     } else {
-      out.push(0x00);
-      pushString(out, name);
+      out[at++] = 0x00;
+      at = writeString(out, at, name);
     }
-    pushString(out, value);
+    at = writeString(out, at, value);
   }
-  return Buffer.from(out);
+  const block = Buffer.allocUnsafe(at);
+  out.copy(block, 0, 0, at);
+  return block;
 }
 
-function pushInteger(out: number[], value: number, prefixBits: number, pattern: number): void {
+function writeInteger(out: Buffer, at: number, value: number, prefixBits: number, pattern: number): number {
   const max = (1 << prefixBits) - 1;
   if (value < max) {
-    out.push(pattern | value);
-    return;
+    out[at++] = pattern | value;
+    return at;
   }
-  out.push(pattern | max);
+  out[at++] = pattern | max;
   let rest = value - max;
   while (rest >= 0x80) {
-    out.push((rest & 0x7f) | 0x80);
+    out[at++] = (rest & 0x7f) | 0x80;
     rest = Math.floor(rest / 0x80);
   }
-  out.push(rest);
+  out[at++] = rest;
+  return at;
 }
 
-function pushString(out: number[], text: string): void {
-  pushInteger(out, text.length, 7, 0x00);
-  for (let i = 0; i < text.length; i++) out.push(text.charCodeAt(i) & 0xff);
+function writeString(out: Buffer, at: number, text: string): number {
+  at = writeInteger(out, at, text.length, 7, 0x00);
+  for (let i = 0; i < text.length; i++) out[at++] = text.charCodeAt(i) & 0xff;
+  return at;
 }

@@ -190,6 +190,23 @@ test('what the encoder writes decodes to the same fields, static entries indexed
   assert.deepEqual([...new HpackDecoder().decode(block)], fields);
 });
 
+test("blocks written one after another are each whole, a block larger than the encoder's scratch too", () => {
+  // Lengths around the 7-bit prefix's limit, a name outside the static table, and a block of 40 KiB.
+  for (const length of [0, 126, 127, 128, 255, 16_510, 16_511, 40_000, 3]) {
+    const fields: [string, string][] = [
+      [':method', 'GET'],
+      [':path', '/' + 'p'.repeat(length)],
+      ['x-custom', 'v'.repeat(length)],
+      ['accept-encoding', 'gzip, deflate'],
+    ];
+    const block = hpackEncode(fields);
+    const copy = Buffer.from(block);
+    hpackEncode([['x-other', 'w'.repeat(100)]]);
+    assert.deepEqual(block, copy, 'a later block does not write over an earlier one');
+    assert.deepEqual([...new HpackDecoder().decode(block)], fields);
+  }
+});
+
 test('a Huffman string far longer than any header decodes whole (no argument-count limit)', () => {
   // 'a' is 00011: 160,000 of them are 800,000 bits, 100,000 bytes, with no padding.
   const count = 160_000;
