@@ -368,23 +368,9 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
 
   private receive(chunk: Buffer): void {
     this.receivedSinceCheck = true;
-    const data = this.inbox ? Buffer.concat([this.inbox, chunk]) : chunk;
-    this.inbox = undefined;
-    let at = 0;
     try {
-      while (data.length - at >= 9 && !this.closedWith) {
-        const length = data.readUIntBE(at, 3);
-        if (length > DEFAULT_MAX_FRAME_SIZE) {
-          throw connectionError(Http2ErrorCode.FRAME_SIZE_ERROR, `frame of ${length} octets`);
-        }
-        if (data.length - at < 9 + length) break;
-        const type = data[at + 3]!;
-        const flags = data[at + 4]!;
-        const streamId = data.readUInt32BE(at + 5) & 0x7fffffff;
-        const payload = data.subarray(at + 9, at + 9 + length);
-        at += 9 + length;
-        this.frame(type, flags, streamId, payload);
-      }
+      const rest = this.inbox ? this.completeHeldFrame(this.inbox, chunk) : chunk;
+      if (rest !== undefined) this.frames(rest);
     } catch (err) {
       // Anything else is a bug in a stream's handler, not the server's: it is not hidden, but the
       // connection, whose input is now half read, is given up first.
@@ -398,7 +384,53 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
       const message = err.message;
       this.goAway(code);
       this.fail(http2StreamError(`HTTP/2 protocol error from the server: ${message}`, code));
-      return;
+    }
+  }
+
+  /**
+   * The last read ended inside a frame: that frame is made whole from the start of this read and
+   * handled, and the rest of the read returned (undefined while the frame is still incomplete). Only
+   * that frame is copied, not the whole read behind it: a large answer comes in 64 KiB reads of
+   * 16 KiB frames, nearly every read ending inside one.
+   */
+  private completeHeldFrame(held: Buffer, chunk: Buffer): Buffer | undefined {
+    this.inbox = undefined;
+    let head = held;
+    let rest = chunk;
+    if (head.length < 9) {
+      const n = Math.min(9 - head.length, rest.length);
+      head = Buffer.concat([head, rest.subarray(0, n)]);
+      rest = rest.subarray(n);
+      if (head.length < 9) {
+        this.inbox = head;
+        return undefined;
+      }
+    }
+    const missing = 9 + head.readUIntBE(0, 3) - head.length;
+    // A length over the limit is refused by frames(), from the header alone.
+    if (head.readUIntBE(0, 3) > DEFAULT_MAX_FRAME_SIZE || rest.length < missing) {
+      this.frames(Buffer.concat([head, rest]));
+      return undefined;
+    }
+    this.frames(Buffer.concat([head, rest.subarray(0, missing)]));
+    return this.closedWith ? undefined : rest.subarray(missing);
+  }
+
+  /** Handles each whole frame in data; a frame that data ends inside is held for the next read. */
+  private frames(data: Buffer): void {
+    let at = 0;
+    while (data.length - at >= 9 && !this.closedWith) {
+      const length = data.readUIntBE(at, 3);
+      if (length > DEFAULT_MAX_FRAME_SIZE) {
+        throw connectionError(Http2ErrorCode.FRAME_SIZE_ERROR, `frame of ${length} octets`);
+      }
+      if (data.length - at < 9 + length) break;
+      const type = data[at + 3]!;
+      const flags = data[at + 4]!;
+      const streamId = data.readUInt32BE(at + 5) & 0x7fffffff;
+      const payload = data.subarray(at + 9, at + 9 + length);
+      at += 9 + length;
+      this.frame(type, flags, streamId, payload);
     }
     if (at < data.length && !this.closedWith) this.inbox = data.subarray(at);
   }

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
+import { Duplex } from 'node:stream';
 import os from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
@@ -106,6 +107,71 @@ async function rawServer(
 function connect(socketPath: string, windowBytes = 16 * 1024 * 1024): Http2ClientConnection {
   return new Http2ClientConnection(net.connect(socketPath), { windowBytes });
 }
+
+/** One frame as a server writes it. */
+function rawFrame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(9);
+  header.writeUIntBE(payload.length, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(streamId, 5);
+  return Buffer.concat([header, payload]);
+}
+
+test('an answer read in pieces cut anywhere, frames and their headers included, reads as one read does', () => {
+  const body = Buffer.alloc(16_384 * 2 + 100);
+  for (let i = 0; i < body.length; i++) body[i] = (i * 7) & 0xff;
+  const fromServer = Buffer.concat([
+    rawFrame(0x4, 0, 0, Buffer.alloc(0)),
+    rawFrame(0x1, 0x4, 1, Buffer.from([0x88])),
+    rawFrame(0x0, 0, 1, body.subarray(0, 16_384)),
+    rawFrame(0x0, 0, 1, body.subarray(16_384, 32_768)),
+    rawFrame(0x0, 0x1, 1, body.subarray(32_768)),
+  ]);
+  const answerIn = (reads: Buffer[]): { body: Buffer; status: string | undefined; ends: number } => {
+    // A socket whose reads are the test's: what the connection writes goes nowhere.
+    const socket = new Duplex({ read: () => undefined, write: (_c, _e, done) => done() });
+    const conn = new Http2ClientConnection(socket as unknown as net.Socket, { windowBytes: 65_535 });
+    const chunks: Buffer[] = [];
+    let status: string | undefined;
+    let ends = 0;
+    conn.request(postTo('/x'), Buffer.alloc(0), {
+      onHeaders: (fields) => (status = fields.get(':status')),
+      onData: (chunk) => chunks.push(Buffer.from(chunk)),
+      onEnd: () => ends++,
+      onError: (error) => assert.fail(error.message),
+    });
+    for (const read of reads) socket.emit('data', read);
+    conn.close();
+    return { body: Buffer.concat(chunks), status, ends };
+  };
+  const whole = { body, status: '200', ends: 1 };
+  assert.deepEqual(answerIn([fromServer]), whole);
+  // Two reads, cut at every octet of the first frames and around each DATA frame's header.
+  const cuts = [
+    ...Array(40).keys(),
+    ...[19, 16_412, 32_805].flatMap((f) => [...Array(12).keys()].map((k) => f + k)),
+  ];
+  for (const cut of cuts.filter((c) => c > 0 && c < fromServer.length)) {
+    assert.deepEqual(
+      answerIn([fromServer.subarray(0, cut), fromServer.subarray(cut)]),
+      whole,
+      `cut at ${cut}`,
+    );
+  }
+  // Three reads, the middle one inside a frame's header; and reads of 5 octets each.
+  assert.deepEqual(
+    answerIn([
+      fromServer.subarray(0, 16_400),
+      fromServer.subarray(16_400, 16_415),
+      fromServer.subarray(16_415),
+    ]),
+    whole,
+  );
+  const small: Buffer[] = [];
+  for (let at = 0; at < fromServer.length; at += 5) small.push(fromServer.subarray(at, at + 5));
+  assert.deepEqual(answerIn(small), whole);
+});
 
 test('a request gets its headers, body and trailers; header blocks are decoded in order across streams', async () => {
   const s = await h2Server((stream, headers) => {
