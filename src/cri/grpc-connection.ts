@@ -62,11 +62,13 @@ export class GrpcConnection {
     options: UnaryCallOptions,
   ): Promise<Response> {
     const { timeoutMs, signal } = options;
-    const method = methodName(definition);
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.closed) {
       return Promise.reject(
-        new KubeletError('CRI_UNAVAILABLE', `${method}: the connection to ${this.endpoint} is closed`),
+        new KubeletError(
+          'CRI_UNAVAILABLE',
+          `${methodName(definition)}: the connection to ${this.endpoint} is closed`,
+        ),
       );
     }
     return this.channel.call(definition, request, timeoutMs, signal).then(
@@ -76,7 +78,7 @@ export class GrpcConnection {
       },
       (err: unknown) => {
         if (signal?.aborted) throw signal.reason;
-        const criError = toCriError(err, method, this.endpoint, timeoutMs);
+        const criError = toCriError(err, methodName(definition), this.endpoint, timeoutMs);
         this.noteOutcome(criError);
         throw criError;
       },

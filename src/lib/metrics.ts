@@ -60,6 +60,11 @@ function keyOf(labelNames: readonly string[], labels: Labels | undefined): strin
   for (const k in given) {
     if (!labelNames.includes(k)) throw new Error(`unknown label ${k}`);
   }
+  // One label (the CRI's operation_type, at every call): its value is the key, with no array made.
+  if (labelNames.length === 1) {
+    const value = given[labelNames[0]!] ?? '';
+    if (!value.includes(SEPARATOR) && !value.startsWith(JSON_KEY)) return value;
+  }
   const values = labelNames.map((n) => given[n] ?? '');
   if (values.some((v) => v.includes(SEPARATOR) || v.startsWith(JSON_KEY))) {
     return JSON_KEY + JSON.stringify(values);

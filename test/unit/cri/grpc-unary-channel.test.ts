@@ -31,6 +31,8 @@ interface Server {
   sessions: number;
   /** The requests the server saw, in order. */
   requests: string[];
+  /** Their header fields, in the same order. */
+  headers: http2.IncomingHttpHeaders[];
   /** The RST_STREAM codes of the streams that closed, in order (0 for a clean end). */
   closes: number[];
 }
@@ -48,6 +50,7 @@ async function grpcServer(): Promise<Server> {
     sessions: 0,
     closes: [],
     requests: [],
+    headers: [],
   };
   const h2 = http2.createServer();
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -60,7 +63,7 @@ async function grpcServer(): Promise<Server> {
     s.on('close', () => sessions.delete(s));
     s.on('error', () => undefined);
   });
-  h2.on('stream', (stream) => {
+  h2.on('stream', (stream, headers) => {
     stream.on('error', () => undefined);
     stream.on('close', () => server.closes.push(stream.rstCode));
     const chunks: Buffer[] = [];
@@ -70,6 +73,7 @@ async function grpcServer(): Promise<Server> {
       server.next = server.then ?? 'answer';
       server.then = undefined;
       server.requests.push(Buffer.concat(chunks).subarray(5).toString());
+      server.headers.push(headers);
       const session = stream.session!;
       if (behaviour === 'reset') stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       else if (behaviour === 'refuse') stream.close(http2.constants.NGHTTP2_REFUSED_STREAM);
@@ -118,6 +122,36 @@ test('a call is answered over one connection, however many calls follow', async 
     Array.from({ length: 50 }, (_, i) => `n${i}`),
   );
   assert.equal(server.sessions, 1);
+});
+
+test('each call says its own deadline and metadata, however the calls before it were made', async () => {
+  const server = await grpcServer();
+  const c = channel(server);
+  // A method whose frame is made whole (as grpcMethods' are) and one framed by the channel.
+  const framed: UnaryMethod<string, string> = {
+    ...ECHO,
+    requestFrame: (text) => Buffer.concat([Buffer.from([0, 0, 0, 0, text.length]), Buffer.from(text)]),
+  };
+  const calls: [UnaryMethod<string, string>, number, [string, string][]][] = [
+    [ECHO, 5000, []],
+    [framed, 5000, []],
+    [ECHO, 7000, []],
+    [ECHO, 5000, [['containerd-namespace', 'k8s.io']]],
+    [ECHO, 5000, []],
+  ];
+  for (const [i, [method, timeoutMs, metadata]] of calls.entries()) {
+    assert.equal(await c.call(method, `m${i}`, timeoutMs, undefined, metadata), `m${i}`);
+  }
+  assert.deepEqual(
+    server.headers.map((h) => [h[':path'], h['grpc-timeout'], h['containerd-namespace']]),
+    [
+      ['/test.Echo/Say', '5000m', undefined],
+      ['/test.Echo/Say', '5000m', undefined],
+      ['/test.Echo/Say', '7000m', undefined],
+      ['/test.Echo/Say', '5000m', 'k8s.io'],
+      ['/test.Echo/Say', '5000m', undefined],
+    ],
+  );
 });
 
 test('a stream the server resets fails alone with UNAVAILABLE and its code; the connection goes on', async () => {

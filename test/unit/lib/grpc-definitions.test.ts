@@ -3,7 +3,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { grpcJsUnary, grpcMethods, loadGrpcJs } from '../../../src/lib/grpc-definitions.js';
+import type { BinaryWriter } from '@bufbuild/protobuf/wire';
+import { encodeGrpcFrame, grpcJsUnary, grpcMethods, loadGrpcJs } from '../../../src/lib/grpc-definitions.js';
+import { grpcMessageFrame } from '../../../src/lib/grpc-wire.js';
 import { GrpcUnaryServer, unaryMethod } from '../../../src/lib/grpc-server/grpc-unary-server.js';
 import { GrpcStatus } from '../../../src/lib/grpc-status.js';
 import {
@@ -25,6 +27,36 @@ test('grpcMethods: the path from the full service name, and codecs that round-tr
   const bytes = register.requestSerialize(request);
   assert.ok(Buffer.isBuffer(bytes));
   assert.deepEqual(register.requestDeserialize(bytes), request);
+});
+
+test('requestFrame: the message behind its prefix, as grpcMessageFrame makes it, one after another', () => {
+  const { register } = grpcMethods(RegistrationDefinition);
+  const requests = [
+    RegisterRequest.fromPartial({ version: 'v1beta1', endpoint: 'e.sock', resourceName: 'x/y' }),
+    RegisterRequest.fromPartial({}),
+    // Larger than a writer is kept for, then a small one again.
+    RegisterRequest.fromPartial({ version: 'v', endpoint: 'e'.repeat(100_000), resourceName: 'r' }),
+    RegisterRequest.fromPartial({ version: 'v1beta1', resourceName: 'a/b' }),
+  ];
+  for (const request of requests) {
+    const frame = register.requestFrame(request);
+    assert.ok(Buffer.isBuffer(frame));
+    assert.deepEqual(frame, grpcMessageFrame(register.requestSerialize(request)));
+  }
+});
+
+test('encodeGrpcFrame: an encode that throws midway leaves nothing behind for the next frame', () => {
+  const { register } = grpcMethods(RegistrationDefinition);
+  const failing = {
+    encode: (message: RegisterRequest, writer?: BinaryWriter) => {
+      RegisterRequest.encode(message, writer).fork().string('half');
+      throw new Error('cannot encode');
+    },
+    decode: RegisterRequest.decode,
+  };
+  const request = RegisterRequest.fromPartial({ version: 'v1beta1', endpoint: 'e.sock' });
+  assert.throws(() => encodeGrpcFrame(failing, request), /cannot encode/);
+  assert.deepEqual(register.requestFrame(request), grpcMessageFrame(register.requestSerialize(request)));
 });
 
 test('grpcJsUnary: a signal aborted before the call cancels it at once, not at its deadline', async (t) => {
