@@ -243,7 +243,10 @@ export class Kubelet implements ServerHost {
     // A removed container changes nothing the pod's spec cares about.
     if (e.type === 'ContainerRemoved') return;
     const pod = this.podManager.getPodByUid(e.podUid);
-    if (pod) this.forPod(pod, 'sync', () => this.dispatchWork(pod, 'sync'));
+    if (!pod) return;
+    // The reading the event came with, or a newer one: the worker skips the sync if it synced on it already.
+    const plegReading = this.opts.podCache.get(e.podUid).status;
+    this.forPod(pod, 'sync', () => this.dispatchWork(pod, 'sync', plegReading));
   }
 
   /**
@@ -367,11 +370,11 @@ export class Kubelet implements ServerHost {
     }
   }
 
-  private dispatchWork(pod: Pod, updateType: SyncPodType): void {
+  private dispatchWork(pod: Pod, updateType: SyncPodType, plegReading?: KubePodStatus): void {
     // Its admission dispatches it once decided.
     if (this.admitter.isPending(pod.metadata.uid ?? '')) return;
     const mirrorPod = this.opts.mirrorPods?.mirrorOf(pod);
-    this.podWorkers.updatePod({ pod, mirrorPod, updateType, startTimeMs: this.clock.now() });
+    this.podWorkers.updatePod({ pod, mirrorPod, updateType, startTimeMs: this.clock.now(), plegReading });
   }
 
   /**

@@ -33,6 +33,8 @@ export interface PodSyncStatus {
   notifyPostTerminating: (() => void)[];
   /** When the last sync of this pod ended; the lane waits for a cache newer than this. */
   lastSyncTimeMs: number;
+  /** What the last sync of the pod acted on, when it succeeded (a failed sync leaves none). */
+  lastSynced?: { pod: Pod | undefined; mirrorPod: Pod | undefined; podStatus: KubePodStatus };
 }
 
 export function isTerminationRequested(s: PodSyncStatus): boolean {
@@ -124,6 +126,13 @@ export function newSyncStatus(fullname: string): PodSyncStatus {
 }
 
 /** Remembers the newest pod, mirror pod and kill options the lane has seen, for replay. */
+/** The update the lane takes next, in place of any waiting: the newest pod and reading count. */
+export function replacePendingUpdate(status: PodSyncStatus, options: UpdatePodOptions): void {
+  // A PLEG event's sync may be skipped (syncedAlready) only if the update it replaces could be too.
+  if (status.pendingUpdate && !status.pendingUpdate.plegReading) options.plegReading = undefined;
+  status.pendingUpdate = options;
+}
+
 export function mergeLastUpdate(status: PodSyncStatus, other: UpdatePodOptions): void {
   // A replayed update is a plain sync, whatever brought the pod here.
   const active: UpdatePodOptions = status.activeUpdate ?? { updateType: 'sync' };

@@ -24,6 +24,7 @@ import {
   isTerminated,
   isTerminationRequested,
   mergeLastUpdate,
+  replacePendingUpdate,
   newSyncStatus,
   podFromRunningPod,
   updateIdentity,
@@ -60,6 +61,12 @@ export interface UpdatePodOptions {
   killPodOptions?: KillPodOptions;
   /** When the update was first seen, ms since the epoch (for latency measurements). */
   startTimeMs?: number;
+  /**
+   * A sync for a PLEG event: the cache's reading of the pod that the event came with. The sync is
+   * not run when the pod's previous sync succeeded on this very reading with the same pod (see
+   * syncedAlready).
+   */
+  plegReading?: KubePodStatus;
 }
 
 /** What a successful syncPod tells the worker about the pod's next sync. */
@@ -326,7 +333,7 @@ export class PodWorkersImpl implements PodWorkers {
       });
       status.controller.abort(new Error('pod sync cancelled: pod is terminating'));
     }
-    status.pendingUpdate = options;
+    replacePendingUpdate(status, options);
     status.working = true;
     this.ensureLane(uid);
   }
@@ -504,6 +511,13 @@ export class PodWorkersImpl implements PodWorkers {
       if (start.kind !== 'run') return this.exitLane(uid, lane);
       const { update, status, signal } = start;
       const type = start.workType;
+      if (type === 'SyncPod' && syncedAlready(update, status)) {
+        log.v(4, 'Skipping pod sync: its previous sync acted on the same pod and runtime state', {
+          podUID: uid,
+        });
+        if (this.takeNextUpdate(uid)) continue;
+        return this.exitLane(uid, lane);
+      }
       const pod = update.pod ?? podFromRunningPod(update.runningPod!);
       const podRef = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
       log.v(4, 'Processing pod event', { pod: podRef, podUID: uid, updateType: type });
@@ -550,12 +564,16 @@ export class PodWorkersImpl implements PodWorkers {
       }
       this.completeWork(uid, phaseTransition, syncError, outcome.requeueAfterMs);
       this.observeWork(update, update.updateType);
-      const current = this.statuses.get(uid);
-      if (!current?.pendingUpdate) {
-        if (current) current.working = false;
-        return this.exitLane(uid, lane);
-      }
+      if (!this.takeNextUpdate(uid)) return this.exitLane(uid, lane);
     }
+  }
+
+  /** Whether an update is waiting for the lane; when none is, the pod's worker is idle. */
+  private takeNextUpdate(uid: string): boolean {
+    const current = this.statuses.get(uid);
+    if (current?.pendingUpdate) return true;
+    if (current) current.working = false;
+    return false;
   }
 
   /** From the update's arrival to the end of the work it caused, as upstream's podWorkerLoop observes it. */
@@ -583,8 +601,12 @@ export class PodWorkersImpl implements PodWorkers {
       podStatus = entry.status;
     }
     // From here on the sync counts as done at its end, failed or not: the next one needs fresher state.
+    status.lastSynced = undefined;
     try {
-      return await this.dispatchSync(type, update, podStatus, status, signal);
+      const outcome = await this.dispatchSync(type, update, podStatus, status, signal);
+      if (type === 'SyncPod' && podStatus)
+        status.lastSynced = { pod: update.pod, mirrorPod: update.mirrorPod, podStatus };
+      return outcome;
     } finally {
       status.lastSyncTimeMs = this.clock.now();
     }
@@ -722,4 +744,23 @@ export class PodWorkersImpl implements PodWorkers {
   private jitter(ms: number): number {
     return Math.round(ms + this.random() * JITTER_FACTOR * ms);
   }
+}
+
+/**
+ * A PLEG event tells that the runtime's state of the pod changed, as of a reading of it. When the
+ * pod's previous sync succeeded on that very reading, with the same pod, that sync already acted on
+ * the change, and another would find nothing to do: the same status, no container to start or stop.
+ * This happens at each pod start: a worker waiting for a fresher reading is woken by the relist's
+ * reading of its pod, and the relist then sends the event that reading was for.
+ */
+function syncedAlready(update: UpdatePodOptions, status: PodSyncStatus): boolean {
+  const last = status.lastSynced;
+  return (
+    update.plegReading !== undefined &&
+    last !== undefined &&
+    update.updateType === 'sync' &&
+    last.podStatus === update.plegReading &&
+    last.pod === update.pod &&
+    last.mirrorPod === update.mirrorPod
+  );
 }

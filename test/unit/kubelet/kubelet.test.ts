@@ -139,7 +139,7 @@ function startNode(
     metrics,
     deviceAdmission: opts.deviceAdmission,
     topologyAdmission: topologyManagerOf(opts.hintProviders ?? []),
-    podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock }),
+    podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock, metrics }),
   });
   kubelet.start();
   const stop = async () => {
@@ -695,4 +695,25 @@ test('a container that exits into a crash-loop back-off shows CrashLoopBackOff w
   assert.equal(during.cs?.restartCount, 1);
   assert.equal(during.cs?.lastState?.terminated?.exitCode, 1);
   assert.match(during.cs?.state?.waiting?.message ?? '', /^back-off 10s restarting failed container=main /);
+});
+
+test('a pod start syncs once per runtime reading: the PLEG events of the reading its last sync acted on bring no more syncs', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  const node = startNode(fake, dir);
+  node.send({ op: 'SET', pods: [pod('web', 'uid-web')] });
+  await waitFor(
+    'the pod to run',
+    () => node.statusManager.getPodStatus('uid-web')?.phase === 'Running',
+    5000,
+    20,
+  );
+  // Relists of the running pod bring no events, so no sync comes after these.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const syncs = /^kubelet_pod_worker_duration_seconds_count\{operation_type="sync"\} (\S+)$/m.exec(
+    await node.metrics.expose(),
+  );
+  // The create sync starts the sandbox and the container; one relist reads both running and sends an
+  // event for each. The first event's sync reports the pod Running; the second's would repeat it.
+  assert.equal(Number(syncs?.[1]), 1);
 });

@@ -299,6 +299,73 @@ describe('PodWorkers syncing', () => {
   });
 });
 
+describe('PodWorkers and the PLEG events of a reading already synced', () => {
+  /**
+   * A pod start as the kubelet sees it: the create sync runs while the sandbox's event comes; the
+   * sync after it is woken by the relist's reading of the pod, whose event for the container comes next.
+   */
+  async function startedPod() {
+    const t = setup();
+    const pod = makePod('a');
+    const read = (ips: string[]) => {
+      t.clock.advance(1);
+      t.cache.set('a', kubePodStatus('a', { ips }), undefined, t.clock.now());
+      return t.cache.get('a').status;
+    };
+    await t.relist();
+    await t.update({ updateType: 'create', pod });
+    const sandboxReading = read(['10.0.0.3']);
+    await t.update({ updateType: 'sync', pod, plegReading: sandboxReading });
+    t.syncer.last().resolve();
+    await flushPromises();
+    const containerReading = read(['10.0.0.3', '10.0.0.4']);
+    await flushPromises();
+    assert.equal(t.syncer.calls.length, 2, 'the reading woke the waiting sync');
+    assert.equal(t.syncer.last().podStatus, containerReading);
+    return { ...t, pod, read, containerReading };
+  }
+
+  it('runs no sync for an event whose reading the previous sync succeeded on, with the same pod', async () => {
+    const { syncer, update, relist, pod, read, containerReading } = await startedPod();
+    await update({ updateType: 'sync', pod, plegReading: containerReading });
+    syncer.last().resolve();
+    await relist();
+    assert.equal(syncer.calls.length, 2);
+    // A reading the last sync has not seen is synced.
+    await update({ updateType: 'sync', pod, plegReading: read(['10.0.0.5']) });
+    assert.equal(syncer.calls.length, 3);
+    assert.deepEqual(syncer.last().podStatus?.ips, ['10.0.0.5']);
+  });
+
+  it('syncs for the event when the previous sync on that reading failed', async () => {
+    const { syncer, update, relist, pod, containerReading } = await startedPod();
+    await update({ updateType: 'sync', pod, plegReading: containerReading });
+    syncer.last().reject(new Error('failed to "StartContainer"'));
+    await relist();
+    assert.equal(syncer.calls.length, 3);
+  });
+
+  it('syncs for the event when the pod changed, or when an update it replaced was not an event', async () => {
+    const { syncer, update, relist, read, containerReading } = await startedPod();
+    const changed = makePod('a');
+    await update({ updateType: 'sync', pod: changed, plegReading: containerReading });
+    syncer.last().resolve();
+    await relist();
+    assert.equal(syncer.calls.length, 3, 'another pod object');
+    syncer.last().resolve();
+    await relist();
+    const reading = read(['10.0.0.6']);
+    await update({ updateType: 'sync', pod: changed, plegReading: reading });
+    assert.equal(syncer.calls.length, 4);
+    // While that sync runs, a resync waits, then the event for the same reading takes its place.
+    await update({ updateType: 'sync', pod: changed });
+    await update({ updateType: 'sync', pod: changed, plegReading: reading });
+    syncer.last().resolve();
+    await relist();
+    assert.equal(syncer.calls.length, 5, 'the resync it replaced runs');
+  });
+});
+
 describe('PodWorkers termination', () => {
   it('kill aborts the sync under way, terminates with the pod grace period, then finishes', async () => {
     const { syncer, workers, relist, update, workQueue } = setup();
