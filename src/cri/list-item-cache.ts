@@ -7,8 +7,8 @@
  *
  * "The same": every field's bytes are equal, except the label and annotation maps, whose entries
  * containerd writes in a different order each time (it ranges over Go maps). Those are fixed when
- * the container or sandbox is made (CRI has no call that changes them), so their total size is
- * compared, not their order.
+ * the container or sandbox is made (CRI has no call that changes them), so only where they lie is
+ * compared (each run of the other fields must be where it was), not their order.
  *
  * Shared objects must not change under their other readers, so each is frozen (with the objects
  * inside it): a caller that wants to change one makes a copy.
@@ -16,8 +16,16 @@
 interface Entry<T> {
   /** The item's fields other than the maps, as they came, in order. */
   fixed: Buffer;
-  mapBytes: number;
+  /**
+   * Where fixed's runs lie in the item: for each run its offset in the item and its length, in
+   * order. What lies between them (and before the first, and after the last) is map fields.
+   */
+  runs: number[];
+  /** The item's length in bytes. */
+  length: number;
   value: T;
+  /** The listing without filter that last held it (ListItemCache.completeListings). */
+  listedIn: number;
 }
 
 // Protobuf wire types (the encoding guide's "wire types").
@@ -29,27 +37,31 @@ const I32 = 5;
 /**
  * The walk over an answer's bytes is hand-written rather than @bufbuild/protobuf's BinaryReader,
  * whose skip() returns each skipped field as a new view: a relist of 100 containers made thousands,
- * a fifth of all the kubelet allocated while 100 pods started. It makes no object per field or item
- * either (no cursor, no callback): a relist walks every field of every item, 30 times a second while
- * pods start.
+ * a fifth of all the kubelet allocated while 100 pods started. An unchanged item costs no object
+ * either (no cursor, no callback, no Map per listing): a relist reads every item, 30 times a second
+ * while pods start, mostly before V8 has optimized the code.
  */
 export class ListItemCache<T extends object> {
-  private entries = new Map<string, Entry<T>>();
-  // The map fields as a bit per field number below 32 (all of the CRI's), the rest in the set.
+  private readonly entries = new Map<string, Entry<T>>();
+  /** The map fields' numbers as bits. */
   private readonly mapFieldBits: number;
-  // The last walk's runs of fixed fields, as [from, to) pairs; reused from walk to walk.
-  private readonly runs: number[] = [];
+  /** Listings without filter so far: each marks the entries it holds, and the rest are forgotten. */
+  private completeListings = 0;
 
   /**
    * decode: one item's message bytes to the caller's (unfrozen) object. mapFields: the field
-   * numbers of the item's map fields (labels, annotations).
+   * numbers of the item's map fields (labels, annotations), each from 1 to 15 (a one-byte tag), as
+   * the CRI's are.
    */
   constructor(
     private readonly decode: (bytes: Uint8Array) => T,
-    private readonly mapFields: ReadonlySet<number>,
+    mapFields: ReadonlySet<number>,
   ) {
     let bits = 0;
-    for (const field of mapFields) if (field < 32) bits |= 1 << field;
+    for (const field of mapFields) {
+      if (field < 1 || field > 15) throw new RangeError(`map field ${field} is not between 1 and 15`);
+      bits |= 1 << field;
+    }
     this.mapFieldBits = bits;
   }
 
@@ -66,111 +78,127 @@ export class ListItemCache<T extends object> {
   decodeList(response: Uint8Array, complete: boolean): T[] {
     const answer = asBuffer(response);
     const out: T[] = [];
-    const seen = complete ? new Map<string, Entry<T>>() : this.entries;
-    let pos = 0;
-    while (pos < answer.length) {
-      const tag = readVarint(answer, pos);
-      pos = varintEnd;
-      if (tag !== ITEM_TAG) {
-        pos = skipField(answer, pos, tag & 7);
+    const listing = complete ? ++this.completeListings : 0;
+    // Distinct IDs this listing holds: when fewer than the entries, some items are gone.
+    let held = 0;
+    const cursor = { pos: 0 };
+    while (cursor.pos < answer.length) {
+      const tag = readVarint(answer, cursor);
+      if (tag >>> 3 !== 1 || (tag & 7) !== LEN) {
+        skipField(answer, cursor, tag & 7);
         continue;
       }
-      const length = readVarint(answer, pos);
-      const start = varintEnd;
+      const length = readVarint(answer, cursor);
+      const start = cursor.pos;
       const end = start + length;
       if (end > answer.length) throw malformed();
-      pos = end;
+      cursor.pos = end;
       const id = itemId(answer, start, end);
       if (id === undefined) {
         out.push(deepFreeze(this.decode(answer.subarray(start, end))));
         continue;
       }
-      let entry = this.entries.get(id);
+      const known = this.entries.get(id);
+      let entry = known;
       if (!entry || !this.same(entry, answer, start, end)) {
         entry = this.entry(answer, start, end);
+        this.entries.set(id, entry);
       }
-      seen.set(id, entry);
+      if (complete) {
+        if (known?.listedIn !== listing) held++;
+        entry.listedIn = listing;
+      }
       out.push(entry.value);
     }
-    if (complete) this.entries = seen;
+    if (complete && held < this.entries.size) {
+      for (const [id, entry] of this.entries) if (entry.listedIn !== listing) this.entries.delete(id);
+    }
     return out;
   }
 
-  /** Whether the item in bytes[start, end) is the one entry was made from (see the top of the file). */
+  /**
+   * Whether the item in bytes[start, end) is the one entry was made from (see the top of the file):
+   * each run of fixed fields compared where it lay before, and only the maps' tags and lengths read
+   * between them. This is the cost of every unchanged item of every relist, so it makes no objects.
+   */
   private same(entry: Entry<T>, bytes: Buffer, start: number, end: number): boolean {
-    const mapBytes = this.walkFields(bytes, start, end);
-    if (mapBytes !== entry.mapBytes) return false;
-    const runs = this.runs;
-    const fixed = entry.fixed;
-    let at = 0;
+    if (end - start !== entry.length) return false;
+    const runs = entry.runs;
+    let pos = start;
+    let fixedAt = 0;
     for (let i = 0; i < runs.length; i += 2) {
-      const from = runs[i]!;
-      const size = runs[i + 1]! - from;
-      if (at + size > fixed.length || fixed.compare(bytes, from, from + size, at, at + size) !== 0)
+      const runStart = start + runs[i]!;
+      const runEnd = runStart + runs[i + 1]!;
+      if (!this.onlyMapFields(bytes, pos, runStart)) return false;
+      if (entry.fixed.compare(bytes, runStart, runEnd, fixedAt, fixedAt + runEnd - runStart) !== 0)
         return false;
-      at += size;
+      fixedAt += runEnd - runStart;
+      pos = runEnd;
     }
-    return at === fixed.length;
+    return this.onlyMapFields(bytes, pos, end);
+  }
+
+  /** Whether bytes[from, to) is whole map fields and nothing else; false for anything malformed. */
+  private onlyMapFields(bytes: Buffer, from: number, to: number): boolean {
+    let pos = from;
+    while (pos < to) {
+      // A map field is a one-byte tag (see the constructor), a length and the entry.
+      const tag = bytes[pos++]!;
+      if (!this.isMapField(tag)) return false;
+      let length = 0;
+      for (let scale = 1; ; scale *= 0x80) {
+        if (pos >= to || scale > 2 ** 28) return false;
+        const b = bytes[pos++]!;
+        length += (b & 0x7f) * scale;
+        if (b < 0x80) break;
+      }
+      pos += length;
+    }
+    return pos === to;
   }
 
   private entry(bytes: Buffer, start: number, end: number): Entry<T> {
-    const mapBytes = this.walkFields(bytes, start, end);
-    const runs = this.runs;
-    let size = 0;
-    for (let i = 0; i < runs.length; i += 2) size += runs[i + 1]! - runs[i]!;
-    // Its own memory: a slice of Buffer's shared 8 KiB pool would keep the pool alive for as long as
-    // the item lives (a heap snapshot with 100 pods: 64 pools, 512 KiB).
-    const fixed = Buffer.allocUnsafeSlow(size);
+    const runs: number[] = [];
+    const cursor = { pos: start };
+    let runStart = start;
+    let fixedLength = 0;
+    const endRun = (runEnd: number): void => {
+      if (runEnd > runStart) {
+        runs.push(runStart - start, runEnd - runStart);
+        fixedLength += runEnd - runStart;
+      }
+    };
+    while (cursor.pos < end) {
+      const fieldStart = cursor.pos;
+      const tag = readVarint(bytes, cursor);
+      skipField(bytes, cursor, tag & 7);
+      if (!this.isMapField(tag)) continue;
+      endRun(fieldStart);
+      runStart = cursor.pos;
+    }
+    if (cursor.pos !== end) throw malformed();
+    endRun(end);
+    // Its own memory: a slice of Buffer's shared 8 KiB pool would keep the pool alive for as long
+    // as the item lives (a heap snapshot with 100 pods: 64 pools, 512 KiB).
+    const fixed = Buffer.allocUnsafeSlow(fixedLength);
     let at = 0;
-    for (let i = 0; i < runs.length; i += 2) at += bytes.copy(fixed, at, runs[i]!, runs[i + 1]!);
+    for (let i = 0; i < runs.length; i += 2) {
+      const from = start + runs[i]!;
+      at += bytes.copy(fixed, at, from, from + runs[i + 1]!);
+    }
     return {
       fixed,
-      mapBytes,
+      runs,
+      length: end - start,
       value: deepFreeze(this.decode(bytes.subarray(start, end))),
+      listedIn: 0,
     };
   }
 
-  /**
-   * Notes in `runs` the bounds of each run of the item's fields outside the maps (fields next to each
-   * other are one run: a container's fields before its labels are one compare, not seven), in order;
-   * returns the maps' total size.
-   */
-  private walkFields(bytes: Buffer, start: number, end: number): number {
-    const runs = this.runs;
-    runs.length = 0;
-    let pos = start;
-    let mapBytes = 0;
-    let runStart = start;
-    while (pos < end) {
-      const fieldStart = pos;
-      // A one-octet tag and length (every field of an item but the largest) read in place: this
-      // loop runs for every field of every item, mostly before V8 has optimized it.
-      let tag = bytes[pos]!;
-      if (tag < 0x80) pos++;
-      else {
-        tag = readVarint(bytes, pos);
-        pos = varintEnd;
-      }
-      if ((tag & 7) === LEN && pos < end && bytes[pos]! < 0x80) {
-        pos += 1 + bytes[pos]!;
-        if (pos > bytes.length) throw malformed();
-      } else {
-        pos = skipField(bytes, pos, tag & 7);
-      }
-      const field = tag >>> 3;
-      if (field < 32 ? ((this.mapFieldBits >>> field) & 1) === 0 : !this.mapFields.has(field)) continue;
-      mapBytes += pos - fieldStart;
-      if (fieldStart > runStart) runs.push(runStart, fieldStart);
-      runStart = pos;
-    }
-    if (pos !== end) throw malformed();
-    if (end > runStart) runs.push(runStart, end);
-    return mapBytes;
+  private isMapField(tag: number): boolean {
+    return tag < 0x80 && (tag & 7) === LEN && ((this.mapFieldBits >>> (tag >>> 3)) & 1) === 1;
   }
 }
-
-// Field 1, length-delimited: the repeated item of a list answer.
-const ITEM_TAG = (1 << 3) | LEN;
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
@@ -180,65 +208,58 @@ function malformed(): Error {
   return new Error('malformed protobuf in a list answer');
 }
 
-// Where the last readVarint's varint ended: a second result without an object to carry it.
-let varintEnd = 0;
-
-/** A varint of at most 32 bits (tags, lengths) at `at`; varintEnd is set past it. */
-function readVarint(bytes: Uint8Array, at: number): number {
-  if (at >= bytes.length) throw malformed();
-  const first = bytes[at]!;
-  if (first < 0x80) {
-    varintEnd = at + 1;
-    return first;
-  }
-  let value = first & 0x7f;
-  let pos = at + 1;
-  for (let shift = 7; shift < 35; shift += 7) {
-    if (pos >= bytes.length) throw malformed();
-    const b = bytes[pos++]!;
-    value += (b & 0x7f) * 2 ** shift;
-    if (b < 0x80) {
-      varintEnd = pos;
-      return value;
-    }
+/** A varint of at most 32 bits (tags, lengths); the cursor moves past it. */
+function readVarint(bytes: Uint8Array, cursor: { pos: number }): number {
+  let value = 0;
+  let scale = 1;
+  for (let i = 0; i < 5; i++) {
+    if (cursor.pos >= bytes.length) throw malformed();
+    const b = bytes[cursor.pos++]!;
+    value += (b & 0x7f) * scale;
+    if (b < 0x80) return value;
+    scale *= 0x80;
   }
   throw malformed();
 }
 
-/** The position past a field's value, whose tag was just read and ended at `at`. */
-function skipField(bytes: Uint8Array, at: number, wireType: number): number {
-  let pos = at;
+/** Moves the cursor past a field's value, whose tag was just read. */
+function skipField(bytes: Uint8Array, cursor: { pos: number }, wireType: number): void {
   switch (wireType) {
     case VARINT:
       for (let i = 0; ; i++) {
-        if (pos >= bytes.length || i >= 10) throw malformed();
-        if (bytes[pos++]! < 0x80) break;
+        if (cursor.pos >= bytes.length || i >= 10) throw malformed();
+        if (bytes[cursor.pos++]! < 0x80) return;
       }
-      break;
     case I64:
-      pos += 8;
+      cursor.pos += 8;
       break;
     case LEN: {
-      const length = readVarint(bytes, pos);
-      pos = varintEnd + length;
+      // Read first: `cursor.pos += readVarint(…)` would add to the position from before the length.
+      const length = readVarint(bytes, cursor);
+      cursor.pos += length;
       break;
     }
     case I32:
-      pos += 4;
+      cursor.pos += 4;
       break;
     default:
       // Groups (3, 4) are proto2 only; the CRI never sends them.
       throw malformed();
   }
-  if (pos > bytes.length) throw malformed();
-  return pos;
+  if (cursor.pos > bytes.length) throw malformed();
 }
 
 /** The item's ID: its field 1 (a string), when that comes first, as every protobuf encoder writes it. */
 function itemId(bytes: Buffer, start: number, end: number): string | undefined {
   if (end - start < 2 || bytes[start] !== 0x0a) return undefined;
-  const length = readVarint(bytes, start + 1);
-  const from = varintEnd;
+  // IDs are under 128 bytes, so their length is one byte: no cursor to make for each item.
+  let from = start + 2;
+  let length = bytes[start + 1]!;
+  if (length >= 0x80) {
+    const cursor = { pos: start + 1 };
+    length = readVarint(bytes, cursor);
+    from = cursor.pos;
+  }
   if (from + length > end) throw malformed();
   return bytes.toString('latin1', from, from + length);
 }
