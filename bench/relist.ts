@@ -8,6 +8,8 @@
  * Three shapes of relist:
  *  - steady: nothing changed since the last relist (the common case, once a second): two List calls
  *    and their decoding, and the comparison of every container's state;
+ *  - few: 3 containers changed since the last relist (a relist asked for by a task event while pods
+ *    start): the steady cost plus 3 getPodStatus;
  *  - churn: 10 containers changed since the last relist: the steady cost plus 10 getPodStatus;
  *  - cold: the first relist of a fresh PLEG, every pod new (a kubelet restart): a getPodStatus for
  *    every pod (ListPodSandbox, PodSandboxStatus, ListContainers, ContainerStatus each).
@@ -32,6 +34,7 @@ import type { RelistRuntimeReply, RelistRuntimeRequest } from './relist-fake-run
 import { emit, envNumber, percentile, quickMode, say } from './report.js';
 
 const BENCH = 'relist';
+const FEW_PER_RELIST = 3;
 const CHURN_PER_RELIST = 10;
 const WARMUP_RELISTS = 3;
 
@@ -191,11 +194,16 @@ async function benchSize(
     const steady: Sample[] = [];
     for (let i = 0; i < relists; i++) steady.push(await timedRelist(pleg));
 
-    const churn: Sample[] = [];
-    for (let i = 0; i < relists; i++) {
-      await fake.request({ cmd: 'churn', count: CHURN_PER_RELIST });
-      churn.push(await timedRelist(pleg));
-    }
+    const changedRelists = async (count: number): Promise<Sample[]> => {
+      const samples: Sample[] = [];
+      for (let i = 0; i < relists; i++) {
+        await fake.request({ cmd: 'churn', count });
+        samples.push(await timedRelist(pleg));
+      }
+      return samples;
+    };
+    const few = await changedRelists(FEW_PER_RELIST);
+    const churn = await changedRelists(CHURN_PER_RELIST);
     // Cold: a fresh PLEG each time, so every pod is new to it. Last, so that the JIT has warmed up
     // getPodStatus in the churn relists, as it would have in a kubelet that has been running.
     const coldRuns = Math.max(1, Math.min(3, Math.round(relists / 7)));
@@ -203,19 +211,17 @@ async function benchSize(
     for (let i = 0; i < coldRuns; i++) cold.push(await timedRelist(newPleg(runtime, containers)));
 
     report(containers, 'steady', steady, 'nothing changed since the previous relist');
+    report(containers, 'few', few, `${FEW_PER_RELIST} containers changed before each relist`);
     report(containers, 'churn', churn, `${CHURN_PER_RELIST} containers changed before each relist`);
     report(containers, 'cold', cold, 'first relist of a fresh PLEG: getPodStatus for every pod');
+    const p50 = (samples: Sample[], key: keyof Sample): string =>
+      percentile(
+        samples.map((s) => s[key]),
+        50,
+      ).toFixed(2);
     say(
-      `relist n=${containers}: steady p50 ${percentile(
-        steady.map((s) => s.wallMs),
-        50,
-      ).toFixed(1)} ms, churn p50 ${percentile(
-        churn.map((s) => s.wallMs),
-        50,
-      ).toFixed(1)} ms, cold ${percentile(
-        cold.map((s) => s.wallMs),
-        50,
-      ).toFixed(0)} ms`,
+      `relist n=${containers}: CPU p50 steady ${p50(steady, 'cpuMs')} ms, few ${p50(few, 'cpuMs')} ms, ` +
+        `churn ${p50(churn, 'cpuMs')} ms; wall p50 steady ${p50(steady, 'wallMs')} ms, cold ${p50(cold, 'wallMs')} ms`,
     );
   } finally {
     conn?.close();

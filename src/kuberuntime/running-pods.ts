@@ -14,6 +14,18 @@ import type { RunningContainer, RunningPod, RunningSandbox } from './types.js';
 
 const NS_PER_MS = 1_000_000;
 
+/** A listed sandbox, converted, with the listing that last held it. */
+interface ListedSandbox {
+  running: RunningSandbox;
+  podUid: string;
+  podName: string;
+  podNamespace: string;
+  /** The assemble() call that last held it; -1 before the first. */
+  listedIn: number;
+  /** Whether the call before the one under way held it too. */
+  carried: boolean;
+}
+
 /** A listed container with what its labels and annotations say about its pod. */
 interface ListedContainer {
   running: RunningContainer;
@@ -21,6 +33,8 @@ interface ListedContainer {
   podName: string;
   podNamespace: string;
   terminationGracePeriodSeconds: number | undefined;
+  listedIn: number;
+  carried: boolean;
 }
 
 /**
@@ -39,19 +53,90 @@ interface PodDraft {
   containers?: RunningContainer[];
   /** The creation time of its last listed sandbox, which orders the pods. */
   createdAtNs: number;
+  /** Its items the last listing held too. */
+  carriedCount: number;
 }
 
-/** A group of getPods results: one per listing filter, since each keeps its own last pods. */
+/**
+ * A group of getPods results: one per listing filter, since each keeps its own last pods.
+ *
+ * Only the pods with an item that is new since the last listing (a changed item is a new object)
+ * are put together again; the others are the pods of the last result, and a listing of the very
+ * items of the last one is the last result itself, which the PLEG passes over whole. When an item
+ * went from a pod with nothing new (a container removed), every pod is put together again.
+ */
 export class RunningPodAssembler {
   // Keyed by the listed objects, which the list cache keeps alive only while they are listed. Only
   // frozen items are kept: an object that can change (a test's stub) is converted every time.
-  private readonly sandboxes = new WeakMap<PodSandbox, RunningSandbox>();
+  private readonly sandboxes = new WeakMap<PodSandbox, ListedSandbox>();
   private readonly containers = new WeakMap<Container, ListedContainer>();
-  /** The pods the last assemble() returned, by UID. */
+  /** The pods the last assemble() returned, by UID, and as returned. */
   private lastPods = new Map<string, RunningPod>();
+  private lastResult: readonly RunningPod[] = Object.freeze([]);
+  /** How many items the last listing held. */
+  private lastItemCount = 0;
+  private listings = 0;
 
   /** Newest first: of two pods with one name (one still terminating), the newer is found first. */
-  assemble(sandboxes: readonly PodSandbox[], containers: readonly Container[]): RunningPod[] {
+  assemble(sandboxes: readonly PodSandbox[], containers: readonly Container[]): readonly RunningPod[] {
+    const listing = ++this.listings;
+    const listedSandboxes = sandboxes.map((s) => this.sandbox(s));
+    const listedContainers = containers.map((c) => this.container(c));
+    // Pods with an item the last listing did not hold, and how many of its items this one holds.
+    let changed: Set<string> | undefined;
+    let carried = 0;
+    const mark = (listed: ListedSandbox | ListedContainer): void => {
+      listed.carried = listed.listedIn === listing - 1;
+      listed.listedIn = listing;
+      if (listed.carried) carried++;
+      else (changed ??= new Set()).add(listed.podUid);
+    };
+    listedSandboxes.forEach(mark);
+    listedContainers.forEach(mark);
+    const lost = this.lastItemCount - carried;
+    this.lastItemCount = sandboxes.length + containers.length;
+    if (!changed && lost === 0) return this.lastResult;
+
+    const only = changed;
+    const partial = only && this.drafts(listedSandboxes, listedContainers, only);
+    // Partly only when every item gone went from a pod that has something new.
+    if (only && partial && lost === this.lostFrom(partial)) {
+      const kept = this.lastResult.filter((pod) => !only.has(pod.uid));
+      this.lastResult = Object.freeze(mergeNewestFirst(kept, this.podsOf(partial)));
+    } else {
+      const drafts = this.drafts(listedSandboxes, listedContainers, undefined);
+      this.lastPods = new Map();
+      this.lastResult = Object.freeze(this.podsOf(drafts));
+    }
+    return this.lastResult;
+  }
+
+  /** The drafts' pods, newest first (the last ones where nothing of a pod changed), as lastPods. */
+  private podsOf(drafts: readonly PodDraft[]): RunningPod[] {
+    const pods = drafts.map((draft) => {
+      const pod = reuse(draft) ?? freezePod(draft);
+      this.lastPods.set(pod.uid, pod);
+      return pod;
+    });
+    // Stable: pods created at the same time keep the order they came in.
+    return pods.sort((a, b) => createdAtNs(b) - createdAtNs(a));
+  }
+
+  /** How many items the drafts' pods held at the last listing that this one does not. */
+  private lostFrom(drafts: readonly PodDraft[]): number {
+    let lost = 0;
+    for (const draft of drafts) {
+      if (draft.last) lost += draft.last.sandboxes.length + draft.last.containers.length - draft.carriedCount;
+    }
+    return lost;
+  }
+
+  /** The pods of the listing (only those in `only`, when given), their items in listing order. */
+  private drafts(
+    sandboxes: readonly ListedSandbox[],
+    containers: readonly ListedContainer[],
+    only: ReadonlySet<string> | undefined,
+  ): PodDraft[] {
     const drafts = new Map<string, PodDraft>();
     const draftOf = (uid: string, name: string, namespace: string): PodDraft => {
       let draft = drafts.get(uid);
@@ -64,22 +149,25 @@ export class RunningPodAssembler {
           sandboxCount: 0,
           containerCount: 0,
           createdAtNs: 0,
+          carriedCount: 0,
         };
         drafts.set(uid, draft);
       }
       return draft;
     };
-    for (const s of sandboxes) {
-      const draft = draftOf(s.metadata.uid, s.metadata.name, s.metadata.namespace);
-      const sandbox = this.sandbox(s);
+    for (const listed of sandboxes) {
+      if (only && !only.has(listed.podUid)) continue;
+      const draft = draftOf(listed.podUid, listed.podName, listed.podNamespace);
+      const sandbox = listed.running;
       if (draft.sandboxes === undefined && draft.last?.sandboxes[draft.sandboxCount] !== sandbox)
         draft.sandboxes = draft.last?.sandboxes.slice(0, draft.sandboxCount) ?? [];
       draft.sandboxes?.push(sandbox);
       draft.sandboxCount++;
-      draft.createdAtNs = s.createdAt;
+      draft.createdAtNs = sandbox.createdAtNs;
+      if (listed.carried) draft.carriedCount++;
     }
-    for (const c of containers) {
-      const listed = this.container(c);
+    for (const listed of containers) {
+      if (only && !only.has(listed.podUid)) continue;
       const draft = draftOf(listed.podUid, listed.podName, listed.podNamespace);
       if (draft.terminationGracePeriodSeconds === undefined)
         draft.terminationGracePeriodSeconds = listed.terminationGracePeriodSeconds;
@@ -87,30 +175,29 @@ export class RunningPodAssembler {
         draft.containers = draft.last?.containers.slice(0, draft.containerCount) ?? [];
       draft.containers?.push(listed.running);
       draft.containerCount++;
+      if (listed.carried) draft.carriedCount++;
     }
-
-    const ordered = [...drafts.values()].sort((a, b) => b.createdAtNs - a.createdAtNs);
-    const pods = new Map<string, RunningPod>();
-    const out = ordered.map((draft) => {
-      const pod = reuse(draft) ?? freezePod(draft);
-      pods.set(pod.uid, pod);
-      return pod;
-    });
-    this.lastPods = pods;
-    return out;
+    return [...drafts.values()];
   }
 
-  private sandbox(s: PodSandbox): RunningSandbox {
+  private sandbox(s: PodSandbox): ListedSandbox {
     const known = this.sandboxes.get(s);
     if (known) return known;
-    const running: RunningSandbox = Object.freeze({
-      id: s.id,
-      state: s.state === 'SANDBOX_READY' ? 'ready' : 'notready',
-      createdAtMs: Math.floor(s.createdAt / NS_PER_MS),
-      createdAtNs: s.createdAt,
-    });
-    if (Object.isFrozen(s)) this.sandboxes.set(s, running);
-    return running;
+    const listed: ListedSandbox = {
+      running: Object.freeze({
+        id: s.id,
+        state: s.state === 'SANDBOX_READY' ? 'ready' : 'notready',
+        createdAtMs: Math.floor(s.createdAt / NS_PER_MS),
+        createdAtNs: s.createdAt,
+      }),
+      podUid: s.metadata.uid,
+      podName: s.metadata.name,
+      podNamespace: s.metadata.namespace,
+      listedIn: -1,
+      carried: false,
+    };
+    if (Object.isFrozen(s)) this.sandboxes.set(s, listed);
+    return listed;
   }
 
   private container(c: Container): ListedContainer {
@@ -132,10 +219,33 @@ export class RunningPodAssembler {
       podName: labels.podName,
       podNamespace: labels.podNamespace,
       terminationGracePeriodSeconds: annotations.podTerminationGracePeriodSeconds,
+      listedIn: -1,
+      carried: false,
     };
     if (Object.isFrozen(c)) this.containers.set(c, listed);
     return listed;
   }
+}
+
+/**
+ * Two lists of pods, each newest first, as one, as a stable sort of the two one after the other
+ * would order them: the few changed pods of a relist go in among the others without sorting them all.
+ */
+function mergeNewestFirst(kept: readonly RunningPod[], changed: readonly RunningPod[]): RunningPod[] {
+  const out: RunningPod[] = [];
+  let k = 0;
+  for (const pod of changed) {
+    const at = createdAtNs(pod);
+    while (k < kept.length && createdAtNs(kept[k]!) >= at) out.push(kept[k++]!);
+    out.push(pod);
+  }
+  while (k < kept.length) out.push(kept[k++]!);
+  return out;
+}
+
+/** What orders the pods: the creation time of the pod's last listed sandbox (0 without one). */
+function createdAtNs(pod: RunningPod): number {
+  return pod.sandboxes[pod.sandboxes.length - 1]?.createdAtNs ?? 0;
 }
 
 /** The last listing's pod when nothing about it changed. */

@@ -572,7 +572,7 @@ export class KubeGenericRuntimeManager implements Runtime {
     };
   }
 
-  async getPods(all: boolean): Promise<RunningPod[]> {
+  async getPods(all: boolean): Promise<readonly RunningPod[]> {
     const sandboxes = await this.runtimeService.listPodSandbox(all ? undefined : { state: 'SANDBOX_READY' });
     const containers = await this.runtimeService.listContainers(
       all ? undefined : { state: 'CONTAINER_RUNNING' },

@@ -125,8 +125,12 @@ export interface Runtime {
     listed?: RunningPod,
     previous?: KubePodStatus,
   ): Promise<KubePodStatus>;
-  /** The pods the runtime has; with all=false only those with a ready sandbox or a running container. */
-  getPods(all: boolean): Promise<RunningPod[]>;
+  /**
+   * The pods the runtime has; with all=false only those with a ready sandbox or a running container.
+   * Frozen: while nothing in the runtime changed, the very array of the last call (the PLEG then
+   * compares nothing).
+   */
+  getPods(all: boolean): Promise<readonly RunningPod[]>;
   /** Removes dead containers and sandboxes beyond what the GC policy keeps, and those of pods no longer wanted. */
   garbageCollect(isPodWanted: (uid: string) => boolean): Promise<void>;
 }

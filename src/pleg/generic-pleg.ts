@@ -79,6 +79,7 @@ export interface GenericPlegOptions {
 /** A container's state as the PLEG compares it (upstream: plegContainerState). */
 type PlegContainerState = 'running' | 'exited' | 'unknown' | 'non-existent';
 
+/** A pod as the events sent so far describe it (old) and as the last listing has it (current). */
 interface PodRecord {
   old?: RunningPod;
   current?: RunningPod;
@@ -174,6 +175,10 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   private readonly onRelistStart: ((sinceLastRelistMs: number) => void) | undefined;
 
   private readonly records = new Map<string, PodRecord>();
+  /** The last listing, as getPods returned it. */
+  private listing: readonly RunningPod[] | undefined;
+  /** The pods whose record's current is not its old: the only ones a relist compares. */
+  private readonly unsettled = new Set<string>();
   /** Pods whose cache update failed: looked at again on the next relist even without events. */
   private podsToReinspect = new Set<string>();
   private relistInFlight: Promise<void> | undefined;
@@ -335,27 +340,22 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
   }
 
   private async relistOnce(startMs: number): Promise<void> {
-    const pods = await this.runtime.getPods(true);
+    this.takeListing(await this.runtime.getPods(true));
     this.counters.lastRelistTimeMs = startMs;
 
-    for (const record of this.records.values()) record.current = undefined;
-    for (const pod of pods) {
-      const record = this.records.get(pod.uid);
-      if (record) record.current = pod;
-      else this.records.set(pod.uid, { current: pod });
-    }
-
     const eventsByPod = new Map<string, PodLifecycleEvent[]>();
-    for (const [uid, record] of this.records) {
+    for (const uid of this.unsettled) {
+      const { old, current } = this.records.get(uid) ?? {};
       // Listed once, never read into the cache (its reading failed), and gone since: nothing to tell.
-      if (!record.old && !record.current) {
+      if (!old && !current) {
         this.records.delete(uid);
+        this.unsettled.delete(uid);
         continue;
       }
-      // The runtime hands back the same frozen pod while nothing about it changed.
-      if (record.old === record.current) continue;
-      const events = computePodEvents(uid, record.old, record.current);
+      const events = computePodEvents(uid, old, current);
       if (events.length > 0) eventsByPod.set(uid, events);
+      // Its containers' states are the ones it settled at: the next relist need not compare it.
+      else this.commitRecord(uid);
     }
 
     const needsReinspection = new Set<string>();
@@ -398,15 +398,30 @@ export class GenericPLEG implements PodLifecycleEventGenerator {
     this.podsToReinspect = needsReinspection;
   }
 
+  /**
+   * Takes a relist's pods into the records. getPods hands back the very array of the last listing
+   * while nothing in the runtime changed, and the very pod while nothing of it changed, so a quiet
+   * relist looks at no record, and a busy one compares only the pods that changed.
+   */
+  private takeListing(pods: readonly RunningPod[]): void {
+    if (pods === this.listing) return;
+    this.listing = pods;
+    for (const record of this.records.values()) record.current = undefined;
+    for (const pod of pods) {
+      const record = this.records.get(pod.uid);
+      if (record) record.current = pod;
+      else this.records.set(pod.uid, { current: pod });
+    }
+    for (const [uid, record] of this.records) if (record.old !== record.current) this.unsettled.add(uid);
+  }
+
+  /** The pod's events are out: its current listing becomes its old one (a pod no longer listed goes). */
   private commitRecord(uid: string): void {
+    this.unsettled.delete(uid);
     const record = this.records.get(uid);
     if (!record) return;
-    if (!record.current) {
-      this.records.delete(uid);
-      return;
-    }
-    record.old = record.current;
-    record.current = undefined;
+    if (record.current) record.old = record.current;
+    else this.records.delete(uid);
   }
 
   /**

@@ -61,7 +61,7 @@ export class FakeKubeRuntime implements Runtime {
     return { uid, name, namespace, ips: [], sandboxStatuses: [], containerStatuses: [], timestampMs: 0 };
   }
 
-  async getPods(_all: boolean): Promise<RunningPod[]> {
+  async getPods(_all: boolean): Promise<readonly RunningPod[]> {
     this.calls.push('getPods');
     if (this.getPodsGate) await this.getPodsGate;
     if (this.getPodsError) throw this.getPodsError;

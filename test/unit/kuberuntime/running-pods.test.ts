@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container, PodSandbox } from '../../../src/cri/types.js';
+import type { RunningPod } from '../../../src/kuberuntime/types.js';
 import { RunningPodAssembler } from '../../../src/kuberuntime/running-pods.js';
 
 function sandbox(uid: string, createdAt: number, state: PodSandbox['state'] = 'SANDBOX_READY'): PodSandbox {
@@ -154,6 +155,80 @@ describe('RunningPodAssembler', () => {
     const [more] = assembler.assemble([sb], [one!, two!, three!, frozen(container('a', 'four'))]);
     assert.equal(more!.containers.length, 4);
     assert.equal(more!.containers[0], before!.containers[0]);
+  });
+
+  it('a listing of the very items of the last one, in any order, is the last result itself', () => {
+    const assembler = new RunningPodAssembler();
+    const sandboxes = [frozen(sandbox('a', 1)), frozen(sandbox('b', 2))];
+    const containers = [frozen(container('a', 'app')), frozen(container('b', 'app'))];
+    const first = assembler.assemble(sandboxes, containers);
+    // containerd lists its items in another order each time (it ranges over Go maps).
+    const second = assembler.assemble([...sandboxes].reverse(), [...containers].reverse());
+    assert.equal(second, first);
+    assert.ok(Object.isFrozen(second));
+    assert.deepEqual(
+      second.map((p) => p.uid),
+      ['b', 'a'],
+    );
+  });
+
+  it('puts together again only the pods with a new item, the others as they were, newest first', () => {
+    const assembler = new RunningPodAssembler();
+    const uids = ['p1', 'p2', 'p3', 'p4', 'p5'];
+    const sandboxes = uids.map((uid, i) => frozen(sandbox(uid, 10 * (i + 1))));
+    const containers = uids.map((uid) => frozen(container(uid, 'app')));
+    const before = assembler.assemble(sandboxes, containers);
+    assert.deepEqual(
+      before.map((p) => p.uid),
+      ['p5', 'p4', 'p3', 'p2', 'p1'],
+    );
+    const byUid = (pods: readonly RunningPod[]) => new Map(pods.map((p) => [p.uid, p]));
+
+    // p3's container exited (a new object from the list cache), and p0 is new with the newest sandbox.
+    containers[2] = frozen(container('p3', 'app', 'CONTAINER_EXITED'));
+    const after = assembler.assemble(
+      [...sandboxes, frozen(sandbox('p0', 60)), frozen(sandbox('p6', 25))],
+      [...containers, frozen(container('p0', 'app'))],
+    );
+    assert.deepEqual(
+      after.map((p) => p.uid),
+      ['p0', 'p5', 'p4', 'p3', 'p6', 'p2', 'p1'],
+    );
+    const was = byUid(before);
+    const now = byUid(after);
+    for (const uid of ['p1', 'p2', 'p4', 'p5']) assert.equal(now.get(uid), was.get(uid), uid);
+    assert.notEqual(now.get('p3'), was.get('p3'));
+    assert.equal(now.get('p3')!.containers[0]!.state, 'exited');
+    assert.equal(now.get('p3')!.sandboxes[0], was.get('p3')!.sandboxes[0]);
+    assert.deepEqual(now.get('p6')!.containers, []);
+  });
+
+  it('an item gone from a pod with nothing new makes that pod anew, and a pod gone goes', () => {
+    const assembler = new RunningPodAssembler();
+    const [sa, sb, sc] = [frozen(sandbox('a', 1)), frozen(sandbox('b', 2)), frozen(sandbox('c', 3))];
+    const [ca, cb, cbDead, cc] = [
+      frozen(container('a', 'app')),
+      frozen(container('b', 'app')),
+      frozen(container('b', 'old', 'CONTAINER_EXITED')),
+      frozen(container('c', 'app')),
+    ];
+    const before = assembler.assemble([sa, sb, sc], [ca, cb, cbDead, cc]);
+    // The GC removed b's dead container, and everything of c is gone; nothing is new.
+    const after = assembler.assemble([sa, sb], [ca, cb]);
+    assert.deepEqual(
+      after.map((p) => `${p.uid}: ${p.containers.map((c) => c.name).join(',')}`),
+      ['b: app', 'a: app'],
+    );
+    assert.equal(after[1], before[2], 'a is as it was');
+    assert.notEqual(after[0], before[1]);
+    // And a pod that both lost an item and has a new one.
+    const cbNew = frozen(container('b', 'app', 'CONTAINER_EXITED'));
+    const last = assembler.assemble([sa, sb], [ca, cbNew]);
+    assert.equal(last[1], after[1]);
+    assert.deepEqual(
+      last[0]!.containers.map((c) => `${c.name} ${c.state}`),
+      ['app exited'],
+    );
   });
 
   it('converts items that are not frozen every time (an object that can change is not kept)', () => {

@@ -5,6 +5,8 @@ import { setLogSink } from '../../../src/lib/log.js';
 import { GenericPLEG, type PodLifecycleEvent } from '../../../src/pleg/generic-pleg.js';
 import { formatGoDuration } from '../../../src/lib/go-duration.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
+import type { Container, PodSandbox } from '../../../src/cri/types.js';
+import { RunningPodAssembler } from '../../../src/kuberuntime/running-pods.js';
 import type { RunningPod } from '../../../src/kuberuntime/types.js';
 import { FakeKubeRuntime, flushPromises, kubePodStatus, runningPod } from '../helpers/fake-kube-runtime.js';
 
@@ -129,6 +131,84 @@ describe('GenericPLEG relist', () => {
     listed = [Object.freeze(runningPod('a', [{}], [{ state: 'exited' }]))];
     await pleg.relist();
     assert.deepEqual(drain(pleg), ['a ContainerDied c-a-0']);
+  });
+
+  it("over the runtime manager's pods: a quiet relist reads none, a changed item only its pod, a pod gone its removal", async () => {
+    const { runtime, pleg, cache, clock } = setup();
+    // As the runtime manager lists them: the list cache's frozen items, grouped by its assembler.
+    const item = <T extends object>(value: T): T => {
+      for (const v of Object.values(value)) if (typeof v === 'object' && v) Object.freeze(v);
+      return Object.freeze(value);
+    };
+    const sandbox = (uid: string): PodSandbox =>
+      item({
+        id: `sb-${uid}`,
+        metadata: { name: `pod-${uid}`, namespace: 'ns', uid, attempt: 0 },
+        state: 'SANDBOX_READY',
+        createdAt: 1,
+        labels: {},
+        annotations: {},
+        runtimeHandler: '',
+      });
+    const container = (uid: string, state: Container['state'] = 'CONTAINER_RUNNING'): Container =>
+      item({
+        id: `c-${uid}`,
+        podSandboxId: `sb-${uid}`,
+        metadata: { name: 'app', attempt: 0 },
+        image: { image: 'busybox' },
+        imageRef: 'sha256:abc',
+        state,
+        createdAt: 1,
+        labels: {
+          'io.kubernetes.pod.uid': uid,
+          'io.kubernetes.pod.name': `pod-${uid}`,
+          'io.kubernetes.pod.namespace': 'ns',
+        },
+        annotations: {},
+      });
+    const uids = Array.from({ length: 20 }, (_, i) => `p${i}`);
+    const sandboxes = uids.map(sandbox);
+    const containers = uids.map((uid) => container(uid));
+    const assembler = new RunningPodAssembler();
+    runtime.getPods = async () => {
+      runtime.calls.push('getPods');
+      return assembler.assemble([...sandboxes], [...containers]);
+    };
+    await pleg.relist();
+    assert.equal(drain(pleg).length, 40);
+
+    // Nothing changed: no pod is read, no event sent, and yet a worker waiting on a quiet pod moves on.
+    runtime.calls.length = 0;
+    const lastSyncMs = clock.now();
+    clock.advance(1000);
+    const waiting = cache.getNewerThan('p3', lastSyncMs);
+    await pleg.relist();
+    await waiting;
+    assert.deepEqual(runtime.calls, ['getPods']);
+    assert.deepEqual(drain(pleg), []);
+
+    // One container of twenty exited: only its pod is read, and only its event goes out.
+    runtime.calls.length = 0;
+    containers[7] = container('p7', 'CONTAINER_EXITED');
+    await pleg.relist();
+    assert.deepEqual(runtime.calls, ['getPods', 'getPodStatus p7']);
+    assert.deepEqual(drain(pleg), ['p7 ContainerDied c-p7']);
+
+    // Everything of p9 is gone while running: it died and was removed, and its cache entry goes.
+    runtime.calls.length = 0;
+    sandboxes.splice(9, 1);
+    containers.splice(9, 1);
+    await pleg.relist();
+    assert.deepEqual(runtime.calls, ['getPods']);
+    assert.deepEqual(drain(pleg), [
+      'p9 ContainerDied sb-p9',
+      'p9 ContainerRemoved sb-p9',
+      'p9 ContainerDied c-p9',
+      'p9 ContainerRemoved c-p9',
+    ]);
+    assert.equal(cache.size, 19);
+    await pleg.relist();
+    assert.deepEqual(drain(pleg), []);
   });
 
   it('forgets a pod that was listed, could not be read and went away', async () => {
