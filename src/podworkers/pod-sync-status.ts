@@ -125,7 +125,6 @@ export function newSyncStatus(fullname: string): PodSyncStatus {
   };
 }
 
-/** Remembers the newest pod, mirror pod and kill options the lane has seen, for replay. */
 /** The update the lane takes next, in place of any waiting: the newest pod and reading count. */
 export function replacePendingUpdate(status: PodSyncStatus, options: UpdatePodOptions): void {
   // A PLEG event's sync may be skipped (syncedAlready) only if the update it replaces could be too.
@@ -133,6 +132,7 @@ export function replacePendingUpdate(status: PodSyncStatus, options: UpdatePodOp
   status.pendingUpdate = options;
 }
 
+/** Remembers the newest pod, mirror pod and kill options the lane has seen, for replay. */
 export function mergeLastUpdate(status: PodSyncStatus, other: UpdatePodOptions): void {
   // A replayed update is a plain sync, whatever brought the pod here.
   const active: UpdatePodOptions = status.activeUpdate ?? { updateType: 'sync' };
