@@ -18,7 +18,7 @@ import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { POD_STARTUP_DURATION_BUCKETS } from './pod-startup-latency-tracker.js';
 import type { PodLifecycleEvent } from '../pleg/generic-pleg.js';
-import { isMirrorPod } from '../api/pod-source.js';
+import { isMirrorPod, isStaticPod } from '../api/pod-source.js';
 import { PodManager } from '../pod/pod-manager.js';
 import {
   NETWORK_NOT_READY_ERROR_MSG,
@@ -244,8 +244,12 @@ export class Kubelet implements ServerHost {
     if (e.type === 'ContainerRemoved') return;
     const pod = this.podManager.getPodByUid(e.podUid);
     if (!pod) return;
-    // The reading the event came with, or a newer one: the worker skips the sync if it synced on it already.
-    const plegReading = this.opts.podCache.get(e.podUid).status;
+    // The reading the event came with, or a newer one: the worker skips the sync if it synced on it
+    // already. Not for a static pod whose mirror pod is missing in cluster mode: its sync also makes
+    // the mirror pod, and a failed creation (logged, not a failed sync) is retried by the next sync.
+    const mirrorMissing =
+      this.opts.mirrorPods !== undefined && isStaticPod(pod) && !this.opts.mirrorPods.mirrorOf(pod);
+    const plegReading = mirrorMissing ? undefined : this.opts.podCache.get(e.podUid).status;
     this.forPod(pod, 'sync', () => this.dispatchWork(pod, 'sync', plegReading));
   }
 

@@ -751,9 +751,7 @@ export class PodWorkersImpl implements PodWorkers {
  * pod's previous sync succeeded on that very reading, with the same pod, that sync already acted on
  * the change, and another would find nothing to do: the same status, no container to start or stop.
  * This happens at each pod start: a worker waiting for a fresher reading is woken by the relist's
- * reading of its pod, and the relist then sends the event that reading was for. A static pod with no
- * mirror pod yet is synced all the same: its sync also makes the mirror pod, whose failure (logged,
- * not a failed sync) that next sync retries at once, as upstream's would.
+ * reading of its pod, and the relist then sends the event that reading was for.
  */
 function syncedAlready(update: UpdatePodOptions, status: PodSyncStatus): boolean {
   const last = status.lastSynced;
@@ -763,7 +761,6 @@ function syncedAlready(update: UpdatePodOptions, status: PodSyncStatus): boolean
     update.updateType === 'sync' &&
     last.podStatus === update.plegReading &&
     last.pod === update.pod &&
-    last.mirrorPod === update.mirrorPod &&
-    !(update.mirrorPod === undefined && update.pod !== undefined && isStaticPod(update.pod))
+    last.mirrorPod === update.mirrorPod
   );
 }

@@ -21,7 +21,8 @@ import { SMTAlignmentError } from '../../../src/cm/cpumanager/policy-static.js';
 import type { EventRecorder } from '../../../src/kuberuntime/event-recorder.js';
 import { KubeGenericRuntimeManager } from '../../../src/kuberuntime/runtime-manager.js';
 import { FakeClock, realClock, type Clock } from '../../../src/lib/clock.js';
-import { setLogSink } from '../../../src/lib/log.js';
+import { logger, setLogSink } from '../../../src/lib/log.js';
+import { MirrorPods } from '../../../src/pod/mirror-pods.js';
 import { GenericPLEG } from '../../../src/pleg/generic-pleg.js';
 import { InMemoryPodCache } from '../../../src/pleg/pod-cache.js';
 import { PodWorkersImpl } from '../../../src/podworkers/pod-workers.js';
@@ -88,6 +89,8 @@ function startNode(
     runtimeEvents?: boolean;
     /** The topology manager's providers, in order, under its none policy (as built by default). */
     hintProviders?: HintProvider[];
+    /** Cluster mode's mirror pods of the static pods. */
+    mirrorPods?: MirrorPods;
   } = {},
 ): Node {
   const clock = opts.clock ?? realClock;
@@ -139,6 +142,7 @@ function startNode(
     metrics,
     deviceAdmission: opts.deviceAdmission,
     topologyAdmission: topologyManagerOf(opts.hintProviders ?? []),
+    ...(opts.mirrorPods ? { mirrorPods: opts.mirrorPods } : {}),
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock, metrics }),
   });
   kubelet.start();
@@ -716,4 +720,36 @@ test('a pod start syncs once per runtime reading: the PLEG events of the reading
   // The create sync starts the sandbox and the container; one relist reads both running and sends an
   // event for each. The first event's sync reports the pod Running; the second's would repeat it.
   assert.equal(Number(syncs?.[1]), 1);
+});
+
+test('a static pod whose mirror pod could not be made is synced for each PLEG event, so its next sync tries again', async () => {
+  const dir = await tempDir();
+  const fake = newFake();
+  let creates = 0;
+  const mirrorPods = new MirrorPods({
+    client: {
+      createMirrorPod: () => {
+        creates++;
+        return Promise.reject(new Error('the API server is away'));
+      },
+      deleteMirrorPod: () => Promise.resolve(false),
+    },
+    getNode: () => ({ metadata: { name: 'node-a' } }),
+    log: logger('test'),
+  });
+  const node = startNode(fake, dir, { mirrorPods });
+  node.send({ op: 'SET', pods: [pod('web', 'uid-web')] });
+  await waitFor(
+    'the pod to run',
+    () => node.statusManager.getPodStatus('uid-web')?.phase === 'Running',
+    5000,
+    20,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const syncs = /^kubelet_pod_worker_duration_seconds_count\{operation_type="sync"\} (\S+)$/m.exec(
+    await node.metrics.expose(),
+  );
+  // Both events of the relist that read the sandbox and the container running bring a sync.
+  assert.equal(Number(syncs?.[1]), 2);
+  assert.equal(creates, 3, 'the create sync and both event syncs tried to make the mirror pod');
 });

@@ -304,8 +304,9 @@ describe('PodWorkers and the PLEG events of a reading already synced', () => {
    * A pod start as the kubelet sees it: the create sync runs while the sandbox's event comes; the
    * sync after it is woken by the relist's reading of the pod, whose event for the container comes next.
    */
-  async function startedPod(pod = makePod('a')) {
+  async function startedPod() {
     const t = setup();
+    const pod = makePod('a');
     const read = (ips: string[]) => {
       t.clock.advance(1);
       t.cache.set('a', kubePodStatus('a', { ips }), undefined, t.clock.now());
@@ -334,16 +335,6 @@ describe('PodWorkers and the PLEG events of a reading already synced', () => {
     await update({ updateType: 'sync', pod, plegReading: read(['10.0.0.5']) });
     assert.equal(syncer.calls.length, 3);
     assert.deepEqual(syncer.last().podStatus?.ips, ['10.0.0.5']);
-  });
-
-  it('syncs for the event a static pod without its mirror pod, whose sync also makes the mirror', async () => {
-    const staticPod = makePod('a');
-    staticPod.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
-    const { syncer, update, relist, containerReading } = await startedPod(staticPod);
-    await update({ updateType: 'sync', pod: staticPod, plegReading: containerReading });
-    syncer.last().resolve();
-    await relist();
-    assert.equal(syncer.calls.length, 3);
   });
 
   it('syncs for the event when the previous sync on that reading failed', async () => {
