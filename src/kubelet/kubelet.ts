@@ -3,7 +3,6 @@
  * events, the 1 s sync tick, housekeeping every 2 s) and hands pods to their workers, and the three
  * callbacks the workers run (syncPod, syncTerminatingPod, syncTerminatedPod). Upstream: pkg/kubelet/kubelet.go.
  */
-import { mutableCopy } from '../lib/deep-readonly.js';
 import type { Pod, PodStatus } from '../api/core-v1.js';
 import type { PodOperation, PodSource, PodUpdate } from '../config/types.js';
 import { convertPodStatusToRunningPod } from '../kuberuntime/container-status.js';
@@ -29,7 +28,6 @@ import {
 import type { ProbeUpdate } from '../prober/prober-manager.js';
 import { pingCheck, logCheck, type HealthChecker } from '../server/healthz.js';
 import type { ServerHost } from '../server/local-server.js';
-import { generateAPIPodStatus } from '../status/generate-api-pod-status.js';
 import { needToReconcilePodReadiness } from '../status/pod-conditions.js';
 import { ReasonCache } from '../status/reason-cache.js';
 import { rfc3339Seconds } from '../api/rfc3339-seconds.js';
@@ -39,6 +37,7 @@ import { runningPodToPod } from './running-pod.js';
 import type { KubeletOptions } from './kubelet-options.js';
 import { PodAdmitter, type AdmitVerdict } from './pod-admitter.js';
 import { handlePodCleanups } from './pod-cleanups.js';
+import { PodStatusGenerator } from './pod-status-generator.js';
 import { makePodDataDirs } from './pod-data-dirs.js';
 import { loopPeriodMs } from '../lib/loop-period.js';
 import { compareStrings } from '../lib/compare.js';
@@ -81,12 +80,7 @@ export class Kubelet implements ServerHost {
   private podWorkers!: PodWorkers;
   /** Why each container last failed to start, so the next status shows why it waits. */
   private readonly reasonCache = new ReasonCache();
-  /**
-   * What the kubelet itself decided about the status of pods it stops (upstream: the kill's
-   * PodStatusFunc), laid over every status generated for them, so that a preempted pod stays
-   * Failed/Preempting even when its containers exit 0.
-   */
-  private readonly podStatusFns = new Map<string, (status: PodStatus) => PodStatus>();
+  private readonly statuses: PodStatusGenerator;
   /** The sources the sync loop has received updates from (upstream: sourcesReady). */
   private readonly sourcesSeen = new Set<PodSource>();
   private readonly stopController = new AbortController();
@@ -130,6 +124,11 @@ export class Kubelet implements ServerHost {
       (uid) => opts.statusManager.getPodStatus(uid),
       (pod, reason, message) => opts.recorder?.event(pod, '', 'Normal', reason, message),
     );
+    this.statuses = new PodStatusGenerator({
+      ...opts,
+      reasonCache: this.reasonCache,
+      activeDeadline: this.activeDeadline,
+    });
   }
 
   /** Starts the sync loop; returns at once. */
@@ -409,12 +408,8 @@ export class Kubelet implements ServerHost {
       requestingPod: podRef(criticalPod),
     });
     this.opts.recorder?.event(victim, '', 'Warning', PREEMPT_REASON, PREEMPT_MESSAGE);
-    const uid = victim.metadata.uid ?? '';
-    const statusFn = (status: PodStatus) => preemptedPodStatus(status, rfc3339Seconds(this.clock.now()));
-    this.podStatusFns.set(uid, statusFn);
-    this.opts.statusManager.setPodStatus(
-      victim,
-      statusFn(mutableCopy<PodStatus>(this.opts.statusManager.getPodStatus(uid) ?? victim.status ?? {})),
+    this.statuses.setStatusFn(victim, (status) =>
+      preemptedPodStatus(status, rfc3339Seconds(this.clock.now())),
     );
     this.podWorkers.updatePod({
       pod: victim,
@@ -435,12 +430,7 @@ export class Kubelet implements ServerHost {
     statusFn: (status: PodStatus) => PodStatus,
     evict = true,
   ): Promise<void> {
-    const uid = pod.metadata.uid ?? '';
-    this.podStatusFns.set(uid, statusFn);
-    this.opts.statusManager.setPodStatus(
-      pod,
-      statusFn(mutableCopy<PodStatus>(this.opts.statusManager.getPodStatus(uid) ?? pod.status ?? {})),
-    );
+    this.statuses.setStatusFn(pod, statusFn);
     // Upstream waits the grace period and half again, at least 10 s.
     const timeoutMs = Math.max(10, gracePeriodSeconds + gracePeriodSeconds / 2) * 1000;
     return new Promise<void>((resolve) => {
@@ -502,7 +492,7 @@ export class Kubelet implements ServerHost {
     const seenMs = updateType === 'create' ? this.firstSeenMs.get(uid) : undefined;
     if (seenMs !== undefined)
       this.podWorkerStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
-    const apiStatus = this.generateStatus(pod, podStatus, false);
+    const apiStatus = this.statuses.generate(pod, podStatus, false);
     this.opts.statusManager.setPodStatus(pod, apiStatus);
     this.observePodStart(uid, apiStatus);
     // A pod whose restart policy has run its course is finished: the worker moves it on to terminating.
@@ -572,7 +562,7 @@ export class Kubelet implements ServerHost {
       }
       // The status set above was made before this sync met the back-offs (see reportCrashLoopNow).
       if (reportCrashLoopNow(result.results))
-        this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
+        this.opts.statusManager.setPodStatus(pod, this.statuses.generate(pod, podStatus, false));
       // Only back-offs: look again when the first runs out, so the container restarts when its back-off
       // says rather than at the next resync as upstream does (up to 1.5 min later).
       return { isTerminal: false, requeueAfterMs: backOffRequeueMs(result.results) };
@@ -590,7 +580,7 @@ export class Kubelet implements ServerHost {
     log.v(2, 'Pod terminating', { pod: podRef(pod), gracePeriodSeconds });
     // A probe must not restart a container the kubelet is stopping.
     this.opts.prober?.stopLivenessAndStartup(pod);
-    this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, false));
+    this.opts.statusManager.setPodStatus(pod, this.statuses.generate(pod, podStatus, false));
     try {
       await this.runtime.killPod(pod, convertPodStatusToRunningPod(podStatus), gracePeriodSeconds);
     } catch (err) {
@@ -620,7 +610,7 @@ export class Kubelet implements ServerHost {
         `detected running containers after a successful KillPod: ${running.map((c) => c.name).join(', ')}`,
       );
     }
-    this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, stopped, true));
+    this.opts.statusManager.setPodStatus(pod, this.statuses.generate(pod, stopped, true));
     // The terminated sync waits for a PLEG reading newer than this one, whose cache keeps the pod's
     // IP (the fresh read above has none once the sandbox stopped). Upstream's generic PLEG brings it
     // within its 1 s relist; with task events, nothing else would until the 10 s safety relist. A
@@ -641,7 +631,7 @@ export class Kubelet implements ServerHost {
   async syncTerminatedPod(pod: Pod, podStatus: KubePodStatus, signal: AbortSignal): Promise<void> {
     signal.throwIfAborted();
     const uid = pod.metadata.uid ?? '';
-    this.opts.statusManager.setPodStatus(pod, this.generateStatus(pod, podStatus, true));
+    this.opts.statusManager.setPodStatus(pod, this.statuses.generate(pod, podStatus, true));
     // The containers are gone: their volumes go too (upstream: WaitForUnmount); a failure is retried.
     await this.opts.volumeManager?.unmountAndCleanup(uid, signal);
     this.opts.statusManager.terminatePod(pod);
@@ -664,45 +654,6 @@ export class Kubelet implements ServerHost {
     this.podStartDuration?.observe(undefined, (this.clock.now() - seenMs) / 1000);
   }
 
-  /**
-   * The pod's API status. A pod whose status cannot be made keeps its last one (logged), so that it
-   * can still be synced, stopped and cleaned up like any other.
-   */
-  private generateStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {
-    try {
-      return this.generatePodStatus(pod, podStatus, podIsTerminal);
-    } catch (err) {
-      log.error('Failed to generate pod status', { pod: podRef(pod), err: errorMessage(err) });
-      return mutableCopy<PodStatus>(
-        this.opts.statusManager.getPodStatus(pod.metadata.uid ?? '') ?? pod.status ?? {},
-      );
-    }
-  }
-
-  private generatePodStatus(pod: Pod, podStatus: KubePodStatus, podIsTerminal: boolean): PodStatus {
-    const uid = pod.metadata.uid ?? '';
-    const status = generateAPIPodStatus({
-      pod,
-      podStatus,
-      oldPodStatus: this.opts.statusManager.getPodStatus(uid),
-      podIsTerminal,
-      nowMs: this.clock.now(),
-      waitingReasons: this.reasonCache.forPod(uid),
-      probeResults: this.opts.prober?.statusProbeResults,
-      hostIPs: this.opts.statusHostIPs,
-    });
-    // An internal module that wants the pod gone fails it (upstream: the PodSyncHandlers' ShouldEvict
-    // in generateAPIPodStatus), unless the API already shows it finished otherwise.
-    const apiPhase = pod.status?.phase;
-    if (apiPhase !== 'Succeeded' && apiPhase !== 'Failed') {
-      const evict = this.activeDeadline.shouldEvict(pod);
-      if (evict.evict)
-        Object.assign(status, { phase: 'Failed', reason: evict.reason, message: evict.message });
-    }
-    const statusFn = this.podStatusFns.get(uid);
-    return statusFn ? statusFn(status) : status;
-  }
-
   // ---- housekeeping (upstream: HandlePodCleanups) -------------------------------------------------
 
   private async housekeeping(): Promise<void> {
@@ -717,7 +668,7 @@ export class Kubelet implements ServerHost {
         podWorkers: this.podWorkers,
         runtime: this.runtime,
         opts: this.opts,
-        podStatusFns: this.podStatusFns,
+        podStatusFns: this.statuses.statusFns,
         clock: this.clock,
         signal: this.stopController.signal,
       });
