@@ -701,10 +701,8 @@ test('a container that exits into a crash-loop back-off shows CrashLoopBackOff w
   assert.match(during.cs?.state?.waiting?.message ?? '', /^back-off 10s restarting failed container=main /);
 });
 
-test('a pod start syncs once per runtime reading: the PLEG events of the reading its last sync acted on bring no more syncs', async () => {
-  const dir = await tempDir();
-  const fake = newFake();
-  const node = startNode(fake, dir);
+/** Starts pod web and counts the pod worker's 'sync' updates once it runs and its relists are quiet. */
+async function syncsOfAPodStart(node: Node): Promise<number> {
   node.send({ op: 'SET', pods: [pod('web', 'uid-web')] });
   await waitFor(
     'the pod to run',
@@ -717,14 +715,18 @@ test('a pod start syncs once per runtime reading: the PLEG events of the reading
   const syncs = /^kubelet_pod_worker_duration_seconds_count\{operation_type="sync"\} (\S+)$/m.exec(
     await node.metrics.expose(),
   );
+  return Number(syncs?.[1]);
+}
+
+test('a pod start syncs once per runtime reading: the PLEG events of the reading its last sync acted on bring no more syncs', async () => {
+  const node = startNode(newFake(), await tempDir());
+  const syncs = await syncsOfAPodStart(node);
   // The create sync starts the sandbox and the container; one relist reads both running and sends an
   // event for each. The first event's sync reports the pod Running; the second's would repeat it.
-  assert.equal(Number(syncs?.[1]), 1);
+  assert.equal(syncs, 1);
 });
 
 test('a static pod whose mirror pod could not be made is synced for each PLEG event, so its next sync tries again', async () => {
-  const dir = await tempDir();
-  const fake = newFake();
   let creates = 0;
   const mirrorPods = new MirrorPods({
     client: {
@@ -737,19 +739,8 @@ test('a static pod whose mirror pod could not be made is synced for each PLEG ev
     getNode: () => ({ metadata: { name: 'node-a' } }),
     log: logger('test'),
   });
-  const node = startNode(fake, dir, { mirrorPods });
-  node.send({ op: 'SET', pods: [pod('web', 'uid-web')] });
-  await waitFor(
-    'the pod to run',
-    () => node.statusManager.getPodStatus('uid-web')?.phase === 'Running',
-    5000,
-    20,
-  );
-  await new Promise((resolve) => setTimeout(resolve, 300));
-  const syncs = /^kubelet_pod_worker_duration_seconds_count\{operation_type="sync"\} (\S+)$/m.exec(
-    await node.metrics.expose(),
-  );
+  const syncs = await syncsOfAPodStart(startNode(newFake(), await tempDir(), { mirrorPods }));
   // Both events of the relist that read the sandbox and the container running bring a sync.
-  assert.equal(Number(syncs?.[1]), 2);
+  assert.equal(syncs, 2);
   assert.equal(creates, 3, 'the create sync and both event syncs tried to make the mirror pod');
 });
