@@ -16,7 +16,7 @@ import { DEFAULT_BUCKETS_SECONDS, type Histogram } from '../lib/metrics.js';
 import { errorMessage, KubeletError } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
 import { POD_STARTUP_DURATION_BUCKETS } from './pod-startup-latency-tracker.js';
-import type { PodLifecycleEvent } from '../pleg/generic-pleg.js';
+import { DEFAULT_RELIST_THRESHOLD_MS, type PodLifecycleEvent } from '../pleg/generic-pleg.js';
 import { isMirrorPod, isStaticPod } from '../api/pod-source.js';
 import { PodManager } from '../pod/pod-manager.js';
 import {
@@ -99,6 +99,8 @@ export class Kubelet implements ServerHost {
   private housekeepingRunning = false;
   private lastContainerGcMs = 0;
   private lastLoopIterationMs = 0;
+  /** When start() ran; 0 before. */
+  private startedMs = 0;
   private state: 'NEW' | 'RUNNING' | 'STOPPING' | 'STOPPED' = 'NEW';
 
   constructor(opts: KubeletOptions) {
@@ -136,7 +138,8 @@ export class Kubelet implements ServerHost {
     if (this.state !== 'NEW') throw new Error(`kubelet cannot start from state ${this.state}`);
     this.state = 'RUNNING';
     this.podWorkers = this.opts.podWorkers();
-    this.lastLoopIterationMs = this.clock.now();
+    this.startedMs = this.clock.now();
+    this.lastLoopIterationMs = this.startedMs;
     this.opts.pleg.start();
     this.unsubscribers.push(
       this.opts.podConfig.onUpdate((u) => this.loopIteration(() => this.handleConfigUpdate(u))),
@@ -748,7 +751,18 @@ export class Kubelet implements ServerHost {
             : undefined;
         },
       },
-      { name: 'pleg', check: () => this.opts.pleg.healthy().message },
+      {
+        name: 'pleg',
+        check: () => {
+          const health = this.opts.pleg.healthy();
+          // Before its first relist the PLEG is starting, not stalled: /healthz stays 200 from its
+          // first 200 on (the Node's Ready condition still waits for that relist, as upstream's).
+          const starting =
+            this.opts.pleg.metrics().lastRelistTimeMs === 0 &&
+            this.clock.now() - this.startedMs <= DEFAULT_RELIST_THRESHOLD_MS;
+          return health.healthy || starting ? undefined : health.message;
+        },
+      },
       ...(this.opts.healthChecks ?? []),
     ];
   }

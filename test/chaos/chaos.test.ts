@@ -142,8 +142,7 @@ describe(`chaos, standalone: ${form.pods} static pods`, () => {
         let polling = true;
         const poller = (async () => {
           // From its first 200 with the PLEG's check in it on: before that the kubelet is still
-          // starting. Until the kubelet is built, /healthz checks only that the runtime answers, so a
-          // 200 then is followed by the PLEG's 'yet to be successful' until its first relist.
+          // starting, and until the kubelet is built /healthz checks only that the runtime answers.
           while (polling && !healthy) {
             const first = await probeHealthz(kubelet.healthzPort);
             healthy = !first.failure && first.body.includes('[+]pleg ok');

@@ -744,3 +744,30 @@ test('a static pod whose mirror pod could not be made is synced for each PLEG ev
   assert.equal(syncs, 2);
   assert.equal(creates, 3, 'the create sync and both event syncs tried to make the mirror pod');
 });
+
+test("/healthz's pleg check: a PLEG that has not relisted yet is starting, not failing, until upstream's 3-minute threshold; then it fails until a relist succeeds", async () => {
+  const clock = new FakeClock();
+  const fake = new FakeRuntime(clock);
+  fake.injectError('listPodSandbox', new Error('the runtime is not answering'));
+  const node = startNode(fake, await tempDir(), { clock });
+  const plegCheck = node.kubelet.healthChecks().find((c) => c.name === 'pleg');
+  assert.ok(plegCheck);
+  /** Moves the fake clock, letting the relist it wakes run. */
+  const advance = async (ms: number) => {
+    clock.advance(ms);
+    for (let i = 0; i < 3; i++) await new Promise((r) => setTimeout(r, 1));
+  };
+  await advance(50);
+  assert.equal(await plegCheck.check(), undefined, 'before any relist succeeded, within the threshold');
+  await advance(3 * 60 * 1000 + 50);
+  assert.equal(await plegCheck.check(), 'pleg has yet to be successful');
+  fake.clearErrors();
+  await waitFor(
+    'a relist to succeed',
+    async () => {
+      await advance(50);
+      return (await plegCheck.check()) === undefined;
+    },
+    5_000,
+  );
+});
