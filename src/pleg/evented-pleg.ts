@@ -1,8 +1,9 @@
 /**
  * The evented PLEG (upstream: pleg.EventedPLEG, feature gate EventedPLEG). Upstream reads CRI's
  * GetContainerEvents; containerd 1.6 does not implement it, so this one reads containerd's own task
- * events (start, exit, OOM, delete) and answers each with an immediate relist of the GenericPLEG it
- * wraps: the sync loop learns of an exit within one relist instead of within a relist period.
+ * events (start, exit, OOM, delete) and answers them with relists of the GenericPLEG it wraps: at
+ * once for a lone event, one per EVENT_RELIST_GAP_MS for a burst. The sync loop learns of an exit
+ * within one relist instead of within a relist period.
  *
  * The relist stays as the safety net, at relistPeriodMs (10 s) while the event stream is healthy and
  * at fallbackRelistPeriodMs (1 s, the generic PLEG's period) while it is broken; every new stream
@@ -34,6 +35,14 @@ export const EVENTED_RELIST_PERIOD_MS = 10_000;
  * once may still see the old state; these catch the new one soon after.
  */
 export const FOLLOW_UP_RELISTS_MS = [100, 400, 1500] as const;
+
+/**
+ * The least time between two relists asked for by task events. While many pods start, events came
+ * every 75 ms or so and each brought a relist of every pod and container (180 relists, about a tenth
+ * of a 100-pod start's CPU); the events of a burst now share one relist per gap. A lone event still
+ * relists at once, and the last event of a burst keeps its follow-ups.
+ */
+export const EVENT_RELIST_GAP_MS = 250;
 
 /** What the evented PLEG needs of an event source: subscribeTaskEvents bound to a socket and namespace. */
 export type TaskEventSubscriber = (
@@ -73,6 +82,10 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private lastBreak: string | undefined;
   /** The pending follow-up relist of the last task event. */
   private followUp: TimerHandle | undefined;
+  /** When a task event last asked for a relist; -Infinity before the first. */
+  private lastEventRelistMs = -Infinity;
+  /** The relist that the events of a burst share, pending until EVENT_RELIST_GAP_MS after the last. */
+  private burstRelist: TimerHandle | undefined;
 
   constructor(opts: EventedPlegOptions) {
     this.generic = opts.generic;
@@ -107,6 +120,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     this.subscription = undefined;
     subscription.controller.abort();
     this.cancelFollowUps();
+    this.cancelBurstRelist();
     await subscription.done;
     this.subscribed = false;
     await this.generic.stop();
@@ -133,10 +147,26 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
       this.lastBreak = undefined;
     }
     log.v(5, 'EventedPLEG: task event, relisting', { type: event.type, containerID: event.containerId });
-    this.generic.requestRelist();
+    const nowMs = this.clock.now();
+    this.relistForEvent(nowMs);
     // Each event restarts the series, so the last one of a burst gets all its follow-ups.
     this.cancelFollowUps();
-    this.scheduleFollowUp(0, this.clock.now());
+    this.scheduleFollowUp(0, nowMs);
+  }
+
+  /** At once, unless an event relisted less than EVENT_RELIST_GAP_MS ago: then once the gap has passed. */
+  private relistForEvent(nowMs: number): void {
+    const waitMs = this.lastEventRelistMs + EVENT_RELIST_GAP_MS - nowMs;
+    if (waitMs <= 0) {
+      this.lastEventRelistMs = nowMs;
+      this.generic.requestRelist();
+      return;
+    }
+    this.burstRelist ??= this.clock.setTimeout(() => {
+      this.burstRelist = undefined;
+      this.lastEventRelistMs = this.clock.now();
+      this.generic.requestRelist();
+    }, waitMs);
   }
 
   private scheduleFollowUp(index: number, eventMs: number): void {
@@ -156,6 +186,11 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private cancelFollowUps(): void {
     if (this.followUp) this.clock.clearTimeout(this.followUp);
     this.followUp = undefined;
+  }
+
+  private cancelBurstRelist(): void {
+    if (this.burstRelist) this.clock.clearTimeout(this.burstRelist);
+    this.burstRelist = undefined;
   }
 
   private onSubscribe(): void {

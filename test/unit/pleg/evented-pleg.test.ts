@@ -112,6 +112,55 @@ describe('EventedPLEG', () => {
     await pleg.stop();
   });
 
+  it('the events of a burst share relists: one at once, then one per 250 ms gap, and the last event keeps its follow-ups', async () => {
+    const { clock, runtime, source, pleg } = setup();
+    runtime.pods = [runningPod('a', [{}], [{ state: 'running' }, { state: 'running' }])];
+    pleg.start();
+    await flushPromises();
+    source.open();
+    await flushPromises();
+    drain(pleg);
+    const before = pleg.metrics().relistCount;
+
+    // Five events 20 ms apart: only the first relists at once.
+    for (let i = 0; i < 5; i++) {
+      if (i > 0) clock.advance(20);
+      source.exit('c-a-0');
+      await flushPromises();
+    }
+    assert.equal(pleg.metrics().relistCount, before + 1);
+    assert.equal(pleg.metrics().taskEvents, 5);
+
+    // A change the first relist could not see: the last event's first follow-up (100 ms after it)
+    // finds it, and the burst's shared relist follows at 250 ms after the first.
+    runtime.pods = [runningPod('a', [{}], [{ state: 'exited' }, { state: 'running' }])];
+    clock.advance(99);
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 1);
+    clock.advance(1);
+    await flushPromises();
+    assert.deepEqual(drain(pleg), ['ContainerDied c-a-0']);
+    assert.equal(pleg.metrics().relistCount, before + 2);
+    runtime.pods = [runningPod('a', [{}], [{ state: 'exited' }, { state: 'exited' }])];
+    clock.advance(69);
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 2);
+    clock.advance(1);
+    await flushPromises();
+    assert.deepEqual(drain(pleg), ['ContainerDied c-a-1']);
+    assert.equal(pleg.metrics().relistCount, before + 3);
+
+    // Once the gap has passed, a lone event relists at once again.
+    clock.advance(250);
+    await flushPromises();
+    const settled = pleg.metrics().relistCount;
+    source.exit('c-a-1');
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, settled + 1);
+    await pleg.stop();
+    assert.equal(clock.pendingTimers(), 0);
+  });
+
   it('waits 10 s between relists while subscribed, and only 1 s once the stream breaks', async () => {
     const { clock, generic, source, pleg } = setup();
     pleg.start();
