@@ -755,11 +755,12 @@ export class Kubelet implements ServerHost {
         name: 'pleg',
         check: () => {
           const health = this.opts.pleg.healthy();
-          // Before its first relist the PLEG is starting, not stalled: /healthz stays 200 from its
-          // first 200 on (the Node's Ready condition still waits for that relist, as upstream's).
+          // Before its first relist (and before the kubelet starts it) the PLEG is starting, not
+          // stalled: /healthz stays 200 from its first 200 on (the Node's Ready condition still
+          // waits for that relist, as upstream's).
           const starting =
             this.opts.pleg.metrics().lastRelistTimeMs === 0 &&
-            this.clock.now() - this.startedMs <= DEFAULT_RELIST_THRESHOLD_MS;
+            (this.startedMs === 0 || this.clock.now() - this.startedMs <= DEFAULT_RELIST_THRESHOLD_MS);
           return health.healthy || starting ? undefined : health.message;
         },
       },

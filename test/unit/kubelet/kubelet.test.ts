@@ -91,6 +91,8 @@ function startNode(
     hintProviders?: HintProvider[];
     /** Cluster mode's mirror pods of the static pods. */
     mirrorPods?: MirrorPods;
+    /** False: built but not started, as between buildKubelet and the start of its components. */
+    start?: boolean;
   } = {},
 ): Node {
   const clock = opts.clock ?? realClock;
@@ -145,7 +147,7 @@ function startNode(
     ...(opts.mirrorPods ? { mirrorPods: opts.mirrorPods } : {}),
     podWorkers: () => new PodWorkersImpl({ syncer: kubelet, podCache, workQueue, clock, metrics }),
   });
-  kubelet.start();
+  if (opts.start !== false) kubelet.start();
   const stop = async () => {
     podConfig.stop();
     await kubelet.stop();
@@ -745,10 +747,13 @@ test('a static pod whose mirror pod could not be made is synced for each PLEG ev
   assert.equal(creates, 3, 'the create sync and both event syncs tried to make the mirror pod');
 });
 
-test("/healthz's pleg check: a PLEG that has not relisted yet is starting, not failing, until upstream's 3-minute threshold; then it fails until a relist succeeds", async () => {
+test("/healthz's pleg check: a PLEG that has not relisted yet is starting, not failing, from the kubelet's build until upstream's 3-minute threshold; then it fails until a relist succeeds", async () => {
   const clock = new FakeClock();
   const fake = new FakeRuntime(clock);
   fake.injectError('listPodSandbox', new Error('the runtime is not answering'));
+  const built = startNode(fake, await tempDir(), { clock, start: false });
+  const notStartedCheck = built.kubelet.healthChecks().find((c) => c.name === 'pleg');
+  assert.equal(await notStartedCheck?.check(), undefined, 'built, not started yet');
   const node = startNode(fake, await tempDir(), { clock });
   const plegCheck = node.kubelet.healthChecks().find((c) => c.name === 'pleg');
   assert.ok(plegCheck);
