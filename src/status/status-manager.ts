@@ -118,7 +118,7 @@ export class LocalStatusManager implements StatusManager {
       return;
     }
     if (found.ready === ready) return;
-    const status = structuredClone(e.status);
+    const status = mutableCopy<PodStatus>(e.status);
     findContainerStatus(status, containerID)!.ready = ready;
     const phase = status.phase ?? 'Pending';
     const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
@@ -134,7 +134,7 @@ export class LocalStatusManager implements StatusManager {
     if (!e) return;
     const found = findContainerStatus(e.status, containerID);
     if (!found || found.started === started) return;
-    const status = structuredClone(e.status);
+    const status = mutableCopy<PodStatus>(e.status);
     findContainerStatus(status, containerID)!.started = started;
     this.updateStatusInternal(e.pod, status, false, false);
   }
@@ -142,7 +142,7 @@ export class LocalStatusManager implements StatusManager {
   terminatePod(pod: Pod): void {
     const uid = pod.metadata.uid ?? '';
     const cached = this.statuses.get(uid);
-    const status = structuredClone(cached?.status ?? pod.status ?? {});
+    const status = mutableCopy<PodStatus>(cached?.status ?? pod.status ?? {});
     const unknown = (): ContainerStatus['state'] => ({
       terminated: {
         exitCode: 137,
