@@ -108,9 +108,19 @@ function aggregateKey(e: CoreEvent): string {
   ].join('');
 }
 
+// The last second eventTime formatted: a pod start records its events in bursts within a second,
+// each formatted 3 times (both recorders, the aggregation).
+let formattedSecond = NaN;
+let formatted = '';
+
 /** metav1.Time: RFC 3339, whole seconds, UTC. */
 export function eventTime(ms: number): string {
-  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+  const second = Math.floor(ms / 1000);
+  if (second !== formattedSecond) {
+    formatted = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    formattedSecond = second;
+  }
+  return formatted;
 }
 
 export class EventCorrelator {
