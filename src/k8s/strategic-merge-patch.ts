@@ -59,7 +59,7 @@ export function createTwoWayMergePatch(
 }
 
 /** Whether o has a key: without the array Object.keys would make to count them. */
-function hasKeys(o: JsonObject): boolean {
+export function hasKeys(o: JsonObject): boolean {
   for (const key in o) if (Object.hasOwn(o, key)) return true;
   return false;
 }

@@ -26,6 +26,7 @@ import type { RestClient } from '../k8s/rest-client.js';
 import {
   createTwoWayMergePatch,
   goJson,
+  hasKeys,
   type Json,
   type JsonObject,
   type PatchSchema,
@@ -268,10 +269,7 @@ export class ApiStatusSink implements PodStatusSink {
       if (!sameTarget(apiPod, uid)) continue;
       const merged = this.mergedFor(apiPod, e.status);
       const deletable = this.canBeDeleted(apiPod, e.status);
-      if (
-        deletable ||
-        !preparePodStatusPatch(apiPod.metadata.uid ?? '', apiPod.status ?? {}, merged).unchanged
-      ) {
+      if (deletable || !podStatusPatchIsEmpty(apiPod.status ?? {}, merged)) {
         this.log.v(3, 'Pod status is inconsistent with the API server, a reconciliation is triggered', {
           pod: `${podNamespace}/${podName}`,
         });
@@ -288,11 +286,7 @@ export class ApiStatusSink implements PodStatusSink {
     const { podNamespace: namespace, podName: name } = versioned;
     const ref = { resource: 'pods', namespace, name };
     const known = this.watchCopyAsAnswered(uid, e);
-    if (
-      known &&
-      preparePodStatusPatch(known.metadata.uid ?? '', known.status ?? {}, this.mergedFor(known, versioned))
-        .unchanged
-    ) {
+    if (known && podStatusPatchIsEmpty(known.status ?? {}, this.mergedFor(known, versioned))) {
       this.log.v(3, 'Status for pod is up-to-date', {
         pod: `${namespace}/${name}`,
         statusVersion: versioned.version,
@@ -546,14 +540,27 @@ export function preparePodStatusPatch(
   oldStatus: DeepReadonly<PodStatus>,
   newStatus: DeepReadonly<PodStatus>,
 ): { patch: string; unchanged: boolean } {
-  const diff = createTwoWayMergePatch(
-    goPodStatus(oldStatus),
-    goPodStatus(newStatus),
-    POD_STATUS_PATCH_SCHEMA,
-  );
+  const diff = podStatusDiff(oldStatus, newStatus);
+  const unchanged = !hasKeys(diff);
   const body: JsonObject = { metadata: { uid } };
-  if (Object.keys(diff).length > 0) body.status = diff;
-  return { patch: goJson(body), unchanged: Object.keys(diff).length === 0 };
+  if (!unchanged) body.status = diff;
+  return { patch: goJson(body), unchanged };
+}
+
+/**
+ * preparePodStatusPatch's unchanged alone, without the patch's JSON: the checks that only ask
+ * whether a patch is due (each new status against the watch's copy, every pod at each reconcile)
+ * wrote and threw away the whole body, its keys sorted, every time.
+ */
+export function podStatusPatchIsEmpty(
+  oldStatus: DeepReadonly<PodStatus>,
+  newStatus: DeepReadonly<PodStatus>,
+): boolean {
+  return !hasKeys(podStatusDiff(oldStatus, newStatus));
+}
+
+function podStatusDiff(oldStatus: DeepReadonly<PodStatus>, newStatus: DeepReadonly<PodStatus>): JsonObject {
+  return createTwoWayMergePatch(goPodStatus(oldStatus), goPodStatus(newStatus), POD_STATUS_PATCH_SCHEMA);
 }
 
 type Loose = Record<string, unknown>;
