@@ -4,7 +4,7 @@
  * module and by function, and inclusive time by function, optionally within a window of the
  * profile (seconds from its start, e.g. the 100-pod start, found with bench/loop-delay-probe.ts).
  *
- * Frames of the bundle (dist/kubelet/*.js) are named by their source file and line through the
+ * Frames of the bundle (dist/kubelet) are named by their source file and line through the
  * bundle's source map, when it is beside the bundle.
  *
  * Usage: node dist/bench/cpu-profile-summary.js <file.cpuprofile> [fromS] [toS]

@@ -11,6 +11,7 @@
 import { CLI_COMMANDS, runCli } from '../cli/cli.js';
 import { realClock, type Clock } from '../lib/clock.js';
 import { ComponentRunner } from '../lib/component-runner.js';
+import type { CodeCacheOutcome } from '../lib/code-cached-script.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger, setLogFormat, setVModule, setVerbosity, type LogFormat } from '../lib/log.js';
 import { sdNotifierFromEnv, startWatchdog, watchdogIntervalMs } from '../lib/sd-notify.js';
@@ -26,8 +27,11 @@ const log = logger('kubelet');
 /** How long a stop may take in all; a few seconds, so a supervisor's restart is never held up. */
 export const SHUTDOWN_DEADLINE_MS = 5000;
 
-/** Runs the kubelet until a signal stops it; exits the process with the right code. */
-export async function main(argv: string[]): Promise<void> {
+/**
+ * Runs the kubelet until a signal stops it; exits the process with the right code. `codeCache`:
+ * what the built kubelet's start made of its V8 code cache (src/cmd/bundle-entry.ts), logged at --v=2.
+ */
+export async function main(argv: string[], codeCache?: CodeCacheOutcome): Promise<void> {
   // `tskubelet get pods`, `describe`, `logs`, `events`: a client of the running kubelet (src/cli).
   if ((CLI_COMMANDS as readonly string[]).includes(argv[0] ?? '')) {
     process.exitCode = await runCli(argv);
@@ -50,6 +54,7 @@ export async function main(argv: string[]): Promise<void> {
     process.stdout.write(loaded.text);
     process.exit(0);
   }
+  if (codeCache) log.v(2, 'V8 code cache', { ...codeCache });
   try {
     await run(loaded);
   } catch (err) {
