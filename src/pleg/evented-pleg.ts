@@ -2,7 +2,7 @@
  * The evented PLEG (upstream: pleg.EventedPLEG, feature gate EventedPLEG). Upstream reads CRI's
  * GetContainerEvents; containerd 1.6 does not implement it, so this one reads containerd's own task
  * events (start, exit, OOM, delete) and answers them with relists of the GenericPLEG it wraps: at
- * once for a lone event, one per EVENT_RELIST_GAP_MS for a burst. The sync loop learns of an exit
+ * once for a lone event, one per EVENT_RELIST_GAP_MS for a burst (and so for requestRelist). The sync loop learns of an exit
  * within one relist instead of within a relist period.
  *
  * The relist stays as the safety net, at relistPeriodMs (10 s) while the event stream is healthy and
@@ -37,10 +37,11 @@ export const EVENTED_RELIST_PERIOD_MS = 10_000;
 export const FOLLOW_UP_RELISTS_MS = [100, 400, 1500] as const;
 
 /**
- * The least time between two relists asked for by task events. While many pods start, events came
- * every 75 ms or so and each brought a relist of every pod and container (180 relists, about a tenth
- * of a 100-pod start's CPU); the events of a burst now share one relist per gap. A lone event still
- * relists at once, and the last event of a burst keeps its follow-ups.
+ * The least time between two relists asked for, by task events or by requestRelist (a pod worker
+ * waiting for a reading newer than its last sync, the kubelet after a kill). While 100 pods start,
+ * those asked for about 200 relists of every pod and container, one every 75 ms or so; the asks of a
+ * burst now share one relist per gap. A lone ask still relists at once, and the last event of a
+ * burst keeps its follow-ups.
  */
 export const EVENT_RELIST_GAP_MS = 250;
 
@@ -82,9 +83,9 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private lastBreak: string | undefined;
   /** The pending follow-up relist of the last task event. */
   private followUp: TimerHandle | undefined;
-  /** When a task event last asked for a relist; -Infinity before the first. */
-  private lastEventRelistMs = -Infinity;
-  /** The relist that the events of a burst share, pending until EVENT_RELIST_GAP_MS after the last. */
+  /** When an ask (a task event, requestRelist) last brought a relist; -Infinity before the first. */
+  private lastAskedRelistMs = -Infinity;
+  /** The relist that the asks of a burst share, pending until EVENT_RELIST_GAP_MS after the last. */
   private burstRelist: TimerHandle | undefined;
 
   constructor(opts: EventedPlegOptions) {
@@ -127,7 +128,7 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   }
 
   requestRelist(): void {
-    this.generic.requestRelist();
+    this.askRelist(this.clock.now());
   }
 
   healthy(): PlegHealth {
@@ -148,23 +149,23 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
     }
     log.v(5, 'EventedPLEG: task event, relisting', { type: event.type, containerID: event.containerId });
     const nowMs = this.clock.now();
-    this.relistForEvent(nowMs);
+    this.askRelist(nowMs);
     // Each event restarts the series, so the last one of a burst gets all its follow-ups.
     this.cancelFollowUps();
     this.scheduleFollowUp(0, nowMs);
   }
 
-  /** At once, unless an event relisted less than EVENT_RELIST_GAP_MS ago: then once the gap has passed. */
-  private relistForEvent(nowMs: number): void {
-    const waitMs = this.lastEventRelistMs + EVENT_RELIST_GAP_MS - nowMs;
+  /** At once, unless an ask relisted less than EVENT_RELIST_GAP_MS ago: then once the gap has passed. */
+  private askRelist(nowMs: number): void {
+    const waitMs = this.lastAskedRelistMs + EVENT_RELIST_GAP_MS - nowMs;
     if (waitMs <= 0) {
-      this.lastEventRelistMs = nowMs;
+      this.lastAskedRelistMs = nowMs;
       this.generic.requestRelist();
       return;
     }
     this.burstRelist ??= this.clock.setTimeout(() => {
       this.burstRelist = undefined;
-      this.lastEventRelistMs = this.clock.now();
+      this.lastAskedRelistMs = this.clock.now();
       this.generic.requestRelist();
     }, waitMs);
   }

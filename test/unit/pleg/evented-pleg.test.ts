@@ -161,6 +161,33 @@ describe('EventedPLEG', () => {
     assert.equal(clock.pendingTimers(), 0);
   });
 
+  it('a relist asked for shares the gap with the task events: at once when none ran for 250 ms, else once it has passed', async () => {
+    const { clock, source, pleg } = setup();
+    pleg.start();
+    await flushPromises();
+    source.open();
+    await flushPromises();
+    const before = pleg.metrics().relistCount;
+    pleg.requestRelist();
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 1);
+    clock.advance(50);
+    source.exit('c-a-0');
+    pleg.requestRelist();
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 1, 'within the gap');
+    clock.advance(99);
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 1);
+    clock.advance(1);
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 2, "the event's first follow-up");
+    clock.advance(100);
+    await flushPromises();
+    assert.equal(pleg.metrics().relistCount, before + 3, 'the shared relist, 250 ms after the first');
+    await pleg.stop();
+  });
+
   it('waits 10 s between relists while subscribed, and only 1 s once the stream breaks', async () => {
     const { clock, generic, source, pleg } = setup();
     pleg.start();
