@@ -2,8 +2,8 @@
  * The evented PLEG (upstream: pleg.EventedPLEG, feature gate EventedPLEG). Upstream reads CRI's
  * GetContainerEvents; containerd 1.6 does not implement it, so this one reads containerd's own task
  * events (start, exit, OOM, delete) and answers them with relists of the GenericPLEG it wraps: at
- * once for a lone event, one per EVENT_RELIST_GAP_MS for a burst (and so for requestRelist). The sync loop learns of an exit
- * within one relist instead of within a relist period.
+ * once for a lone event, one per EVENT_RELIST_GAP_MS for a burst (and so for requestRelist). The
+ * sync loop learns of an exit within one relist instead of within a relist period.
  *
  * The relist stays as the safety net, at relistPeriodMs (10 s) while the event stream is healthy and
  * at fallbackRelistPeriodMs (1 s, the generic PLEG's period) while it is broken; every new stream
@@ -159,15 +159,18 @@ export class EventedPLEG implements PodLifecycleEventGenerator {
   private askRelist(nowMs: number): void {
     const waitMs = this.lastAskedRelistMs + EVENT_RELIST_GAP_MS - nowMs;
     if (waitMs <= 0) {
-      this.lastAskedRelistMs = nowMs;
-      this.generic.requestRelist();
+      this.relistForAsks();
       return;
     }
     this.burstRelist ??= this.clock.setTimeout(() => {
       this.burstRelist = undefined;
-      this.lastAskedRelistMs = this.clock.now();
-      this.generic.requestRelist();
+      this.relistForAsks();
     }, waitMs);
+  }
+
+  private relistForAsks(): void {
+    this.lastAskedRelistMs = this.clock.now();
+    this.generic.requestRelist();
   }
 
   private scheduleFollowUp(index: number, eventMs: number): void {
