@@ -29,7 +29,9 @@
  * for an A/B of a libuv setting on the same build), BENCH_TIMELINE (1: each pod's stages and the
  * kubelet's CPU by thread role, bench/cluster-timeline.ts and bench/thread-roles.ts),
  * BENCH_WINDOW_SIGNAL (1: SIGUSR2 to tskubelet as the pods' creation starts and again once all run,
- * for a preload such as bench/heap-sampler.ts). From the driver: BENCH_CLUSTER_WORK,
+ * for a preload such as bench/heap-sampler.ts or bench/perf-window.ts), BENCH_WARM_BATCH (1: a
+ * second batch of as many pods on the same kubelet once the first is gone, its figures `warm_*`).
+ * From the driver: BENCH_CLUSTER_WORK,
  * BENCH_CLUSTER_OUT, BENCH_CLUSTER_NODE_NAME, BENCH_CLUSTER_ADMIN_KUBECONFIG,
  * BENCH_CLUSTER_NODE_KUBECONFIG, BENCH_CLUSTER_AUDIT_LOG (may be empty), BENCH_CLUSTER_MOUNT_NS,
  * CONTAINER_RUNTIME_ENDPOINT.
@@ -133,6 +135,11 @@ export interface ClusterSettings {
   timeline: boolean;
   /** BENCH_WINDOW_SIGNAL=1: SIGUSR2 to tskubelet at the start window's edges (bench/heap-sampler.ts). */
   windowSignal: boolean;
+  /**
+   * BENCH_WARM_BATCH=1: once the first batch is deleted and gone, the same kubelet starts a second
+   * batch of as many pods (`warm_*` figures): what a node that has run pods before pays per start.
+   */
+  warmBatch: boolean;
 }
 
 async function settings(): Promise<ClusterSettings> {
@@ -178,6 +185,7 @@ async function settings(): Promise<ClusterSettings> {
     endpoint: required('CONTAINER_RUNTIME_ENDPOINT'),
     timeline: process.env.BENCH_TIMELINE === '1',
     windowSignal: process.env.BENCH_WINDOW_SIGNAL === '1',
+    warmBatch: process.env.BENCH_WARM_BATCH === '1',
   };
 }
 
@@ -328,6 +336,49 @@ interface RunContext {
 let current: ClusterKubelet | undefined;
 
 /** One fresh kubelet of side, n pods through their life. */
+/**
+ * A second batch on the kubelet that started the first (BENCH_WARM_BATCH): the same number of pods
+ * under new names, created, Running, then deleted and gone; its start window measured as the
+ * first's (CPU, peak RSS, latencies). Its API traffic is outside the windows the traffic tables count.
+ */
+async function warmBatch(
+  ctx: RunContext,
+  watch: PodWatch,
+  pid: number,
+  label: string,
+  first: string[],
+  alive: () => Promise<void>,
+): Promise<Record<string, number>> {
+  const { s, api } = ctx;
+  const names = first.map((x) => x.replace(/^cd-(.)/, 'cd-$1w'));
+  resetPeakRss(pid);
+  const cpu0 = kubeletCpu(pid);
+  const tStart = performance.now();
+  phase(`${label}: creating ${names.length} pods on the warm kubelet`);
+  const pods = names.map((name) => clusterBenchPod(name, NAMESPACE, s.nodeName, s.automountToken));
+  const { createdAt } = await api.createPods(pods, s.createParallel);
+  await watch.waitFor(watch.runningAt, names, 60_000 + names.length * 2000, 'pods Running', alive);
+  const cpu1 = kubeletCpu(pid);
+  const peakRss = peakRssBytes(pid);
+  const runningAt = names.map((x) => watch.runningAt.get(x)!);
+  const latencies = names.map((x, i) => runningAt[i]! - createdAt.get(x)!);
+  const figures = {
+    warm_p50_ms: percentile(latencies, 50),
+    warm_all_running_ms: Math.max(...runningAt) - tStart,
+    warm_start_cpu_s: cpu1.total - cpu0.total,
+    warm_start_peak_rss_mib: peakRss / MIB,
+  };
+  say(
+    `cluster-density ${label} (warm): p50 ${Math.round(figures.warm_p50_ms)} ms, all running ` +
+      `${Math.round(figures.warm_all_running_ms)} ms, start CPU ${figures.warm_start_cpu_s.toFixed(2)} s`,
+  );
+  await sleep(s.settleMs);
+  phase(`${label}: deleting the warm batch`);
+  await api.deletePods(NAMESPACE, names, s.createParallel);
+  await watch.waitFor(watch.goneAt, names, 60_000 + names.length * 1000, 'pods gone', alive);
+  return figures;
+}
+
 async function measureRun(ctx: RunContext, side: Side, n: number, round: number): Promise<RunFigures> {
   const { s, api, conn } = ctx;
   const kubelet = new ClusterKubelet({
@@ -443,6 +494,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     const deleteEndMs = Date.now();
     const m3 = await metrics();
     const tally3 = snap();
+    const warm = s.warmBatch ? await warmBatch(ctx, watch, pid, label, names, alive) : {};
     windows = {
       kubeletStartMs,
       startMs,
@@ -471,6 +523,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
       // metrics, which both kinds keep).
       ...criCallsPerPod(own0.cri, own1.cri, n),
       ...podSyncsPerPod(own0.syncs, own1.syncs, n),
+      ...warm,
     };
     say(
       `cluster-density ${label}: p50 ${Math.round(figures.p50_ms!)} ms, all running ${Math.round(allRunningMs)} ms, ` +

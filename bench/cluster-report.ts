@@ -36,6 +36,12 @@ export function clusterNotes(s: ClusterSettings): Record<string, string> {
     ready_ms: 'kubelet process started → its Node Ready',
     ready_cpu_s: "the kubelet's CPU seconds from its start to its Node Ready (start-up, registration)",
     restarts: 'container restarts seen on the watch (should be 0)',
+    warm_start_cpu_s:
+      'BENCH_WARM_BATCH=1: start_cpu_s of a second batch of as many pods on the same kubelet, once the first is deleted and gone',
+    warm_all_running_ms: "BENCH_WARM_BATCH=1: the second batch's all_running_ms",
+    warm_p50_ms: "BENCH_WARM_BATCH=1: the second batch's p50_ms",
+    warm_start_peak_rss_mib:
+      "BENCH_WARM_BATCH=1: the second batch's start_peak_rss_mib (VmHWM reset before it)",
     api_requests_per_pod:
       "requests the node's user made in the start and delete windows (audit log), per pod; the steady window's are apart",
     api_sent_json_bytes_per_pod: 'their request bodies, as JSON (the audit log), per pod',

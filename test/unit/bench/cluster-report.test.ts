@@ -37,6 +37,7 @@ function settings(over: Partial<ClusterSettings>): ClusterSettings {
     endpoint: 'unix:///tmp/c.sock',
     timeline: false,
     windowSignal: false,
+    warmBatch: false,
     ...over,
   };
 }
