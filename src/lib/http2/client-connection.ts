@@ -129,7 +129,11 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
   private headerBlock: { streamId: number; parts: Buffer[]; bytes: number; endStream: boolean } | undefined;
   private goAwayReceived = false;
   private closedWith: Http2StreamError | undefined;
-  private corked = false;
+  // Frames written since the last flush, which sends them in one socket write (see write()).
+  private readonly unsent: Buffer[] = [];
+  private unsentBytes = 0;
+  private flushScheduled = false;
+  private readonly flushNow = (): void => this.flush();
   // The server changed SETTINGS_HEADER_TABLE_SIZE: the next header block must open with a table size
   // update (RFC 7541 §4.2), which nghttp2, for one, insists on when the size went down.
   private tableSizeUpdateDue = false;
@@ -213,10 +217,8 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
    */
   request(fields: readonly (readonly [string, string])[], body: Buffer, handler: StreamHandler): number {
     this.requestedSinceCheck = true;
-    if (this.socket.writableLength > MAX_UNSENT_BYTES && !this.closedWith) {
-      this.fail(
-        http2StreamError(`the server has not read the last ${this.socket.writableLength} octets sent`),
-      );
+    if (this.unreadBytes > MAX_UNSENT_BYTES && !this.closedWith) {
+      this.fail(http2StreamError(`the server has not read the last ${this.unreadBytes} octets sent`));
     }
     if (!this.acceptsStreams) {
       const why =
@@ -350,18 +352,36 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     this.write(frame);
   }
 
-  /** Writes within one tick are corked into one writev: a burst of calls costs one system call. */
+  /**
+   * Frames go out together once per turn of the event loop (setImmediate, after the poll phase's
+   * callbacks and their promise continuations), not once per tick: an answer's read acks the PING
+   * that came with it, then the caller's continuation sends the next request, and the reads of one
+   * poll phase answer several streams. Per tick each of those was a write of its own (a system call,
+   * and over TLS a record); one write also spares the socket's cork/writev bookkeeping per frame.
+   */
   private write(bytes: Buffer): void {
     if (this.closedWith || this.socket.destroyed) return;
-    if (!this.corked) {
-      this.corked = true;
-      this.socket.cork();
-      process.nextTick(() => {
-        this.corked = false;
-        this.socket.uncork();
-      });
+    this.unsent.push(bytes);
+    this.unsentBytes += bytes.length;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushNow);
     }
-    this.socket.write(bytes);
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    const unsent = this.unsent;
+    if (unsent.length === 0) return;
+    const bytes = unsent.length === 1 ? unsent[0]! : Buffer.concat(unsent, this.unsentBytes);
+    unsent.length = 0;
+    this.unsentBytes = 0;
+    if (!this.socket.destroyed) this.socket.write(bytes);
+  }
+
+  /** Octets written and not yet taken by the server: the socket's buffer and what waits for the flush. */
+  private get unreadBytes(): number {
+    return this.socket.writableLength + this.unsentBytes;
   }
 
   // ---- receiving ----
@@ -607,10 +627,10 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
    * past the bound on unsent octets the connection is given up instead.
    */
   private answer(type: FrameType.Ping | FrameType.Settings, payload: Buffer): void {
-    if (this.socket.writableLength > MAX_UNSENT_BYTES) {
+    if (this.unreadBytes > MAX_UNSENT_BYTES) {
       throw connectionError(
         Http2ErrorCode.ENHANCE_YOUR_CALM,
-        `the server has not read the last ${this.socket.writableLength} octets sent`,
+        `the server has not read the last ${this.unreadBytes} octets sent`,
       );
     }
     this.writeFrame(type, FLAG_ACK, 0, payload);
@@ -682,10 +702,7 @@ export class Http2ClientConnection implements GrpcHttp2Connection {
     this.closedWith = error;
     clearInterval(this.healthTimer);
     clearTimeout(this.pingTimer);
-    if (this.corked) {
-      this.corked = false;
-      this.socket.uncork();
-    }
+    this.flush();
     // What was written (a GOAWAY) goes out first; then the socket is gone.
     const socket = this.socket;
     const grace = setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();

@@ -173,6 +173,74 @@ test('an answer read in pieces cut anywhere, frames and their headers included, 
   assert.deepEqual(answerIn(small), whole);
 });
 
+/** The frames in what the connection wrote, as type:flags:stream, in order. */
+function framesIn(bytes: Buffer): string[] {
+  const frames: string[] = [];
+  for (let at = 0; at < bytes.length; at += 9 + bytes.readUIntBE(at, 3)) {
+    frames.push(`${bytes[at + 3]}:${bytes[at + 4]}:${bytes.readUInt32BE(at + 5)}`);
+  }
+  return frames;
+}
+
+/** A connection over a socket whose reads are the test's and whose writes it keeps, one entry per write. */
+function recordingConnection(): { conn: Http2ClientConnection; socket: Duplex; writes: Buffer[] } {
+  const writes: Buffer[] = [];
+  const socket = new Duplex({
+    read: () => undefined,
+    write: (chunk: Buffer, _e, done) => {
+      writes.push(Buffer.from(chunk));
+      done();
+    },
+  });
+  const conn = new Http2ClientConnection(socket as unknown as net.Socket, { windowBytes: 65_535 });
+  return { conn, socket, writes };
+}
+
+const nextTurn = () => new Promise((resolve) => setTimeout(resolve, 5));
+const silent: StreamHandler = listener(() => undefined);
+
+test('frames written in one turn of the event loop go out in one write, in order, whichever callback wrote them', async () => {
+  const { conn, socket, writes } = recordingConnection();
+  try {
+    await nextTurn();
+    assert.equal(writes.length, 1, 'the preface, SETTINGS and WINDOW_UPDATE in one write');
+    // Two callbacks of one turn (the check phase's) send a request each.
+    setImmediate(() => conn.request(postTo('/a'), Buffer.from('a'), silent));
+    setImmediate(() => conn.request(postTo('/b'), Buffer.from('b'), silent));
+    await nextTurn();
+    assert.equal(writes.length, 2);
+    assert.deepEqual(framesIn(writes[1]!), ['1:4:1', '0:1:1', '1:4:3', '0:1:3']);
+    // A read that brings a PING and the end of stream 1's answer: the PING's ACK, and the request
+    // that the answer's promise continuation sends, go out together.
+    const answered = new Promise<void>((resolve) => {
+      conn.request(postTo('/c'), Buffer.alloc(0), { ...silent, onEnd: resolve });
+    });
+    const next = answered.then(() => conn.request(postTo('/d'), Buffer.from('d'), silent));
+    await nextTurn();
+    assert.equal(writes.length, 3);
+    const ping = Buffer.from('01234567');
+    socket.emit(
+      'data',
+      Buffer.concat([rawFrame(0x6, 0, 0, ping), rawFrame(0x1, 0x5, 5, Buffer.from([0x88]))]),
+    );
+    assert.equal(await next, 7);
+    await nextTurn();
+    assert.equal(writes.length, 4);
+    assert.deepEqual(framesIn(writes[3]!), ['6:1:0', '1:4:7', '0:1:7']);
+    assert.deepEqual(writes[3]!.subarray(9, 17), ping);
+  } finally {
+    conn.close();
+  }
+});
+
+test('frames that wait for the turn to end go out, then the GOAWAY, when the connection closes', () => {
+  const { conn, writes } = recordingConnection();
+  conn.request(postTo('/a'), Buffer.from('a'), silent);
+  conn.close();
+  assert.equal(writes.length, 1);
+  assert.deepEqual(framesIn(writes[0]!.subarray(24)), ['4:0:0', '1:4:1', '0:1:1', '7:0:0']);
+});
+
 test('a request gets its headers, body and trailers; header blocks are decoded in order across streams', async () => {
   const s = await h2Server((stream, headers) => {
     const chunks: Buffer[] = [];
