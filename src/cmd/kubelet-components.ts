@@ -5,7 +5,7 @@
  * the listeners last). To add a part, add one entry where it belongs in this order.
  */
 import { nodeRef } from '../api/node.js';
-import { HeapTrimmer } from '../lib/heap-trim.js';
+import { fullGarbageCollection, HeapTrimmer } from '../lib/heap-trim.js';
 import { asComponent, loopComponent, type Component } from '../lib/component.js';
 import { errorMessage } from '../lib/errors.js';
 import { logger } from '../lib/log.js';
@@ -254,8 +254,10 @@ function sourceAndServerComponents(
   ];
 }
 
-/** Full garbage collections when the kubelet settles after a burst of work (src/lib/heap-trim.ts). */
+/** Full garbage collections when the kubelet settles after its start-up and after a burst of work (src/lib/heap-trim.ts). */
 function heapTrimComponent(): Component {
-  const trimmer = new HeapTrimmer();
+  const trimmer = new HeapTrimmer({
+    collectAfterStartUp: fullGarbageCollection({ passes: 2, compact: true, flushBytecode: true }),
+  });
   return loopComponent('heaptrim', (signal) => trimmer.run(signal), { detail: () => trimmer.detail() });
 }

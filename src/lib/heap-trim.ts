@@ -22,6 +22,13 @@
  * also runs, busy or not, whenever heapBytes has grown by burstGrowthBytes over its level after the
  * last collection, at most once every burstMinGapMs. (At 8 MiB rather than 16, so that a 30-pod
  * start has one too, the peak RSS did not fall: 0.98x and 1.00x at 30 and 100 pods.)
+ *
+ * The kubelet's start-up is a burst of its own, but one whose code does not run again: the bytecode
+ * of the module bodies and of the start-up's functions (about 2.5 MiB of old space) stays until V8
+ * finds it unused over several full collections, which a kubelet makes few of. So the first time
+ * the process is quiet, whatever its growth, collectAfterStartUp (when given) runs once: the
+ * kubelet's compacts and drops the bytecode of the functions that ran little (flushBytecode below;
+ * docs/benchmarks.md, "Memory").
  */
 import v8 from 'node:v8';
 import vm from 'node:vm';
@@ -62,6 +69,8 @@ export interface HeapTrimOptions {
   collect?: () => void;
   /** The same within a burst (one pass). */
   collectInBurst?: () => void;
+  /** Once, the first time the process has been quiet for quietForMs, whatever the growth; none if not given. */
+  collectAfterStartUp?: () => void;
 }
 
 export function sampleHeap(): HeapSample {
@@ -86,8 +95,19 @@ export function sampleHeap(): HeapSample {
  * gains it; the context is made for each call and dropped with it (held, it kept about 0.8 MiB).
  * V8 reads `--compact-on-every-full-gc` as each collection picks the pages to move, so it is set
  * around these passes only; a user's own, as a node flag, is left alone.
+ *
+ * `flushBytecode` drops the bytecode of every function without Sparkplug's baseline code (those
+ * that ran little), as V8 does on its own only for bytecode unused over 5 full collections
+ * (`--bytecode-old-age`): such a function is compiled again from the source if it is called again.
+ * V8 reads `--stress-flush-code` as each collection starts, so it too is set around these passes
+ * only (a user's own is left alone, as is `--no-flush-bytecode`, which V8 lets win). Two passes:
+ * the first drops the bytecode, the second what only it held.
  */
-export function fullGarbageCollection({ passes = 2, compact = false } = {}): () => void {
+export function fullGarbageCollection({
+  passes = 2,
+  compact = false,
+  flushBytecode = false,
+} = {}): () => void {
   const given = (globalThis as { gc?: unknown }).gc;
   const gcFunction = (): (() => void) => {
     if (typeof given === 'function') return given as () => void;
@@ -106,13 +126,17 @@ export function fullGarbageCollection({ passes = 2, compact = false } = {}): () 
   };
   const setCompaction =
     compact && !process.execArgv.some((f) => /^--(no[-_])?compact[-_]on[-_]every[-_]full[-_]gc\b/.test(f));
+  const setFlush =
+    flushBytecode && !process.execArgv.some((f) => /^--(no[-_])?stress[-_]flush[-_]code\b/.test(f));
   return () => {
     const gc = gcFunction();
     if (setCompaction) v8.setFlagsFromString('--compact-on-every-full-gc');
+    if (setFlush) v8.setFlagsFromString('--stress-flush-code');
     try {
       for (let i = 0; i < passes; i++) gc();
     } finally {
       if (setCompaction) v8.setFlagsFromString('--no-compact-on-every-full-gc');
+      if (setFlush) v8.setFlagsFromString('--no-stress-flush-code');
     }
   };
 }
@@ -129,6 +153,8 @@ export class HeapTrimmer {
   private readonly sample: () => HeapSample;
   private readonly collect: () => void;
   private readonly collectInBurst: () => void;
+  /** Until it has run. */
+  private collectAfterStartUp: (() => void) | undefined;
   /** The lowest heapBytes since the last collection (or the first look). */
   private baseBytes = Infinity;
   /** heapBytes after the last collection (or at the first look). */
@@ -160,6 +186,7 @@ export class HeapTrimmer {
     this.sample = opts.sample ?? sampleHeap;
     this.collect = opts.collect ?? fullGarbageCollection({ passes: 1, compact: true });
     this.collectInBurst = opts.collectInBurst ?? fullGarbageCollection({ passes: 1 });
+    this.collectAfterStartUp = opts.collectAfterStartUp;
   }
 
   /** Looks every periodMs until signal aborts, or until a look fails: then the kubelet runs on without it. */
@@ -214,14 +241,13 @@ export class HeapTrimmer {
       return false;
     }
     this.quietSinceMs ??= previous.atMs;
-    if (
-      now - this.quietSinceMs < this.quietForMs ||
-      s.heapBytes - this.baseBytes < this.growthBytes ||
-      now - this.lastTrimMs < this.minGapMs
-    )
-      return false;
-
-    this.baseBytes = this.runCollection(this.collect, s, 'Collected garbage after a burst of work');
+    if (now - this.quietSinceMs < this.quietForMs || now - this.lastTrimMs < this.minGapMs) return false;
+    const afterStartUp = this.collectAfterStartUp;
+    if (!afterStartUp && s.heapBytes - this.baseBytes < this.growthBytes) return false;
+    this.collectAfterStartUp = undefined;
+    this.baseBytes = afterStartUp
+      ? this.runCollection(afterStartUp, s, 'Collected garbage after the start-up')
+      : this.runCollection(this.collect, s, 'Collected garbage after a burst of work');
     this.lastTrimMs = this.lastCollectMs;
     this.collections++;
     return true;

@@ -197,6 +197,32 @@ describe('HeapTrimmer', () => {
     assert.equal(clock.pendingTimers(), 0, 'no timer left behind');
   });
 
+  it('runs the collection after the start-up once, at the first quiet period, whatever the growth', () => {
+    const clock = new FakeClock();
+    let cpuMicros = 0;
+    const done: string[] = [];
+    const t = new HeapTrimmer({
+      clock,
+      sample: () => ({ heapBytes: 20 * MIB, cpuMicros }),
+      collect: () => done.push('after a burst'),
+      collectAfterStartUp: () => done.push('after the start-up'),
+    });
+    const second = (cores: number) => {
+      clock.advance(1000);
+      cpuMicros += cores * 1_000_000;
+      return t.check();
+    };
+    t.check();
+    assert.equal(second(0.5), false, 'starting up');
+    assert.equal(second(0.01), false);
+    assert.equal(second(0.01), false, 'quiet for 2 s');
+    assert.equal(second(0.01), true, 'quiet for 3 s, though the heap has not grown');
+    assert.deepEqual(done, ['after the start-up']);
+    for (let i = 0; i < 30; i++)
+      assert.equal(second(0.01), false, 'once only; then trims after bursts that grow');
+    assert.deepEqual(t.detail(), { collections: 1 });
+  });
+
   it('by default trims a burst of 4 MiB once quiet for 3 s, and collects within one every 16 MiB', () => {
     const clock = new FakeClock();
     let heapMiB = 20;
@@ -296,5 +322,37 @@ describe('fullGarbageCollection', () => {
       freeMiB() > 2,
       `a plain collection afterwards moves nothing (${freeMiB().toFixed(1)} MiB free)`,
     );
+  });
+
+  it('drops the bytecode of functions run once when asked, for that call only', () => {
+    const usedMiB = () => v8.getHeapStatistics().used_heap_size / MIB;
+    const plain = fullGarbageCollection();
+    // Functions kept alive but run once each: each keeps its bytecode, too little run for more.
+    const runOnce = (tag: string): Array<(n: number) => number> => {
+      const functions = vm.runInThisContext(
+        `[${Array.from(
+          { length: 2000 },
+          (_, i) =>
+            `function ${tag}${i}(n) { let s = 0; for (let j = 0; j < n; j++) s += j * ${i}; return s; }`,
+        ).join(',')}]`,
+      ) as Array<(n: number) => number>;
+      for (const f of functions) f(3);
+      return functions;
+    };
+    const first = runOnce('first');
+    plain();
+    const beforeFlush = usedMiB();
+    fullGarbageCollection({ flushBytecode: true })();
+    const flushed = beforeFlush - usedMiB();
+    assert.ok(flushed > 0.2, `${flushed.toFixed(2)} MiB of bytecode dropped`);
+    const second = runOnce('second');
+    plain();
+    const beforePlain = usedMiB();
+    plain();
+    assert.ok(
+      beforePlain - usedMiB() < flushed / 2,
+      `a plain collection afterwards keeps the bytecode (${(beforePlain - usedMiB()).toFixed(2)} MiB dropped)`,
+    );
+    assert.equal(first.length + second.length, 4000);
   });
 });
