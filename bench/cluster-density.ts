@@ -24,7 +24,8 @@
  * upstream kubelet, or a tskubelet such as this checkout's bin/tskubelet for an A/B of our own),
  * BENCH_PEER_KIND (tskubelet | upstream: overrides what `--version` says), BENCH_PEER_KUBELET_ARGS
  * (its extra flags), BENCH_PEER_NODE_ARGS (node flags for a tskubelet peer, e.g. a V8 setting
- * against none), BENCH_KUBELET_ENV and BENCH_PEER_ENV (NAME=VALUE pairs, space-separated, for
+ * against none), BENCH_PEER_NODE (the node binary that runs a tskubelet peer, e.g. another node
+ * release against this one), BENCH_KUBELET_ENV and BENCH_PEER_ENV (NAME=VALUE pairs, space-separated, for
  * this checkout's kubelet's or the peer's environment alone, e.g. `BENCH_PEER_ENV=UV_USE_IO_URING=1`
  * for an A/B of a libuv setting on the same build), BENCH_TIMELINE (1: each pod's stages and the
  * kubelet's CPU by thread role, bench/cluster-timeline.ts and bench/thread-roles.ts),
@@ -119,6 +120,8 @@ export interface ClusterSettings {
   nodeArgs: string[];
   peerArgs: string[];
   peerNodeArgs: string[];
+  /** BENCH_PEER_NODE: another node binary for a tskubelet peer (an A/B of the runtime on the same build). */
+  peerNode?: string;
   kubeletEnv: Record<string, string>;
   peerEnv: Record<string, string>;
   work: string;
@@ -172,6 +175,7 @@ async function settings(): Promise<ClusterSettings> {
     nodeArgs: splitArgs(process.env.BENCH_NODE_ARGS),
     peerArgs: splitArgs(process.env.BENCH_PEER_KUBELET_ARGS),
     peerNodeArgs,
+    peerNode: process.env.BENCH_PEER_NODE || undefined,
     kubeletEnv: envPairs('BENCH_KUBELET_ENV'),
     peerEnv: envPairs('BENCH_PEER_ENV'),
     work: required('BENCH_CLUSTER_WORK'),
@@ -394,6 +398,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     pidFile: path.join(s.work, 'kubelet.pid'),
     extraArgs: side === 'tskubelet' ? s.kubeletArgs : s.peerArgs,
     nodeArgs: side === 'tskubelet' ? s.nodeArgs : s.peerNodeArgs,
+    node: side === 'peer' ? s.peerNode : undefined,
     env: side === 'tskubelet' ? s.kubeletEnv : s.peerEnv,
   });
   // Threads by role for a node process only: the upstream kubelet's are Go's.
@@ -590,7 +595,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
 async function main(): Promise<void> {
   const s = await settings();
   phase(
-    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' and ')}${s.peerBinary ? ` (${s.peerKind} ${s.peerBinary}${s.peerNodeArgs.length ? ` with node ${s.peerNodeArgs.join(' ')}` : ''}${envWords(s.peerEnv)})` : ''}${Object.keys(s.kubeletEnv).length ? `; tskubelet${envWords(s.kubeletEnv)}` : ''}; steady ${s.steadyMs / 1000} s; ` +
+    `sizes ${s.sizes.join(', ')}; ${s.rounds} round(s) of ${s.sides.join(' and ')}${s.peerBinary ? ` (${s.peerKind} ${s.peerBinary}${s.peerNode ? ` under ${s.peerNode}` : ''}${s.peerNodeArgs.length ? ` with node ${s.peerNodeArgs.join(' ')}` : ''}${envWords(s.peerEnv)})` : ''}${Object.keys(s.kubeletEnv).length ? `; tskubelet${envWords(s.kubeletEnv)}` : ''}; steady ${s.steadyMs / 1000} s; ` +
       `settle ${s.settleMs / 1000} s; ${s.createParallel} creates at a time; token volume ${s.automountToken ? 'yes' : 'no'}; ` +
       `audit log ${s.auditLog ?? 'none: no traffic figures'}`,
   );

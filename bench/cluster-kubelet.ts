@@ -39,6 +39,8 @@ export interface ClusterKubeletOptions {
   extraArgs: string[];
   /** Flags for node itself (a tskubelet only), e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
   nodeArgs: string[];
+  /** The node binary that runs a tskubelet (BENCH_PEER_NODE for the peer); the bench's own when unset. */
+  node?: string;
   /** Environment variables for this side alone, over everything else (e.g. `UV_USE_IO_URING=1`). */
   env: Record<string, string>;
 }
@@ -97,7 +99,7 @@ export class ClusterKubelet {
       let bin = o.side === 'peer' ? o.binary : undefined;
       for (const candidate of kubeletBins) if (!bin && (await exists(candidate))) bin = candidate;
       if (!bin) throw new Error(`bin/tskubelet not found near ${repoRoot}`);
-      argv = [process.execPath, ...o.nodeArgs, bin, ...flags];
+      argv = [o.node ?? process.execPath, ...o.nodeArgs, bin, ...flags];
       // The malloc settings of its systemd unit, as the standalone bench runs it; the bench's own environment wins.
       env = { ...(await unitEnvironment()), ...process.env, ...o.env };
     } else {
