@@ -339,7 +339,37 @@ interface RunContext {
 /** The kubelet of the run under way, for the signal handler. */
 let current: ClusterKubelet | undefined;
 
-/** One fresh kubelet of side, n pods through their life. */
+/**
+ * Creates the pods (BENCH_CREATE_PARALLEL at a time) and waits until the bench's watch has seen each
+ * Running: each pod's latency from its create returning, and when the last one ran.
+ */
+async function createUntilRunning(
+  ctx: RunContext,
+  watch: PodWatch,
+  names: string[],
+  alive: () => Promise<void>,
+): Promise<{ createdAt: Map<string, number>; latencies: number[]; lastRunningAt: number }> {
+  const { s, api } = ctx;
+  const pods = names.map((name) => clusterBenchPod(name, NAMESPACE, s.nodeName, s.automountToken));
+  const { createdAt } = await api.createPods(pods, s.createParallel);
+  await watch.waitFor(watch.runningAt, names, 60_000 + names.length * 2000, 'pods Running', alive);
+  const runningAt = names.map((x) => watch.runningAt.get(x)!);
+  const latencies = names.map((x, i) => runningAt[i]! - createdAt.get(x)!);
+  return { createdAt, latencies, lastRunningAt: Math.max(...runningAt) };
+}
+
+/** Deletes the pods and waits until the bench's watch has seen each gone: when the last one went. */
+async function deleteUntilGone(
+  ctx: RunContext,
+  watch: PodWatch,
+  names: string[],
+  alive: () => Promise<void>,
+): Promise<number> {
+  await ctx.api.deletePods(NAMESPACE, names, ctx.s.createParallel);
+  await watch.waitFor(watch.goneAt, names, 60_000 + names.length * 1000, 'pods gone', alive);
+  return Math.max(...names.map((x) => watch.goneAt.get(x)!));
+}
+
 /**
  * A second batch on the kubelet that started the first (BENCH_WARM_BATCH): the same number of pods
  * under new names, created, Running, then deleted and gone; its start window measured as the
@@ -353,22 +383,17 @@ async function warmBatch(
   first: string[],
   alive: () => Promise<void>,
 ): Promise<Record<string, number>> {
-  const { s, api } = ctx;
   const names = first.map((x) => x.replace(/^cd-(.)/, 'cd-$1w'));
   resetPeakRss(pid);
   const cpu0 = kubeletCpu(pid);
   const tStart = performance.now();
   phase(`${label}: creating ${names.length} pods on the warm kubelet`);
-  const pods = names.map((name) => clusterBenchPod(name, NAMESPACE, s.nodeName, s.automountToken));
-  const { createdAt } = await api.createPods(pods, s.createParallel);
-  await watch.waitFor(watch.runningAt, names, 60_000 + names.length * 2000, 'pods Running', alive);
+  const { latencies, lastRunningAt } = await createUntilRunning(ctx, watch, names, alive);
   const cpu1 = kubeletCpu(pid);
   const peakRss = peakRssBytes(pid);
-  const runningAt = names.map((x) => watch.runningAt.get(x)!);
-  const latencies = names.map((x, i) => runningAt[i]! - createdAt.get(x)!);
   const figures = {
     warm_p50_ms: percentile(latencies, 50),
-    warm_all_running_ms: Math.max(...runningAt) - tStart,
+    warm_all_running_ms: lastRunningAt - tStart,
     warm_start_cpu_s: cpu1.total - cpu0.total,
     warm_start_peak_rss_mib: peakRss / MIB,
   };
@@ -376,13 +401,13 @@ async function warmBatch(
     `cluster-density ${label} (warm): p50 ${Math.round(figures.warm_p50_ms)} ms, all running ` +
       `${Math.round(figures.warm_all_running_ms)} ms, start CPU ${figures.warm_start_cpu_s.toFixed(2)} s`,
   );
-  await sleep(s.settleMs);
+  await sleep(ctx.s.settleMs);
   phase(`${label}: deleting the warm batch`);
-  await api.deletePods(NAMESPACE, names, s.createParallel);
-  await watch.waitFor(watch.goneAt, names, 60_000 + names.length * 1000, 'pods gone', alive);
+  await deleteUntilGone(ctx, watch, names, alive);
   return figures;
 }
 
+/** One fresh kubelet of side, n pods through their life. */
 async function measureRun(ctx: RunContext, side: Side, n: number, round: number): Promise<RunFigures> {
   const { s, api, conn } = ctx;
   const kubelet = new ClusterKubelet({
@@ -461,9 +486,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     const tStart = performance.now();
     if (s.windowSignal && side === 'tskubelet') process.kill(pid, 'SIGUSR2');
     phase(`${label}: creating ${n} pods`);
-    const pods = names.map((name) => clusterBenchPod(name, NAMESPACE, s.nodeName, s.automountToken));
-    const { createdAt } = await api.createPods(pods, s.createParallel);
-    await watch.waitFor(watch.runningAt, names, 60_000 + n * 2000, 'pods Running', alive);
+    const { createdAt, latencies, lastRunningAt } = await createUntilRunning(ctx, watch, names, alive);
     const cpu1 = kubeletCpu(pid);
     if (s.windowSignal && side === 'tskubelet') process.kill(pid, 'SIGUSR2');
     if (threads0) threadsDelta = cpuByRole(pid, threads0, sampleThreads(pid), layout);
@@ -473,9 +496,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
       runningAtWall = new Map([...watch.runningAt].map(([k, v]) => [k, wallMs(v)]));
     }
     const peakRss = peakRssBytes(pid);
-    const runningAt = names.map((x) => watch!.runningAt.get(x)!);
-    const latencies = names.map((x, i) => runningAt[i]! - createdAt.get(x)!);
-    const allRunningMs = Math.max(...runningAt) - tStart;
+    const allRunningMs = lastRunningAt - tStart;
     await sleep(s.settleMs);
     const startEndMs = Date.now();
     const m1 = await metrics();
@@ -492,9 +513,7 @@ async function measureRun(ctx: RunContext, side: Side, n: number, round: number)
     phase(`${label}: deleting the pods`);
     const deleteMs = Date.now();
     const tDelete = performance.now();
-    await api.deletePods(NAMESPACE, names, s.createParallel);
-    await watch.waitFor(watch.goneAt, names, 60_000 + n * 1000, 'pods gone', alive);
-    const deleteAllMs = Math.max(...names.map((x) => watch!.goneAt.get(x)!)) - tDelete;
+    const deleteAllMs = (await deleteUntilGone(ctx, watch, names, alive)) - tDelete;
     await sleep(s.settleMs);
     const deleteEndMs = Date.now();
     const m3 = await metrics();

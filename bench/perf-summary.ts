@@ -97,9 +97,10 @@ export function tierOf(sample: PerfSample): string {
   return 'no JavaScript frame';
 }
 
-/** The source file (and function) of the deepest bundle frame, else node's module, else native. */
+/** The source file (and function) of the deepest bundle frame, else node's module, else native (by the sample's kind). */
 export function whereOf(
   sample: PerfSample,
+  kind: string,
   sourceOf: (line: number, column: number) => string,
 ): { file: string; fn: string } {
   for (const frame of sample.frames) {
@@ -109,7 +110,6 @@ export function whereOf(
     return { file, fn: `${file} ${m[1] || '(anonymous)'}` };
   }
   const node = sample.frames.map((f) => NODE_FRAME.exec(f)?.[1]).find(Boolean);
-  const kind = kindOf(sample);
   const file = node
     ? `node (${node})`
     : `no JavaScript frame: ${kind === JS_KIND ? "node's and V8's C++ (callbacks, promise jobs)" : kind}`;
@@ -175,9 +175,10 @@ export function summarizePerf(
     add(out.byThread, s.tid === mainTid ? `main thread (${s.tid})` : `thread ${s.tid}`);
     if (s.tid !== mainTid) continue;
     out.mainSamples++;
-    add(out.byKind, kindOf(s));
+    const kind = kindOf(s);
+    add(out.byKind, kind);
     add(out.byTier, tierOf(s));
-    const { file, fn } = whereOf(s, sourceOf);
+    const { file, fn } = whereOf(s, kind, sourceOf);
     add(out.byFolder, folderOf(file));
     add(out.byFile, file);
     add(out.byFunction, fn);
